@@ -1,0 +1,100 @@
+// Package dialects holds the wire codecs the interception server speaks (OpenAI
+// chat completions today) and the typed vocabulary they translate through.
+package dialects
+
+import "encoding/json"
+
+// Roles a Message may carry.
+const (
+	RoleSystem    = "system"
+	RoleDeveloper = "developer"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Part types.
+const (
+	PartText  = "text"
+	PartImage = "image"
+)
+
+// Message is one conversation message in dialect-neutral form.
+type Message struct {
+	Role       string     `json:"role"`
+	Content    []Part     `json:"content,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Name       string     `json:"name,omitempty"`
+	// Reasoning is the model's visible reasoning, when the provider returns it.
+	Reasoning string `json:"reasoning,omitempty"`
+	// Refusal is set when the model declined to answer.
+	Refusal string `json:"refusal,omitempty"`
+}
+
+// Text joins the message's text parts.
+func (m Message) Text() string {
+	var s string
+	for _, p := range m.Content {
+		if p.Type == PartText {
+			s += p.Text
+		}
+	}
+	return s
+}
+
+// Part is one piece of message content.
+type Part struct {
+	Type string `json:"type"`
+	Text string `json:"text,omitempty"`
+	// ImageURL is an http(s) or data: URL for image parts.
+	ImageURL string `json:"image_url,omitempty"`
+}
+
+// ToolCall is a model's request to call a tool. Arguments is the raw JSON text.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Tool is a tool definition offered to the model.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// Sampling holds the sampling fields a run may set. Nil means "leave as the
+// caller sent it".
+type Sampling struct {
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	MaxTokens   *int     `json:"max_tokens,omitempty"`
+	Seed        *int64   `json:"seed,omitempty"`
+}
+
+// Usage counts tokens for one model call.
+type Usage struct {
+	InputTokens     int `json:"input_tokens"`
+	OutputTokens    int `json:"output_tokens"`
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
+}
+
+// Request is a model call in dialect-neutral form.
+type Request struct {
+	Model    string    `json:"model,omitempty"`
+	Messages []Message `json:"messages"`
+	Tools    []Tool    `json:"tools,omitempty"`
+	Sampling Sampling  `json:"sampling"`
+	Stream   bool      `json:"stream,omitempty"`
+}
+
+// Response is a model's answer in dialect-neutral form.
+type Response struct {
+	ID           string  `json:"id,omitempty"`
+	Model        string  `json:"model,omitempty"`
+	Message      Message `json:"message"`
+	FinishReason string  `json:"finish_reason,omitempty"`
+	Usage        Usage   `json:"usage"`
+}

@@ -1,0 +1,50 @@
+// Package harness runs agent programs (harnesses) for rollouts: the local
+// subprocess runtime, and the env contract every harness sees.
+package harness
+
+import (
+	"context"
+	"time"
+
+	"github.com/evalflow/evalflow/tasksets"
+)
+
+// Spec is one harness run.
+type Spec struct {
+	// Command is the harness command line, run through no shell: argv[0] and args.
+	Command []string
+	// BaseURL is the interception server root (no trailing slash) the harness
+	// talks to; OPENAI_BASE_URL is BaseURL+"/v1".
+	BaseURL string
+	// Secret authenticates the rollout at the interception server. It is passed
+	// only through the environment and never logged.
+	Secret string
+	Model  string
+	Task   tasksets.Task
+	// MaxTurns bounds the harness's model calls (EVALFLOW_MAX_TURNS); 0 is no bound.
+	MaxTurns int
+	// Env holds extra KEY=VALUE entries.
+	Env []string
+	// Timeout kills the harness process group when reached; 0 means none.
+	Timeout time.Duration
+	// OutputLimit bounds the stdout and stderr tails kept, in bytes each.
+	OutputLimit int
+}
+
+// Result is how a harness run ended. A non-zero exit is a Result, not an error.
+type Result struct {
+	ExitCode int
+	TimedOut bool
+	// Answer is what the harness wrote to EVALFLOW_ANSWER_FILE, if anything.
+	Answer   string
+	Stdout   string
+	Stderr   string
+	Duration time.Duration
+}
+
+// Runtime starts harness processes somewhere.
+type Runtime interface {
+	// Run runs the harness to completion. Errors are infrastructure failures
+	// (could not start, workdir failure); the harness's own failure is a Result.
+	Run(ctx context.Context, spec Spec) (Result, error)
+}
