@@ -11,6 +11,8 @@ import (
 
 // Spec is one harness run.
 type Spec struct {
+	// Key is the rollout's key, for logs and workdir names.
+	Key string
 	// Command is the harness command line, run through no shell: argv[0] and args.
 	Command []string
 	// BaseURL is the interception server root (no trailing slash) the harness

@@ -1,0 +1,95 @@
+package activities
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Capacity bounds how many rollouts one worker holds. A rollout takes a unit
+// in Acquire and gives it back when Run ends or the slot is released; a key
+// taken twice (a retried Acquire) holds one unit.
+type Capacity struct {
+	free chan struct{}
+	mu   sync.Mutex
+	held map[string]hold
+}
+
+type hold struct {
+	since   time.Time
+	running bool
+}
+
+// NewCapacity allows n rollouts at once.
+func NewCapacity(n int) *Capacity {
+	c := &Capacity{free: make(chan struct{}, n), held: make(map[string]hold)}
+	for range n {
+		c.free <- struct{}{}
+	}
+	return c
+}
+
+// Take waits for a unit for key, calling wait every second while it waits.
+func (c *Capacity) Take(ctx context.Context, key string, wait func()) error {
+	c.mu.Lock()
+	_, ok := c.held[key]
+	c.mu.Unlock()
+	if ok {
+		return nil
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.free:
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if _, ok := c.held[key]; ok { // a concurrent Take of the same key won
+				c.free <- struct{}{}
+				return nil
+			}
+			c.held[key] = hold{since: time.Now()}
+			return nil
+		case <-t.C:
+			wait()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Give returns key's unit, if it holds one.
+func (c *Capacity) Give(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.held[key]; ok {
+		delete(c.held, key)
+		c.free <- struct{}{}
+	}
+}
+
+// Running marks key's unit as in use by a running rollout, so Sweep keeps it.
+func (c *Capacity) Running(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h, ok := c.held[key]; ok {
+		h.running = true
+		c.held[key] = h
+	}
+}
+
+// Sweep gives back the units taken more than age ago by rollouts that never
+// started running (their workflow moved on) and returns their keys.
+func (c *Capacity) Sweep(age time.Duration) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var keys []string
+	for k, h := range c.held {
+		if !h.running && time.Since(h.since) > age {
+			keys = append(keys, k)
+			delete(c.held, k)
+			c.free <- struct{}{}
+		}
+	}
+	return keys
+}

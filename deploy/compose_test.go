@@ -1,0 +1,229 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const composeFile = "../docker-compose.yml"
+
+func loadProject(t *testing.T, opts ...cli.ProjectOptionsFn) *types.Project {
+	t.Helper()
+	opts = append([]cli.ProjectOptionsFn{cli.WithOsEnv, cli.WithName("evalflow")}, opts...)
+	po, err := cli.NewProjectOptions([]string{composeFile}, opts...)
+	require.NoError(t, err)
+	p, err := po.LoadProject(context.Background())
+	require.NoError(t, err, "LoadProject(%s)", composeFile)
+	return p
+}
+
+func service(t *testing.T, p *types.Project, name string) types.ServiceConfig {
+	t.Helper()
+	s, err := p.GetService(name)
+	require.NoError(t, err, "service %q", name)
+	return s
+}
+
+func env(s types.ServiceConfig, name string) string {
+	if v := s.Environment[name]; v != nil {
+		return *v
+	}
+	return ""
+}
+
+func script(s types.ServiceConfig) string {
+	return strings.Join(append(append([]string{}, s.Entrypoint...), s.Command...), " ")
+}
+
+func TestComposeServices(t *testing.T) {
+	p := loadProject(t)
+	want := []string{"postgres", "temporal-schema", "temporal", "temporal-namespace", "temporal-ui", "worker"}
+	assert.ElementsMatch(t, want, p.ServiceNames())
+
+	for _, s := range p.Services {
+		if s.Build != nil {
+			continue
+		}
+		image, tag, ok := strings.Cut(s.Image, ":")
+		assert.True(t, ok && tag != "" && tag != "latest", "service %s image %q is not pinned", s.Name, s.Image)
+		assert.NotEmpty(t, image)
+	}
+}
+
+func TestComposeStartOrder(t *testing.T) {
+	p := loadProject(t)
+	tests := []struct {
+		service, dependsOn, condition string
+	}{
+		{"temporal-schema", "postgres", types.ServiceConditionHealthy},
+		{"temporal", "temporal-schema", types.ServiceConditionCompletedSuccessfully},
+		{"temporal-namespace", "temporal", types.ServiceConditionStarted},
+		{"temporal-ui", "temporal", types.ServiceConditionStarted},
+		{"worker", "temporal-namespace", types.ServiceConditionCompletedSuccessfully},
+	}
+	for _, tt := range tests {
+		dep, ok := service(t, p, tt.service).DependsOn[tt.dependsOn]
+		if assert.True(t, ok, "%s does not depend on %s", tt.service, tt.dependsOn) {
+			assert.Equal(t, tt.condition, dep.Condition, "%s depends_on %s condition", tt.service, tt.dependsOn)
+		}
+	}
+}
+
+func TestComposePostgres(t *testing.T) {
+	pg := service(t, loadProject(t), "postgres")
+	assert.True(t, strings.HasPrefix(pg.Image, "postgres:16"), "postgres image %q", pg.Image)
+	require.NotNil(t, pg.HealthCheck, "postgres has no healthcheck")
+	assert.Contains(t, strings.Join(pg.HealthCheck.Test, " "), "pg_isready")
+}
+
+func TestComposeTemporal(t *testing.T) {
+	p := loadProject(t)
+
+	schema := service(t, p, "temporal-schema")
+	assert.True(t, strings.HasPrefix(schema.Image, "temporalio/admin-tools:"), "schema image %q", schema.Image)
+	assert.Equal(t, "postgres12", env(schema, "SQL_PLUGIN"))
+	for _, step := range []string{"temporal-sql-tool", " create", "setup-schema", "update-schema", "temporal_visibility"} {
+		assert.Contains(t, script(schema), step, "schema step")
+	}
+
+	server := service(t, p, "temporal")
+	assert.True(t, strings.HasPrefix(server.Image, "temporalio/server:"), "server image %q", server.Image)
+	for name, value := range map[string]string{
+		"DB":             "postgres12",
+		"POSTGRES_SEEDS": "postgres",
+		"BIND_ON_IP":     "0.0.0.0",
+	} {
+		assert.Equal(t, value, env(server, name), "temporal env %s", name)
+	}
+
+	ns := service(t, p, "temporal-namespace")
+	for _, step := range []string{"operator namespace create", "operator search-attribute create", "EvalflowRunId", "EvalflowModel", "EvalflowTaskset", "Keyword"} {
+		assert.Contains(t, script(ns), step, "namespace step")
+	}
+
+	ui := service(t, p, "temporal-ui")
+	assert.True(t, strings.HasPrefix(ui.Image, "temporalio/ui:"), "ui image %q", ui.Image)
+	require.Len(t, ui.Ports, 1)
+	assert.Equal(t, uint32(8080), ui.Ports[0].Target)
+	assert.Equal(t, "8080", ui.Ports[0].Published)
+}
+
+func TestComposeWorker(t *testing.T) {
+	p := loadProject(t)
+	w := service(t, p, "worker")
+
+	require.NotNil(t, w.Build, "worker is not built from this repository")
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	assert.Equal(t, root, w.Build.Context)
+	assert.Equal(t, "Dockerfile", w.Build.Dockerfile)
+	assert.FileExists(t, filepath.Join(root, w.Build.Dockerfile))
+
+	var runs *types.ServiceVolumeConfig
+	for i, v := range w.Volumes {
+		if v.Target == "/runs" {
+			runs = &w.Volumes[i]
+		}
+	}
+	require.NotNil(t, runs, "worker has no volume at /runs")
+	assert.Equal(t, types.VolumeTypeVolume, runs.Type)
+	assert.Equal(t, "runs", runs.Source)
+	assert.Contains(t, p.Volumes, "runs")
+
+	assert.Equal(t, "temporal:7233", env(w, "EVALFLOW_ADDRESS"))
+	assert.Equal(t, "/runs", env(w, "EVALFLOW_RUNS_DIR"))
+	require.NotNil(t, w.Deploy)
+	require.NotNil(t, w.Deploy.Replicas)
+	assert.Equal(t, 2, *w.Deploy.Replicas)
+	assert.Empty(t, w.ContainerName, "a container_name would stop the worker from scaling")
+}
+
+func TestComposeDockerfile(t *testing.T) {
+	b, err := os.ReadFile("../Dockerfile")
+	require.NoError(t, err)
+	df := string(b)
+	assert.Regexp(t, `(?m)^FROM golang:1\.26\S* AS build$`, df)
+	assert.Regexp(t, `(?m)go build .* \./worker$`, df)
+	assert.Equal(t, 2, strings.Count(df, "\nFROM "), "want a builder and a runtime stage")
+	assert.Contains(t, df, "COPY --from=build")
+}
+
+func TestComposeProviderKeyPassedThrough(t *testing.T) {
+	const key = "sk-evalflow-compose-test-0123456789"
+	t.Setenv("OPENAI_API_KEY", key)
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+	w := service(t, loadProject(t), "worker")
+	assert.Equal(t, key, env(w, "OPENAI_API_KEY"))
+	assert.Equal(t, "http://127.0.0.1:9/v1", env(w, "OPENAI_BASE_URL"))
+
+	// Unset on the host: unset in the container, not empty.
+	t.Setenv("OPENAI_API_KEY", "")
+	require.NoError(t, os.Unsetenv("OPENAI_API_KEY"))
+	w = service(t, loadProject(t), "worker")
+	assert.Nil(t, w.Environment["OPENAI_API_KEY"], "OPENAI_API_KEY without a host value")
+}
+
+// secretName matches environment variables that hold credentials.
+var secretName = regexp.MustCompile(`(?i)(API_KEY|TOKEN|SECRET|PASSWORD|_PWD)$`)
+
+// reference matches a value taken from the host: ${NAME} or ${NAME:-default}.
+var reference = regexp.MustCompile(`^\$\{[A-Z_][A-Z0-9_]*(:?-[^}]*)?\}$`)
+
+func TestComposeNoLiteralSecrets(t *testing.T) {
+	// Raw values, as written in the file.
+	p := loadProject(t, cli.WithInterpolation(false), cli.WithoutEnvironmentResolution)
+	checked := 0
+	for _, s := range p.Services {
+		for name, value := range s.Environment {
+			if !secretName.MatchString(name) {
+				continue
+			}
+			checked++
+			if value == nil {
+				continue
+			}
+			assert.Regexp(t, reference, *value, "service %s writes %s literally", s.Name, name)
+		}
+	}
+	assert.Positive(t, checked, "no credential variables found: the pattern is broken")
+
+	raw, err := os.ReadFile(composeFile)
+	require.NoError(t, err)
+	assert.NotRegexp(t, `sk-[A-Za-z0-9_-]{8,}|sk-ant-|ghp_[A-Za-z0-9]{8,}`, string(raw))
+}
+
+func TestComposeConfigDocker(t *testing.T) {
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Skip("docker not installed")
+	}
+	if err := docker("info"); err != nil {
+		t.Skipf("docker engine not available: %v", err)
+	}
+	if err := docker("compose", "version"); err != nil {
+		t.Skipf("docker compose plugin not available: %v", err)
+	}
+	assert.NoError(t, docker("compose", "-f", composeFile, "config", "-q"), "docker compose config -q")
+}
+
+// docker runs the docker CLI; its error carries the first line of stderr.
+func docker(args ...string) error {
+	_, err := exec.Command("docker", args...).Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		line, _, _ := strings.Cut(strings.TrimSpace(string(exit.Stderr)), "\n")
+		return fmt.Errorf("%w: %s", err, line)
+	}
+	return err
+}

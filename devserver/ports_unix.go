@@ -1,0 +1,7 @@
+//go:build unix
+
+package devserver
+
+import "syscall"
+
+var errAddrInUse error = syscall.EADDRINUSE

@@ -1,0 +1,148 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// Exit codes of Main.
+const (
+	// ExitOK means the answer was written.
+	ExitOK = 0
+	// ExitError means the agent failed: bad environment, task file, or API error.
+	ExitError = 1
+	// ExitTurnLimit means the model was still calling tools after the last turn.
+	ExitTurnLimit = 2
+)
+
+// DefaultMaxTurns bounds model calls when EVALFLOW_MAX_TURNS is unset.
+const DefaultMaxTurns = 8
+
+// SystemPrompt is the default system prompt.
+const SystemPrompt = "You are a careful assistant solving a task. " +
+	"Use the calculator tool for any arithmetic. " +
+	"When you are done, reply with the final answer and nothing else."
+
+// errTurnLimit ends a conversation that used up its turns.
+var errTurnLimit = errors.New("turn limit reached")
+
+// env is the harness environment contract; see the package doc.
+type env struct {
+	baseURL    string
+	apiKey     string
+	model      string
+	taskFile   string
+	answerFile string
+	maxTurns   int
+}
+
+func readEnv() (env, error) {
+	e := env{
+		baseURL:    os.Getenv("OPENAI_BASE_URL"),
+		apiKey:     os.Getenv("OPENAI_API_KEY"),
+		model:      os.Getenv("OPENAI_MODEL"),
+		taskFile:   os.Getenv("EVALFLOW_TASK_FILE"),
+		answerFile: os.Getenv("EVALFLOW_ANSWER_FILE"),
+		maxTurns:   DefaultMaxTurns,
+	}
+	for name, v := range map[string]string{
+		"OPENAI_BASE_URL":      e.baseURL,
+		"OPENAI_MODEL":         e.model,
+		"EVALFLOW_TASK_FILE":   e.taskFile,
+		"EVALFLOW_ANSWER_FILE": e.answerFile,
+	} {
+		if v == "" {
+			return env{}, fmt.Errorf("%s is not set", name)
+		}
+	}
+	if s := os.Getenv("EVALFLOW_MAX_TURNS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return env{}, fmt.Errorf("EVALFLOW_MAX_TURNS=%q is not a non-negative integer", s)
+		}
+		e.maxTurns = n
+	}
+	return e, nil
+}
+
+// Main runs the agent. args are the arguments after the subcommand name; it
+// reads the environment described in the package doc and returns the exit
+// code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	noStream := fs.Bool("no-stream", false, "make non-streaming model calls")
+	maxRetries := fs.Int("max-retries", 2, "SDK retries of a failed model call")
+	system := fs.String("system", SystemPrompt, "system prompt")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitError
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "agent: unexpected argument %q\n", fs.Arg(0))
+		return ExitError
+	}
+
+	e, err := readEnv()
+	if err != nil {
+		fmt.Fprintf(stderr, "agent: %v\n", err)
+		return ExitError
+	}
+	fail := func(err error) int {
+		msg := err.Error()
+		// The SDK's error text is only a status line; the server's own message
+		// ("context length exceeded") is what a reader of the rollout needs.
+		var apiErr *openai.Error
+		if errors.As(err, &apiErr) && apiErr.Message != "" {
+			msg += ": " + apiErr.Message
+		}
+		// The secret must not leak even if the server's message quotes it.
+		if e.apiKey != "" {
+			msg = strings.ReplaceAll(msg, e.apiKey, "[redacted]")
+		}
+		fmt.Fprintf(stderr, "agent: %s\n", msg)
+		return ExitError
+	}
+
+	t, err := readTask(e.taskFile)
+	if err != nil {
+		return fail(err)
+	}
+	msgs, err := conversation(*system, t)
+	if err != nil {
+		return fail(err)
+	}
+	a := &agent{
+		client: openai.NewClient(
+			option.WithBaseURL(e.baseURL),
+			option.WithAPIKey(e.apiKey),
+			option.WithMaxRetries(*maxRetries),
+		),
+		model:  e.model,
+		stream: !*noStream,
+		out:    stdout,
+	}
+	answer, err := a.run(ctx, msgs, e.maxTurns)
+	if errors.Is(err, errTurnLimit) {
+		fmt.Fprintf(stderr, "agent: %v after %d turns\n", err, e.maxTurns)
+		return ExitTurnLimit
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if err := os.WriteFile(e.answerFile, []byte(answer), 0o644); err != nil {
+		return fail(fmt.Errorf("write answer: %w", err))
+	}
+	return ExitOK
+}

@@ -1,0 +1,44 @@
+// Package agent is evalflow's built-in harness program, exposed by the
+// starter and worker binaries as the hidden "agent" subcommand, and the
+// reference for harness authors: any program that honours the same contract
+// can be a harness.
+//
+// # The env contract
+//
+// A harness is started once per rollout with these variables set:
+//
+//	OPENAI_BASE_URL       the interception server, already ending in /v1
+//	OPENAI_API_KEY        the rollout's secret; send it as the API key, never print it
+//	ANTHROPIC_BASE_URL    the same server without /v1, for Anthropic SDKs
+//	ANTHROPIC_API_KEY     the same secret
+//	OPENAI_MODEL          the model name to request (the server enforces the run's anyway)
+//	ANTHROPIC_MODEL       the same model name
+//	EVALFLOW_TASK_FILE    a JSON file holding the task (tasksets.Task: id, prompt
+//	                      or messages, answer, info)
+//	EVALFLOW_PROMPT       the task's prompt as text, for command-line agents
+//	EVALFLOW_ANSWER_FILE  where to write the final answer, as plain text
+//	EVALFLOW_MAX_TURNS    the most model calls to make; 0 is no bound (unset
+//	                      means 8 for this agent)
+//	EVALFLOW_WORKDIR      the rollout's scratch directory, also the working directory
+//
+// See harness.Env for how a runtime builds this environment.
+//
+// The harness talks only to OPENAI_BASE_URL (or ANTHROPIC_BASE_URL): every call
+// is recorded there as a turn of the rollout's trace, so a harness need not
+// report anything else. It writes its final answer to EVALFLOW_ANSWER_FILE,
+// which the rubric scores, and exits.
+//
+// # Exit codes
+//
+// 0 means an answer was written. Any other code is recorded as a task error,
+// not retried; this agent uses 1 for errors (bad environment, API errors) and
+// 2 when it hits the turn limit. Standard output and standard error are kept
+// (their tails) with the rollout, so keep them short and free of secrets.
+//
+// # This agent
+//
+// It sends a system prompt and the task, offers a "calculator" tool that
+// evaluates arithmetic, executes the tool calls the model makes and loops until
+// the model answers without calling a tool. It streams by default (pass
+// --no-stream to disable) and prints one line per turn.
+package agent

@@ -1,0 +1,56 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/openai/openai-go/v3"
+
+	"github.com/evalflow/evalflow/tasksets"
+)
+
+func readTask(path string) (tasksets.Task, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return tasksets.Task{}, fmt.Errorf("read task: %w", err)
+	}
+	var t tasksets.Task
+	if err := json.Unmarshal(data, &t); err != nil {
+		return tasksets.Task{}, fmt.Errorf("decode task %s: %w", path, err)
+	}
+	return t, nil
+}
+
+// conversation builds the opening messages: the system prompt (unless the
+// task brings its own), the task's messages, then its prompt as a user
+// message.
+func conversation(system string, t tasksets.Task) ([]openai.ChatCompletionMessageParamUnion, error) {
+	if t.Prompt == "" && len(t.Messages) == 0 {
+		return nil, errors.New("task has neither prompt nor messages")
+	}
+	var msgs []openai.ChatCompletionMessageParamUnion
+	ownSystem := len(t.Messages) > 0 && (t.Messages[0].Role == "system" || t.Messages[0].Role == "developer")
+	if system != "" && !ownSystem {
+		msgs = append(msgs, openai.SystemMessage(system))
+	}
+	for i, m := range t.Messages {
+		switch m.Role {
+		case "system":
+			msgs = append(msgs, openai.SystemMessage(m.Content))
+		case "developer":
+			msgs = append(msgs, openai.DeveloperMessage(m.Content))
+		case "user":
+			msgs = append(msgs, openai.UserMessage(m.Content))
+		case "assistant":
+			msgs = append(msgs, openai.AssistantMessage(m.Content))
+		default:
+			return nil, fmt.Errorf("task message %d: unsupported role %q", i, m.Role)
+		}
+	}
+	if t.Prompt != "" {
+		msgs = append(msgs, openai.UserMessage(t.Prompt))
+	}
+	return msgs, nil
+}

@@ -1,0 +1,244 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// DefaultGrace is how long a harness has between SIGTERM and SIGKILL when
+// Local.Grace is 0.
+const DefaultGrace = 2 * time.Second
+
+// answerLimit bounds how much of the answer file is read.
+const answerLimit = 1 << 20
+
+var _ Runtime = (*Local)(nil)
+
+// Local runs harnesses as subprocesses of the worker, each in its own process
+// group and its own temporary workdir.
+type Local struct {
+	// Dir is the parent of per-rollout temporary workdirs; "" is os.TempDir().
+	Dir string
+	// Keep leaves workdirs in place after the run, for debugging.
+	Keep bool
+	// Grace is the time between SIGTERM and SIGKILL on timeout or
+	// cancellation; 0 is DefaultGrace.
+	Grace time.Duration
+}
+
+// Run runs spec.Command in a fresh workdir holding task.json, with the
+// environment Env builds, and waits for it. On spec.Timeout the whole process
+// group is terminated and the Result says TimedOut; when ctx is done first the
+// group is terminated too and ctx.Err() is returned with the partial Result.
+// A command that cannot be found returns an error wrapping exec.ErrNotFound.
+func (l *Local) Run(ctx context.Context, spec Spec) (Result, error) {
+	if len(spec.Command) == 0 {
+		return Result{}, errors.New("run harness: empty command")
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	workdir, err := l.makeWorkdir(spec)
+	if err != nil {
+		return Result{}, err
+	}
+	if !l.Keep {
+		defer removeAll(workdir)
+	}
+
+	runCtx := ctx
+	if spec.Timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, spec.Timeout)
+		defer cancel()
+	}
+
+	res, killed, err := l.run(runCtx, spec, workdir)
+	if err != nil {
+		return res, err
+	}
+	if killed {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		res.TimedOut = true
+	}
+	res.Answer = readAnswer(filepath.Join(workdir, AnswerFile))
+	return res, nil
+}
+
+// makeWorkdir creates the rollout's workdir and writes the task into it.
+func (l *Local) makeWorkdir(spec Spec) (string, error) {
+	parent := l.Dir
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	parent, err := filepath.Abs(parent)
+	if err != nil {
+		return "", fmt.Errorf("harness workdir: %w", err)
+	}
+	dir, err := os.MkdirTemp(parent, "evalflow-rollout-*")
+	if err != nil {
+		return "", fmt.Errorf("harness workdir: %w", err)
+	}
+	task, err := json.Marshal(spec.Task)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, TaskFile), task, 0o644)
+	}
+	if err != nil {
+		removeAll(dir)
+		return "", fmt.Errorf("write task file: %w", err)
+	}
+	return dir, nil
+}
+
+// run starts the process and waits for it. killed reports whether ctx ended
+// it (the caller tells timeout from cancellation).
+func (l *Local) run(ctx context.Context, spec Spec, workdir string) (res Result, killed bool, err error) {
+	grace := l.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	stdout, stderr := newTail(spec.OutputLimit), newTail(spec.OutputLimit)
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return res, false, fmt.Errorf("harness stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(outR, outW)
+		return res, false, fmt.Errorf("harness stderr pipe: %w", err)
+	}
+
+	var canceled atomic.Bool
+	cmd := exec.CommandContext(ctx, spec.Command[0], spec.Command[1:]...)
+	cmd.Dir = workdir
+	cmd.Env = Env(os.Environ(), spec, workdir)
+	// Pipes we own (*os.File) rather than io.Writers: exec then starts no
+	// copying goroutines, and Wait returns as soon as the leader exits even if
+	// a grandchild still holds the pipes.
+	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		canceled.Store(true)
+		return signalGroup(cmd.Process.Pid, syscall.SIGTERM)
+	}
+	// After the grace period exec SIGKILLs the leader; the group is SIGKILLed
+	// below once the leader is gone.
+	cmd.WaitDelay = grace
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		closeAll(outR, outW, errR, errW)
+		// The error names the program, never its environment.
+		return res, false, fmt.Errorf("start harness %q: %w", spec.Command[0], err)
+	}
+	closeAll(outW, errW)
+
+	var copying sync.WaitGroup
+	copying.Add(2)
+	go drain(&copying, stdout, outR)
+	go drain(&copying, stderr, errR)
+
+	waitErr := cmd.Wait()
+	res.Duration = time.Since(start)
+	// Whatever is left of the group (background children of the harness) dies
+	// with it; this also closes the pipes they hold.
+	_ = signalGroup(cmd.Process.Pid, syscall.SIGKILL)
+	waitDrained(&copying, grace, outR, errR)
+	closeAll(outR, errR)
+
+	res.Stdout, res.Stderr = stdout.String(), stderr.String()
+	if cmd.ProcessState == nil {
+		return res, false, fmt.Errorf("wait harness %q: %w", spec.Command[0], waitErr)
+	}
+	res.ExitCode = cmd.ProcessState.ExitCode()
+	return res, canceled.Load(), nil
+}
+
+// drain copies r into w until EOF or until r is closed.
+func drain(wg *sync.WaitGroup, w io.Writer, r io.Reader) {
+	defer wg.Done()
+	_, _ = io.Copy(w, r)
+}
+
+// waitDrained waits for the copying goroutines. A process that left the group
+// (setsid) could hold the pipes forever, so after grace the read ends are
+// closed, which ends the copies.
+func waitDrained(wg *sync.WaitGroup, grace time.Duration, readers ...*os.File) {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		closeAll(readers...)
+		<-done
+	}
+}
+
+// signalGroup signals the process group led by pid. A group that is already
+// gone is os.ErrProcessDone.
+func signalGroup(pid int, sig syscall.Signal) error {
+	err := syscall.Kill(-pid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return os.ErrProcessDone
+	}
+	return err
+}
+
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
+}
+
+// readAnswer returns the trimmed answer file, or "" when the harness wrote
+// none. An unreadable answer is the harness's fault and reads as no answer.
+func readAnswer(path string) string {
+	// Only a regular file: a FIFO would block the worker, a symlink could
+	// point anywhere.
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, answerLimit))
+	if err != nil {
+		return ""
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+// removeAll removes dir even when the harness left read-only directories in it.
+func removeAll(dir string) {
+	if os.RemoveAll(dir) == nil {
+		return
+	}
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(path, 0o700)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(dir)
+}

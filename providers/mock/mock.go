@@ -1,0 +1,146 @@
+// Package mock is the offline "mock" model: a deterministic test double that
+// speaks OpenAI chat completions over HTTP. It solves arithmetic questions,
+// calling a "calculator" tool when one is offered, so evaluations run end to
+// end with no provider configured.
+package mock
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+)
+
+// Config configures the mock model. The zero value is a prompt, always-right
+// model named "mock".
+type Config struct {
+	// Model is the name it reports; default "mock".
+	Model string
+	// Latency is added before each response.
+	Latency time.Duration
+	// ErrorRate is the fraction (0..1) of final answers deliberately wrong,
+	// chosen by a hash of the conversation so the choice is deterministic.
+	ErrorRate float64
+	// Script optionally names a JSONL file of canned responses; see Script.
+	Script string
+}
+
+// Model is the mock model's HTTP handler.
+type Model struct {
+	cfg    Config
+	script []scriptLine
+}
+
+var _ http.Handler = (*Model)(nil)
+
+// New validates cfg and loads its script, if any.
+func New(cfg Config) (*Model, error) {
+	if cfg.Model == "" {
+		cfg.Model = "mock"
+	}
+	if cfg.ErrorRate < 0 || cfg.ErrorRate > 1 || math.IsNaN(cfg.ErrorRate) {
+		return nil, fmt.Errorf("mock: error rate %v not in [0, 1]", cfg.ErrorRate)
+	}
+	if cfg.Latency < 0 {
+		return nil, errors.New("mock: negative latency")
+	}
+	m := &Model{cfg: cfg}
+	if cfg.Script != "" {
+		s, err := loadScript(cfg.Script)
+		if err != nil {
+			return nil, err
+		}
+		m.script = s
+	}
+	return m, nil
+}
+
+// ServeHTTP routes POST /v1/chat/completions and GET /v1/models.
+func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/v1/chat/completions":
+		if r.Method != http.MethodPost {
+			writeError(w, http.StatusMethodNotAllowed, "use POST")
+			return
+		}
+		m.serveChat(w, r)
+	case "/v1/models":
+		if r.Method != http.MethodGet {
+			writeError(w, http.StatusMethodNotAllowed, "use GET")
+			return
+		}
+		m.serveModels(w)
+	default:
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
+	}
+}
+
+func (m *Model) serveModels(w http.ResponseWriter) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object": "list",
+		"data": []map[string]any{{
+			"id":       m.cfg.Model,
+			"object":   "model",
+			"created":  0,
+			"owned_by": "evalflow",
+		}},
+	})
+}
+
+func (m *Model) serveChat(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 32<<20)).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid request body: %v", err))
+		return
+	}
+	if len(req.Messages) == 0 {
+		writeError(w, http.StatusBadRequest, "messages must not be empty")
+		return
+	}
+	if m.cfg.Latency > 0 {
+		t := time.NewTimer(m.cfg.Latency)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	rep := m.reply(req)
+	if rep.status != 0 && rep.status != http.StatusOK {
+		writeError(w, rep.status, rep.errMessage)
+		return
+	}
+	if req.Stream {
+		m.writeStream(w, req, rep)
+		return
+	}
+	m.writeCompletion(w, req, rep)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v) //nolint:errcheck // the client went away; nothing to do
+}
+
+// writeError answers in OpenAI's error shape.
+func writeError(w http.ResponseWriter, status int, message string) {
+	typ := "invalid_request_error"
+	switch {
+	case status == http.StatusUnauthorized:
+		typ = "authentication_error"
+	case status == http.StatusTooManyRequests:
+		typ = "rate_limit_error"
+	case status >= 500:
+		typ = "server_error"
+	}
+	if message == "" {
+		message = http.StatusText(status)
+	}
+	writeJSON(w, status, map[string]any{
+		"error": map[string]any{"message": message, "type": typ, "param": nil, "code": nil},
+	})
+}

@@ -1,0 +1,204 @@
+// Package providers holds the upstream clients evalflow relays model calls to.
+package providers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// AttemptsHeader is added to every response Do returns: how many attempts it
+// took, so the interception server can record retries. It never comes from the
+// upstream. interception.AttemptsHeader names the same header.
+const AttemptsHeader = "X-Evalflow-Attempts"
+
+// Retry defaults.
+const (
+	DefaultMaxAttempts   = 4
+	DefaultBaseDelay     = 250 * time.Millisecond
+	DefaultMaxDelay      = 8 * time.Second
+	DefaultMaxRetryAfter = 30 * time.Second
+)
+
+// sharedTransport is tuned for many concurrent rollouts calling a few hosts.
+var sharedTransport = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 256
+	t.IdleConnTimeout = 90 * time.Second
+	t.ResponseHeaderTimeout = 0 // a model may think for minutes before the headers
+	return t
+}()
+
+// OpenAI is an OpenAI-compatible upstream. The zero values of its retry fields
+// mean the defaults.
+type OpenAI struct {
+	// BaseURL includes /v1, e.g. https://api.openai.com/v1.
+	BaseURL string
+	// Client sends the requests; nil means a client on a shared tuned transport.
+	Client *http.Client
+	// MaxAttempts bounds attempts per call, the first included.
+	MaxAttempts int
+	// BaseDelay is the first backoff; it doubles per attempt up to MaxDelay.
+	BaseDelay time.Duration
+	MaxDelay  time.Duration
+	// MaxRetryAfter caps how long an upstream's Retry-After may make us wait.
+	MaxRetryAfter time.Duration
+
+	apiKey string
+}
+
+// NewOpenAI returns an upstream at baseURL (with /v1) authenticated by apiKey;
+// an empty apiKey sends no Authorization header.
+func NewOpenAI(baseURL, apiKey string) *OpenAI {
+	return &OpenAI{
+		BaseURL: strings.TrimRight(baseURL, "/"),
+		Client:  &http.Client{Transport: sharedTransport},
+		apiKey:  apiKey,
+	}
+}
+
+// RetryError is the connection error Do gives up on, with the attempts made.
+type RetryError struct {
+	Count int
+	Err   error
+}
+
+// Error implements error.
+func (e *RetryError) Error() string {
+	return fmt.Sprintf("after %d attempts: %v", e.Count, e.Err)
+}
+
+// Unwrap returns the last attempt's error.
+func (e *RetryError) Unwrap() error { return e.Err }
+
+// Attempts reports how many attempts were made.
+func (e *RetryError) Attempts() int { return e.Count }
+
+// Do POSTs body to BaseURL+path (path after /v1, e.g. "/chat/completions").
+// It retries 429, 500, 502, 503, 504 and connection errors with exponential
+// backoff and jitter, honouring Retry-After, until MaxAttempts. When retries
+// run out on a status, the last response is returned with its body intact so
+// the caller can relay the upstream's own error; when they run out on a
+// connection error, a *RetryError is returned. The response carries
+// AttemptsHeader.
+func (o *OpenAI) Do(ctx context.Context, path string, body []byte) (*http.Response, error) {
+	client := o.Client
+	if client == nil {
+		client = &http.Client{Transport: sharedTransport}
+	}
+	maxAttempts := o.MaxAttempts
+	if maxAttempts <= 0 {
+		maxAttempts = DefaultMaxAttempts
+	}
+	url := strings.TrimRight(o.BaseURL, "/") + path
+	for attempt := 1; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return nil, fmt.Errorf("openai request: %w", err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if o.apiKey != "" {
+			req.Header.Set("Authorization", "Bearer "+o.apiKey)
+		}
+		resp, err := client.Do(req)
+		var wait time.Duration
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("openai %s: %w", path, ctx.Err())
+			}
+			if attempt >= maxAttempts {
+				return nil, fmt.Errorf("openai %s: %w", path, &RetryError{Count: attempt, Err: err})
+			}
+			wait = o.backoff(attempt)
+		case retryable(resp.StatusCode) && attempt < maxAttempts:
+			wait = o.retryAfter(resp.Header, time.Now())
+			if wait < 0 {
+				wait = o.backoff(attempt)
+			}
+			// Drain a little so the connection can be reused.
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			_ = resp.Body.Close()
+		default:
+			resp.Header.Set(AttemptsHeader, strconv.Itoa(attempt))
+			return resp, nil
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return nil, fmt.Errorf("openai %s: %w", path, err)
+		}
+	}
+}
+
+func retryable(status int) bool {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// backoff is the wait after a failed attempt: exponential, capped, with the
+// upper half jittered so concurrent rollouts do not retry in step.
+func (o *OpenAI) backoff(attempt int) time.Duration {
+	base, ceiling := o.BaseDelay, o.MaxDelay
+	if base <= 0 {
+		base = DefaultBaseDelay
+	}
+	if ceiling <= 0 {
+		ceiling = DefaultMaxDelay
+	}
+	d := base
+	for i := 1; i < attempt && d < ceiling; i++ {
+		d *= 2
+	}
+	d = min(d, ceiling)
+	half := d / 2
+	return half + rand.N(half+1)
+}
+
+// retryAfter reads retry-after-ms (OpenAI's) or Retry-After in seconds or as
+// an HTTP date, capped at MaxRetryAfter. It returns -1 when there is none.
+func (o *OpenAI) retryAfter(h http.Header, now time.Time) time.Duration {
+	ceiling := o.MaxRetryAfter
+	if ceiling <= 0 {
+		ceiling = DefaultMaxRetryAfter
+	}
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return min(time.Duration(ms*float64(time.Millisecond)), ceiling)
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return -1
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
+		return min(time.Duration(secs*float64(time.Second)), ceiling)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return min(max(t.Sub(now), 0), ceiling)
+	}
+	return -1
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,283 @@
+// Package results is the run store: one directory per run holding the rollout
+// records (rollouts.jsonl), one trace file per rollout and the run summary.
+// Writes are idempotent on the rollout key, so retries and resumes never
+// duplicate or lose a rollout, even with several worker processes on one host.
+package results
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/evalflow/evalflow/trace"
+)
+
+// Store is a run store rooted at a directory (runs/<run-id>/...). It is safe
+// for concurrent use by many goroutines and by several processes on one host.
+type Store struct {
+	root string
+
+	mu   sync.Mutex
+	runs map[string]*lockedRun
+}
+
+type lockedRun struct {
+	mu sync.Mutex
+	*run
+}
+
+// Open opens the store rooted at root, creating the directory if absent.
+func Open(root string) (*Store, error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("open run store: %w", err)
+	}
+	return &Store{root: root, runs: map[string]*lockedRun{}}, nil
+}
+
+// Dir is the directory of a run.
+func (s *Store) Dir(runID string) string {
+	return filepath.Join(s.root, runID)
+}
+
+func (s *Store) run(runID string) *lockedRun {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.runs[runID]
+	if !ok {
+		r = &lockedRun{run: newRun(s.Dir(runID))}
+		s.runs[runID] = r
+	}
+	return r
+}
+
+// Put stores a rollout's record and trace unless a record with rec.Key is
+// already stored, in which case it returns the stored record and true and
+// writes nothing. Otherwise it writes the trace file (when tr is not nil)
+// then appends the record, and returns it with Trace (and FinishedAt, if
+// zero) filled in.
+func (s *Store) Put(ctx context.Context, rec Record, tr *trace.Rollout) (Record, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return Record{}, false, err
+	}
+	if err := checkRunID(rec.RunID); err != nil {
+		return Record{}, false, err
+	}
+	if err := checkKey(rec.Key); err != nil {
+		return Record{}, false, err
+	}
+	r := s.run(rec.RunID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// A key once indexed stays stored: no need to touch the disk.
+	if stored, ok := r.get(rec.Key); ok {
+		return stored, true, nil
+	}
+
+	if err := os.MkdirAll(filepath.Join(r.dir, "traces"), 0o755); err != nil {
+		return Record{}, false, fmt.Errorf("create run dir: %w", err)
+	}
+	unlock, err := lockFile(r.dir, syscall.LOCK_EX)
+	if err != nil {
+		return Record{}, false, err
+	}
+	defer unlock()
+	torn, err := r.refresh()
+	if err != nil {
+		return Record{}, false, err
+	}
+	if stored, ok := r.get(rec.Key); ok {
+		return stored, true, nil
+	}
+
+	rec.Trace = ""
+	if tr != nil {
+		rec.Trace = traceName(rec.Key)
+		if err := writeJSON(filepath.Join(r.dir, rec.Trace), tr, false); err != nil {
+			return Record{}, false, fmt.Errorf("write trace %s: %w", rec.Key, err)
+		}
+	}
+	if rec.FinishedAt.IsZero() {
+		rec.FinishedAt = time.Now().UTC()
+	}
+	if err := r.appendRecord(rec, torn); err != nil {
+		return Record{}, false, fmt.Errorf("append record %s: %w", rec.Key, err)
+	}
+	return rec, false, nil
+}
+
+// appendRecord writes rec as one line at the end of the log and syncs it. A torn
+// tail left by a dead writer is cut first, so the line starts on a fresh line.
+// It runs under the exclusive file lock, after refresh.
+func (r *run) appendRecord(rec Record, torn int64) error {
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	line = append(line, '\n')
+	f, err := os.OpenFile(r.path(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if torn > 0 {
+		if err := f.Truncate(r.offset); err != nil {
+			return err
+		}
+	}
+	if _, err := f.Write(line); err != nil {
+		_ = f.Truncate(r.offset) // leave no torn line of our own
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if r.offset == 0 {
+		if err := syncDir(r.dir); err != nil {
+			return err
+		}
+	}
+	r.add(rec, int64(len(line)))
+	return nil
+}
+
+// Get returns the stored record of key in a run, and whether there is one.
+func (s *Store) Get(ctx context.Context, runID, key string) (Record, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return Record{}, false, err
+	}
+	if err := checkRunID(runID); err != nil {
+		return Record{}, false, err
+	}
+	if err := checkKey(key); err != nil {
+		return Record{}, false, err
+	}
+	r := s.run(runID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rec, ok := r.get(key); ok {
+		return rec, true, nil
+	}
+	if err := s.refreshShared(r); err != nil {
+		return Record{}, false, err
+	}
+	rec, ok := r.get(key)
+	return rec, ok, nil
+}
+
+// List returns a run's records in the order they were stored. An unknown run
+// has none.
+func (s *Store) List(ctx context.Context, runID string) ([]Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkRunID(runID); err != nil {
+		return nil, err
+	}
+	r := s.run(runID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := s.refreshShared(r); err != nil {
+		return nil, err
+	}
+	return append([]Record(nil), r.recs...), nil
+}
+
+// refreshShared catches r up with the file under a shared lock. A run with no
+// directory yet has nothing to read.
+func (s *Store) refreshShared(r *lockedRun) error {
+	if _, err := os.Stat(r.dir); os.IsNotExist(err) {
+		return nil
+	}
+	unlock, err := lockFile(r.dir, syscall.LOCK_SH)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	_, err = r.refresh()
+	return err
+}
+
+// Trace reads the trace of a rollout. A missing trace is an error wrapping
+// fs.ErrNotExist.
+func (s *Store) Trace(ctx context.Context, runID, key string) (*trace.Rollout, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkRunID(runID); err != nil {
+		return nil, err
+	}
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	var tr trace.Rollout
+	if err := readJSON(filepath.Join(s.Dir(runID), traceName(key)), &tr); err != nil {
+		return nil, fmt.Errorf("read trace %s: %w", key, err)
+	}
+	return &tr, nil
+}
+
+// WriteSummary writes v as the run's summary.json, indented, replacing any
+// previous summary atomically.
+func (s *Store) WriteSummary(ctx context.Context, runID string, v any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkRunID(runID); err != nil {
+		return err
+	}
+	dir := s.Dir(runID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create run dir: %w", err)
+	}
+	if err := writeJSON(filepath.Join(dir, summaryFile), v, true); err != nil {
+		return fmt.Errorf("write summary of %s: %w", runID, err)
+	}
+	return nil
+}
+
+// ReadSummary decodes the run's summary.json into v. A run without a summary
+// is an error wrapping fs.ErrNotExist.
+func (s *Store) ReadSummary(ctx context.Context, runID string, v any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkRunID(runID); err != nil {
+		return err
+	}
+	if err := readJSON(filepath.Join(s.Dir(runID), summaryFile), v); err != nil {
+		return fmt.Errorf("read summary of %s: %w", runID, err)
+	}
+	return nil
+}
+
+// summaryFile is the run's summary, written by WriteSummary.
+const summaryFile = "summary.json"
+
+func writeJSON(path string, v any, indent bool) error {
+	var (
+		b   []byte
+		err error
+	)
+	if indent {
+		b, err = json.MarshalIndent(v, "", "  ")
+	} else {
+		b, err = json.Marshal(v)
+	}
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(b, '\n'))
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-shellwords"
+	"github.com/urfave/cli/v2"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/evalflow/evalflow/activities"
+	"github.com/evalflow/evalflow/wiring"
+	"github.com/evalflow/evalflow/workflows"
+)
+
+func evalCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "eval",
+		Usage:     "run an evaluation and watch it (resumes a run with the same --run-id)",
+		ArgsUsage: " ",
+		Flags: append([]cli.Flag{
+			addressFlag, namespaceFlag, taskQueueFlag, dataDirFlag, runsDirFlag, uiPortFlag,
+			&cli.StringFlag{Name: "run-id", Usage: "run id; the same id resumes that run (default: generated)"},
+			&cli.StringFlag{Name: "taskset", Value: "sample", Usage: "taskset: a JSONL path, `sample`, or `arithmetic[?seed=N]` (infinite)"},
+			&cli.Int64Flag{Name: "tasks", Usage: "number of tasks (default: the whole taskset)"},
+			&cli.IntFlag{Name: "rollouts-per-task", Value: 1, Usage: "rollouts per task (pass@k is reported up to this k)"},
+			&cli.IntFlag{Name: "max-concurrent", Value: workflows.DefaultMaxConcurrent, Usage: "rollouts in flight at once, across all workers"},
+			&cli.Uint64Flag{Name: "seed", Usage: "seed of the task order when --shuffle is set"},
+			&cli.BoolFlag{Name: "shuffle", Usage: "visit tasks in a seeded random order"},
+			&cli.StringFlag{Name: "model", Usage: "model name sent to the provider (default: mock when no provider is set)"},
+			&cli.Float64Flag{Name: "temperature", Usage: "sampling temperature set on every model call"},
+			&cli.Float64Flag{Name: "top-p", Usage: "nucleus sampling set on every model call"},
+			&cli.IntFlag{Name: "max-tokens", Usage: "max tokens set on every model call"},
+			&cli.StringFlag{Name: "harness", Usage: "harness command, e.g. 'python agent.py' (default: the built-in agent)"},
+			&cli.DurationFlag{Name: "harness-timeout", Value: workflows.DefaultHarnessTimeout, Usage: "kill a harness after this long"},
+			&cli.IntFlag{Name: "max-turns", Value: workflows.DefaultMaxTurns, Usage: "model calls a harness may make (EVALFLOW_MAX_TURNS)"},
+			&cli.StringFlag{Name: "rubric", Value: workflows.DefaultRubric, Usage: "exact, numeric[:tol], contains, regex[:pattern]"},
+			&cli.IntFlag{Name: "max-attempts", Value: workflows.DefaultMaxAttempts, Usage: "attempts of a rollout after infrastructure failures"},
+			&cli.IntFlag{Name: "continue-as-new-after", Value: workflows.DefaultContinueAsNewAfter, Usage: "rollouts per workflow history segment"},
+			&cli.StringFlag{Name: "worker", Value: "auto", Usage: "run a worker in this process: auto (only with the embedded server), on, off"},
+			&cli.BoolFlag{Name: "detach", Usage: "start the run and return without watching it"},
+		}, workerFlags()...),
+		Action: runEval,
+	}
+}
+
+func runEval(cctx *cli.Context) error {
+	cfg, err := runConfig(cctx)
+	if err != nil {
+		return err
+	}
+	s, err := connect(cctx, connectOptions{embed: true, worker: cctx.String("worker")})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if s.worker != nil && s.worker.UsingMock {
+		fmt.Fprintln(os.Stderr, "No provider configured (--base-url / OPENAI_BASE_URL): using the offline mock model.")
+	}
+
+	ctx := cctx.Context
+	done, err := startOrAttach(ctx, s.client, cctx.String(taskQueueFlag.Name), cfg)
+	if err != nil {
+		return err
+	}
+	printWhere(s, cctx, cfg.RunID)
+	if done {
+		return printResult(ctx, s.client, cctx, cfg.RunID)
+	}
+	if cctx.Bool("detach") {
+		fmt.Printf("Started run %s. Watch it: starter status %s\n", cfg.RunID, cfg.RunID)
+		return nil
+	}
+	if s.worker == nil {
+		go warnWithoutWorkers(ctx, s.client, cctx.String(taskQueueFlag.Name))
+	}
+	res, err := watch(ctx, s.client, cfg.RunID)
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(os.Stderr, "\nStopped watching. Run %s is saved; continue it with the same command and --run-id %s\n", cfg.RunID, cfg.RunID)
+		return exitCode(130)
+	}
+	if err != nil {
+		return fmt.Errorf("run %s failed: %w", cfg.RunID, err)
+	}
+	printSummary(os.Stdout, res, cctx.String(runsDirFlag.Name))
+	return nil
+}
+
+// runConfig turns flags into the workflow input.
+func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
+	cfg := workflows.RunConfig{
+		RunID:           cctx.String("run-id"),
+		Taskset:         cctx.String("taskset"),
+		Tasks:           cctx.Int64("tasks"),
+		RolloutsPerTask: cctx.Int("rollouts-per-task"),
+		MaxConcurrent:   cctx.Int("max-concurrent"),
+		Seed:            cctx.Uint64("seed"),
+		Shuffle:         cctx.Bool("shuffle"),
+		Model:           cctx.String("model"),
+		Rubric:          cctx.String("rubric"),
+		Harness: activities.HarnessConfig{
+			Timeout:  cctx.Duration("harness-timeout"),
+			MaxTurns: cctx.Int("max-turns"),
+		},
+		Limits: workflows.Limits{
+			MaxAttempts:        cctx.Int("max-attempts"),
+			ContinueAsNewAfter: cctx.Int("continue-as-new-after"),
+		},
+	}
+	if cfg.RunID == "" {
+		cfg.RunID = newRunID()
+	}
+	if strings.ContainsAny(cfg.RunID, "/\\ ") || strings.Contains(cfg.RunID, "..") {
+		return cfg, fmt.Errorf("--run-id %q: use letters, digits, '-', '_' and '.'", cfg.RunID)
+	}
+	if cfg.Model == "" {
+		if cctx.String(baseURLFlag.Name) != "" {
+			return cfg, fmt.Errorf("--model is required with --base-url")
+		}
+		cfg.Model = "mock"
+	}
+	if h := cctx.String("harness"); h != "" {
+		argv, err := shellwords.Parse(h)
+		if err != nil || len(argv) == 0 {
+			return cfg, fmt.Errorf("--harness %q: cannot split into a command line", h)
+		}
+		cfg.Harness.Command = argv
+	}
+	if cctx.IsSet("temperature") {
+		v := cctx.Float64("temperature")
+		cfg.Sampling.Temperature = &v
+	}
+	if cctx.IsSet("top-p") {
+		v := cctx.Float64("top-p")
+		cfg.Sampling.TopP = &v
+	}
+	if cctx.IsSet("max-tokens") {
+		v := cctx.Int("max-tokens")
+		cfg.Sampling.MaxTokens = &v
+	}
+	cfg = cfg.WithDefaults()
+	return cfg, cfg.Validate()
+}
+
+
+func newRunID() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return "eval-" + time.Now().Format("20060102-150405") + "-" + hex.EncodeToString(b)
+}
+
+// startOrAttach starts the run, or attaches to it when a run with that id
+// exists: a running one is watched, a finished one reported (done is true),
+// and a failed or terminated one started again, reusing stored rollouts.
+func startOrAttach(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig) (done bool, err error) {
+	desc, err := c.DescribeWorkflowExecution(ctx, cfg.RunID, "")
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+		fmt.Fprintf(os.Stderr, "Starting run %s: %d tasks × %d rollouts of %q with model %q.\n",
+			cfg.RunID, cfg.Tasks, cfg.RolloutsPerTask, cfg.Taskset, cfg.Model)
+	case err != nil:
+		return false, fmt.Errorf("look up run %s: %w", cfg.RunID, err)
+	default:
+		switch status := desc.WorkflowExecutionInfo.Status; status {
+		case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+			fmt.Fprintf(os.Stderr, "Run %s is already running: resuming it (its own configuration applies).\n", cfg.RunID)
+			return false, nil
+		case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+			fmt.Fprintf(os.Stderr, "Run %s has already finished.\n", cfg.RunID)
+			return true, nil
+		default:
+			fmt.Fprintf(os.Stderr, "Run %s ended %s: starting it again; finished rollouts are reused from the store.\n",
+				cfg.RunID, strings.ToLower(strings.TrimPrefix(status.String(), "WORKFLOW_EXECUTION_STATUS_")))
+		}
+	}
+	opts := client.StartWorkflowOptions{
+		ID:                    cfg.RunID,
+		TaskQueue:             taskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			temporal.NewSearchAttributeKeyKeyword(workflows.AttrRunID).ValueSet(cfg.RunID),
+			temporal.NewSearchAttributeKeyKeyword(workflows.AttrModel).ValueSet(cfg.Model),
+			temporal.NewSearchAttributeKeyKeyword(workflows.AttrTaskset).ValueSet(cfg.Taskset),
+		),
+	}
+	in := workflows.EvalInput{Config: cfg}
+	_, err = c.ExecuteWorkflow(ctx, opts, wiring.EvalWorkflowName, in)
+	var invalid *serviceerror.InvalidArgument
+	if errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute") {
+		// A cluster without evalflow's search attributes: run without them.
+		fmt.Fprintf(os.Stderr, "warning: the namespace lacks evalflow's search attributes (%s, %s, %s); starting without them\n",
+			workflows.AttrRunID, workflows.AttrModel, workflows.AttrTaskset)
+		opts.TypedSearchAttributes = temporal.SearchAttributes{}
+		_, err = c.ExecuteWorkflow(ctx, opts, wiring.EvalWorkflowName, in)
+	}
+	if err != nil {
+		return false, fmt.Errorf("start run %s: %w", cfg.RunID, err)
+	}
+	return false, nil
+}
+
+// watch draws progress until the run ends and returns its result.
+func watch(ctx context.Context, c client.Client, runID string) (workflows.Result, error) {
+	type outcome struct {
+		res workflows.Result
+		err error
+	}
+	end := make(chan outcome, 1)
+	go func() {
+		var o outcome
+		o.err = c.GetWorkflow(ctx, runID, "").Get(ctx, &o.res)
+		end <- o
+	}()
+	bar := newProgressBar(os.Stderr)
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case o := <-end:
+			if p, err := queryProgress(context.WithoutCancel(ctx), c, runID); err == nil {
+				bar.draw(p)
+			}
+			bar.finish()
+			if ctx.Err() != nil {
+				return o.res, ctx.Err()
+			}
+			return o.res, o.err
+		case <-t.C:
+			if p, err := queryProgress(ctx, c, runID); err == nil {
+				bar.draw(p)
+			}
+		}
+	}
+}
+
+func queryProgress(ctx context.Context, c client.Client, runID string) (workflows.Progress, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	v, err := c.QueryWorkflow(ctx, runID, "", workflows.QueryProgress)
+	if err != nil {
+		return workflows.Progress{}, err
+	}
+	var p workflows.Progress
+	return p, v.Get(&p)
+}
+
+// warnWithoutWorkers says so when no worker polls the task queue: on a
+// cluster, the run waits for `worker` processes.
+func warnWithoutWorkers(ctx context.Context, c client.Client, taskQueue string) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(5 * time.Second):
+	}
+	resp, err := c.DescribeTaskQueue(ctx, taskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	if err == nil && len(resp.GetPollers()) == 0 {
+		fmt.Fprintf(os.Stderr, "\nNo worker polls task queue %q: start one with `go run ./worker --address …`.\n", taskQueue)
+	}
+}
+
+func printWhere(s *session, cctx *cli.Context, runID string) {
+	if s.uiURL != "" {
+		fmt.Fprintf(os.Stderr, "Temporal Web UI: %s/namespaces/%s/workflows/%s\n", s.uiURL, cctx.String(namespaceFlag.Name), runID)
+	}
+}

@@ -1,0 +1,55 @@
+// Command starter starts and watches evalflow runs: `starter eval` runs an
+// evaluation (on an embedded Temporal server when none answers), `status`
+// and `results` report on a run, `dev` runs the embedded server and a worker.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/evalflow/evalflow/harness/agent"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	// The built-in agent is this binary's hidden "agent" command: rollouts run
+	// it as a subprocess.
+	if len(os.Args) > 1 && os.Args[1] == "agent" {
+		return agent.Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	app := &cli.App{
+		Name:  "starter",
+		Usage: "run LLM agent evaluations as durable Temporal workflows",
+		Commands: []*cli.Command{
+			evalCommand(),
+			statusCommand(),
+			resultsCommand(),
+			devCommand(),
+		},
+	}
+	if err := app.RunContext(ctx, os.Args); err != nil {
+		var ec exitCode
+		if errors.As(err, &ec) {
+			return int(ec)
+		}
+		fmt.Fprintln(os.Stderr, "error:", err)
+		return 1
+	}
+	return 0
+}
+
+// exitCode ends the program with a code after the command printed its own message.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit %d", int(e)) }

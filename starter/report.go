@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+	"go.temporal.io/sdk/client"
+
+	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/workflows"
+)
+
+// printSummary writes a finished run's summary table.
+func printSummary(w io.Writer, r workflows.Result, runsDir string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "run\t%s\n", r.RunID)
+	fmt.Fprintf(tw, "taskset\t%s\n", r.Taskset)
+	fmt.Fprintf(tw, "model\t%s\n", r.Model)
+	fmt.Fprintf(tw, "tasks\t%d\n", r.Tasks)
+	reused := ""
+	if r.Reused > 0 {
+		reused = fmt.Sprintf(" (%d reused from an earlier attempt)", r.Reused)
+	}
+	fmt.Fprintf(tw, "rollouts\t%d%s\n", r.Rollouts, reused)
+	fmt.Fprintf(tw, "mean reward\t%.3f ± %.3f\n", r.MeanReward, r.StdReward)
+	for _, p := range r.PassAtK {
+		fmt.Fprintf(tw, "pass@%d\t%.3f\n", p.K, p.Value)
+	}
+	var kinds []string
+	for _, e := range r.Errors {
+		kinds = append(kinds, fmt.Sprintf("%s %d", e.Kind, e.Count))
+	}
+	errs := fmt.Sprint(r.Failed)
+	if len(kinds) > 0 {
+		errs += " (" + strings.Join(kinds, ", ") + ")"
+	}
+	fmt.Fprintf(tw, "errors\t%s\n", errs)
+	fmt.Fprintf(tw, "tokens\t%d in, %d out\n", r.InputTokens, r.OutputTokens)
+	fmt.Fprintf(tw, "rollout time\t%dms mean, %dms max\n", r.MeanRolloutMS, r.MaxRolloutMS)
+	fmt.Fprintf(tw, "wall time\t%s\n", r.WallTime)
+	fmt.Fprintf(tw, "results\t%s\n", filepath.Join(runsDir, r.RunID)+string(filepath.Separator))
+	tw.Flush()
+}
+
+// printResult prints a run's summary from the run store, or from Temporal
+// when the store does not have it.
+func printResult(ctx context.Context, c client.Client, cctx *cli.Context, runID string) error {
+	runsDir := cctx.String(runsDirFlag.Name)
+	if store, err := results.Open(runsDir); err == nil {
+		var r workflows.Result
+		if err := store.ReadSummary(ctx, runID, &r); err == nil {
+			printSummary(os.Stdout, r, runsDir)
+			return nil
+		}
+	}
+	if c == nil {
+		return fmt.Errorf("run %s has no summary in %s/ and no Temporal server answers", runID, runsDir)
+	}
+	var r workflows.Result
+	if err := c.GetWorkflow(ctx, runID, "").Get(ctx, &r); err != nil {
+		return fmt.Errorf("run %s: %w", runID, err)
+	}
+	printSummary(os.Stdout, r, runsDir)
+	return nil
+}
+
+var errNoRunID = errors.New("give a run id")

@@ -1,0 +1,141 @@
+package tasksets
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	return path
+}
+
+func TestJSONLLargeFileIsIndexed(t *testing.T) {
+	const n = 100_000
+	path := filepath.Join(t.TempDir(), "big.jsonl")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	w := bufio.NewWriter(f)
+	for i := range n {
+		fmt.Fprintf(w, `{"id":"t%d","prompt":"What is %d + 1?","answer":"%d"}`+"\n", i, i, i+1)
+	}
+	require.NoError(t, w.Flush())
+	require.NoError(t, f.Close())
+
+	ts, err := OpenFile(path)
+	require.NoError(t, err)
+	defer ts.Close()
+	require.Equal(t, int64(n), ts.Len())
+
+	// The last task is read from the file on demand: rewriting its bytes in
+	// place after opening changes what Task returns, so nothing was cached.
+	got, err := ts.Task(context.Background(), n-1)
+	require.NoError(t, err)
+	assert.Equal(t, Task{ID: "t99999", Prompt: "What is 99999 + 1?", Answer: "100000"}, got)
+
+	rw, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	st, err := rw.Stat()
+	require.NoError(t, err)
+	// `"answer":"100000"}` + "\n": overwrite the last digit of the answer.
+	_, err = rw.WriteAt([]byte("7"), st.Size()-4)
+	require.NoError(t, err)
+	require.NoError(t, rw.Close())
+
+	got, err = ts.Task(context.Background(), n-1)
+	require.NoError(t, err)
+	assert.Equal(t, "100007", got.Answer, "Task(%d) should reread the file", n-1)
+
+	got, err = ts.Task(context.Background(), 12345)
+	require.NoError(t, err)
+	assert.Equal(t, "t12345", got.ID)
+}
+
+func TestJSONLBlankLinesAndIDs(t *testing.T) {
+	path := writeFile(t, "tasks.jsonl", "\n"+
+		`{"id": 7, "prompt": "a", "answer": 42}`+"\n"+
+		"   \n"+
+		`{"id": "x", "messages": [{"role": "user", "content": "hi"}], "info": {"k": 1}}`+"\r\n"+
+		`{"id": 1.5, "prompt": "b"}`) // no trailing newline
+	ts, err := OpenFile(path)
+	require.NoError(t, err)
+	defer ts.Close()
+	require.Equal(t, int64(3), ts.Len())
+
+	want := []Task{
+		{ID: "7", Prompt: "a", Answer: "42"},
+		{ID: "x", Messages: []Message{{Role: "user", Content: "hi"}}, Info: []byte(`{"k": 1}`)},
+		{ID: "1.5", Prompt: "b"},
+	}
+	for i, w := range want {
+		got, err := ts.Task(context.Background(), int64(i))
+		require.NoError(t, err)
+		assert.Equal(t, w, got, "Task(%d)", i)
+	}
+}
+
+func TestJSONLErrors(t *testing.T) {
+	ok := `{"id":"a","prompt":"p"}`
+	tests := []struct {
+		name    string
+		content string
+		want    string
+	}{
+		{"bad json", ok + "\n\n" + `{"id":"b","prompt":}`, "tasks.jsonl:3: invalid JSON"},
+		{"not object", ok + "\n[1,2]", "tasks.jsonl:2: not a JSON object"},
+		{"no id", `{"prompt":"p"}`, `tasks.jsonl:1: "id" must be`},
+		{"bool id", `{"id":true,"prompt":"p"}`, `tasks.jsonl:1: "id" must be`},
+		{"no prompt", ok + "\n" + `{"id":"b"}`, `tasks.jsonl:2: task has neither "prompt" nor "messages"`},
+		{"bad prompt type", `{"id":"b","prompt":3}`, "tasks.jsonl:1: invalid task"},
+		{"message without role", `{"id":"b","messages":[{"content":"x"}]}`, `tasks.jsonl:1: messages[0] has no "role"`},
+		{"duplicate", ok + "\n" + `{"id":"b","prompt":"p"}` + "\n" + ok, `tasks.jsonl:3: duplicate id "a" (first on line 1)`},
+		{"duplicate number and string", `{"id":5,"prompt":"p"}` + "\n" + `{"id":"5","prompt":"p"}`, `tasks.jsonl:2: duplicate id "5"`},
+		{"empty", "\n  \n", "tasks.jsonl: no tasks"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeFile(t, "tasks.jsonl", tt.content)
+			_, err := OpenFile(path)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.True(t, strings.HasPrefix(err.Error(), path), "error %q should start with the path", err)
+		})
+	}
+}
+
+func TestJSONLMissingFile(t *testing.T) {
+	_, err := OpenFile(filepath.Join(t.TempDir(), "nope.jsonl"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestJSONLTaskOutOfRange(t *testing.T) {
+	ts, err := OpenFile(writeFile(t, "t.jsonl", `{"id":"a","prompt":"p"}`))
+	require.NoError(t, err)
+	defer ts.Close()
+	for _, i := range []int64{-1, 1} {
+		_, err := ts.Task(context.Background(), i)
+		assert.Error(t, err, "Task(%d)", i)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = ts.Task(ctx, 0)
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func TestJSONLClose(t *testing.T) {
+	ts, err := OpenFile(writeFile(t, "t.jsonl", `{"id":"a","prompt":"p"}`))
+	require.NoError(t, err)
+	require.NoError(t, ts.Close())
+	_, err = ts.Task(context.Background(), 0)
+	assert.ErrorIs(t, err, os.ErrClosed)
+}

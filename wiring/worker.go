@@ -1,0 +1,226 @@
+// Package wiring builds an evalflow worker from its configuration. Both the
+// worker binary and the starter's in-process worker use it, so nothing is
+// wired twice.
+package wiring
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/evalflow/evalflow/activities"
+	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/providers"
+	"github.com/evalflow/evalflow/providers/mock"
+	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/tunnel"
+	"github.com/evalflow/evalflow/workflows"
+)
+
+// DefaultTaskQueue is the shared task queue runs are started on.
+const DefaultTaskQueue = "evalflow"
+
+// EvalWorkflowName is the registered name of workflows.Eval.
+const EvalWorkflowName = workflows.EvalName
+
+// Config configures a worker. It holds the name of the API key's
+// environment variable, never the key.
+type Config struct {
+	TaskQueue string
+	RunsDir   string
+	// BaseURL is an OpenAI-compatible provider (…/v1). Empty: the offline mock model.
+	BaseURL string
+	// APIKeyEnv names the environment variable holding the provider's key.
+	APIKeyEnv string
+	Mock      mock.Config
+	// MaxRollouts bounds the rollouts this worker runs at once.
+	MaxRollouts int
+	// Multiplex is how many rollouts share one interception server.
+	Multiplex int
+	// WorkDir is where harness workdirs are made; empty: the system temp dir.
+	WorkDir string
+	// Runtime runs harnesses; nil: local subprocesses.
+	Runtime harness.Runtime
+	// DefaultHarness is the command of the built-in agent; empty: this
+	// executable's hidden "agent" command.
+	DefaultHarness []string
+	Logger         *slog.Logger
+}
+
+// Worker is a running evalflow worker: a worker on the shared task queue, one
+// on this process's own host queue, and the interception pool they share.
+type Worker struct {
+	cfg     Config
+	shared  worker.Worker
+	host    worker.Worker
+	pool    *interception.Pool
+	cap     *activities.Capacity
+	mock    *http.Server
+	stop    chan struct{}
+	sweeper sync.WaitGroup
+	// UsingMock is true when no provider is configured and rollouts talk to
+	// the offline mock model.
+	UsingMock bool
+}
+
+// NewWorker builds a worker on c. Call Start, then Stop.
+func NewWorker(c client.Client, cfg Config) (*Worker, error) {
+	if cfg.TaskQueue == "" {
+		cfg.TaskQueue = DefaultTaskQueue
+	}
+	if cfg.RunsDir == "" {
+		cfg.RunsDir = "runs"
+	}
+	if cfg.MaxRollouts <= 0 {
+		cfg.MaxRollouts = 64
+	}
+	if cfg.APIKeyEnv == "" {
+		cfg.APIKeyEnv = "OPENAI_API_KEY"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if len(cfg.DefaultHarness) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find own executable for the built-in agent: %w", err)
+		}
+		cfg.DefaultHarness = []string{exe, "agent"}
+	}
+	if cfg.Runtime == nil {
+		cfg.Runtime = &harness.Local{Dir: cfg.WorkDir}
+	}
+	store, err := results.Open(cfg.RunsDir)
+	if err != nil {
+		return nil, fmt.Errorf("open run store: %w", err)
+	}
+	w := &Worker{cfg: cfg, stop: make(chan struct{})}
+
+	upstream, err := w.upstream()
+	if err != nil {
+		return nil, err
+	}
+	w.pool = interception.NewPool(interception.Config{
+		Multiplex: cfg.Multiplex,
+		Tunnel:    tunnel.Local{},
+		Upstream:  upstream,
+		Logger:    cfg.Logger,
+	})
+	w.cap = activities.NewCapacity(cfg.MaxRollouts)
+	acts := &activities.Activities{
+		Pool:           w.pool,
+		Runtime:        cfg.Runtime,
+		Store:          store,
+		Tasksets:       &activities.TasksetCache{},
+		HostQueue:      hostQueue(cfg.TaskQueue),
+		DefaultHarness: cfg.DefaultHarness,
+		Capacity:       w.cap,
+		Logger:         cfg.Logger,
+	}
+
+	w.shared = worker.New(c, cfg.TaskQueue, worker.Options{
+		// Acquire blocks while this worker is full, so at most this many wait here.
+		MaxConcurrentActivityExecutionSize: cfg.MaxRollouts,
+	})
+	w.shared.RegisterWorkflowWithOptions(workflows.Eval, workflow.RegisterOptions{Name: EvalWorkflowName})
+	w.shared.RegisterActivity(acts)
+	w.host = worker.New(c, acts.HostQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize: 2*cfg.MaxRollouts + 8,
+	})
+	w.host.RegisterActivityWithOptions(acts.Expose, activity.RegisterOptions{Name: "Expose"})
+	w.host.RegisterActivityWithOptions(acts.Run, activity.RegisterOptions{Name: "Run"})
+	w.host.RegisterActivityWithOptions(acts.Release, activity.RegisterOptions{Name: "Release"})
+	return w, nil
+}
+
+// upstream picks the configured provider, or starts the offline mock model.
+func (w *Worker) upstream() (interception.Upstream, error) {
+	if w.cfg.BaseURL != "" {
+		return providers.NewOpenAI(w.cfg.BaseURL, os.Getenv(w.cfg.APIKeyEnv)), nil
+	}
+	m, err := mock.New(w.cfg.Mock)
+	if err != nil {
+		return nil, fmt.Errorf("start mock model: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("start mock model: %w", err)
+	}
+	w.mock = &http.Server{Handler: m, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = w.mock.Serve(ln) }()
+	w.UsingMock = true
+	return providers.NewOpenAI("http://"+ln.Addr().String()+"/v1", ""), nil
+}
+
+// Start starts polling both task queues.
+func (w *Worker) Start() error {
+	if err := w.shared.Start(); err != nil {
+		return fmt.Errorf("start worker on %s: %w", w.cfg.TaskQueue, err)
+	}
+	if err := w.host.Start(); err != nil {
+		w.shared.Stop()
+		return fmt.Errorf("start host worker: %w", err)
+	}
+	w.sweeper.Add(1)
+	go w.sweep()
+	return nil
+}
+
+// sweep frees slots acquired here whose rollout never came to run (its
+// workflow retried elsewhere), so they do not hold capacity forever.
+func (w *Worker) sweep() {
+	defer w.sweeper.Done()
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			for _, key := range w.cap.Sweep(5 * time.Minute) {
+				w.pool.Release(key)
+				w.cfg.Logger.Warn("released a slot whose rollout never ran", "key", key)
+			}
+		}
+	}
+}
+
+// Stop stops polling, waits for running activities to end, and closes every
+// interception server.
+func (w *Worker) Stop() {
+	close(w.stop)
+	w.sweeper.Wait()
+	w.shared.Stop()
+	w.host.Stop()
+	if err := w.pool.Close(); err != nil {
+		w.cfg.Logger.Warn("close interception pool", "error", err)
+	}
+	if w.mock != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := w.mock.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			w.cfg.Logger.Warn("stop mock model", "error", err)
+		}
+	}
+}
+
+func hostQueue(shared string) string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s/host/%s/%s", shared, host, hex.EncodeToString(b))
+}

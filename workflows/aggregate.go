@@ -1,0 +1,187 @@
+package workflows
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"github.com/evalflow/evalflow/activities"
+)
+
+// Aggregates are a run's running totals. They travel through continue-as-new,
+// so they hold sums, never per-rollout lists.
+type Aggregates struct {
+	Rollouts     int64   `json:"rollouts"`
+	OK           int64   `json:"ok"`
+	Failed       int64   `json:"failed"`
+	Reused       int64   `json:"reused"`
+	RewardSum    float64 `json:"reward_sum"`
+	RewardSumSq  float64 `json:"reward_sum_sq"`
+	Turns        int64   `json:"turns"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	DurationMS   int64   `json:"duration_ms"`
+	MaxMS        int64   `json:"max_ms"`
+	// Errors counts failed rollouts by kind, sorted by kind.
+	Errors []KindCount `json:"errors,omitempty"`
+	// TasksDone counts tasks whose every rollout has finished.
+	TasksDone int64 `json:"tasks_done"`
+	// PassAtKSum[j] sums pass@(j+1) over finished tasks.
+	PassAtKSum []float64 `json:"pass_at_k_sum,omitempty"`
+}
+
+// KindCount is how many rollouts failed with one error kind.
+type KindCount struct {
+	Kind  string `json:"kind"`
+	Count int64  `json:"count"`
+}
+
+// TaskTally follows a task whose rollouts are not all finished yet.
+type TaskTally struct {
+	Position int64 `json:"position"`
+	Done     int   `json:"done"`
+	Passed   int   `json:"passed"`
+}
+
+func (a *Aggregates) add(s activities.Summary) {
+	a.Rollouts++
+	if s.Status == activities.StatusOK {
+		a.OK++
+	} else {
+		a.Failed++
+		a.addError(s.ErrorKind)
+	}
+	if s.Reused {
+		a.Reused++
+	}
+	a.RewardSum += s.Reward
+	a.RewardSumSq += s.Reward * s.Reward
+	a.Turns += int64(s.Turns)
+	a.InputTokens += int64(s.InputTokens)
+	a.OutputTokens += int64(s.OutputTokens)
+	a.DurationMS += s.DurationMS
+	a.MaxMS = max(a.MaxMS, s.DurationMS)
+}
+
+func (a *Aggregates) addError(kind string) {
+	if kind == "" {
+		kind = "unknown"
+	}
+	i := sort.Search(len(a.Errors), func(i int) bool { return a.Errors[i].Kind >= kind })
+	if i < len(a.Errors) && a.Errors[i].Kind == kind {
+		a.Errors[i].Count++
+		return
+	}
+	a.Errors = append(a.Errors, KindCount{})
+	copy(a.Errors[i+1:], a.Errors[i:])
+	a.Errors[i] = KindCount{Kind: kind, Count: 1}
+}
+
+// finishTask adds a task's pass@k for k = 1..n, given c of n rollouts passed.
+func (a *Aggregates) finishTask(n, c int) {
+	if len(a.PassAtKSum) < n {
+		a.PassAtKSum = append(a.PassAtKSum, make([]float64, n-len(a.PassAtKSum))...)
+	}
+	for k := 1; k <= n; k++ {
+		a.PassAtKSum[k-1] += PassAtK(n, c, k)
+	}
+	a.TasksDone++
+}
+
+// PassAtK is the unbiased estimator 1 - C(n-c, k)/C(n, k) of the chance that
+// at least one of k samples passes, given c of n samples passed.
+func PassAtK(n, c, k int) float64 {
+	if n-c < k {
+		return 1
+	}
+	p := 1.0
+	for i := n - c + 1; i <= n; i++ {
+		p *= 1 - float64(k)/float64(i)
+	}
+	return 1 - p
+}
+
+// Mean reward over all rollouts.
+func (a Aggregates) Mean() float64 {
+	if a.Rollouts == 0 {
+		return 0
+	}
+	return a.RewardSum / float64(a.Rollouts)
+}
+
+// Std is the population standard deviation of rewards.
+func (a Aggregates) Std() float64 {
+	if a.Rollouts == 0 {
+		return 0
+	}
+	m := a.Mean()
+	v := a.RewardSumSq/float64(a.Rollouts) - m*m
+	return math.Sqrt(max(v, 0))
+}
+
+// PassAt is one pass@k figure.
+type PassAt struct {
+	K     int     `json:"k"`
+	Value float64 `json:"value"`
+}
+
+// Progress is what the progress query returns.
+type Progress struct {
+	RunID      string    `json:"run_id"`
+	Tasks      int64     `json:"tasks"`
+	Rollouts   int64     `json:"rollouts"`
+	Done       int64     `json:"done"`
+	Failed     int64     `json:"failed"`
+	Running    int       `json:"running"`
+	Reused     int64     `json:"reused"`
+	MeanReward float64   `json:"mean_reward"`
+	StartedAt  time.Time `json:"started_at"`
+	// Segment counts continue-as-new segments of this run, from 0.
+	Segment int `json:"segment"`
+}
+
+// Result is a finished run's summary.
+type Result struct {
+	RunID        string      `json:"run_id"`
+	Taskset      string      `json:"taskset"`
+	Model        string      `json:"model"`
+	Tasks        int64       `json:"tasks"`
+	Rollouts     int64       `json:"rollouts"`
+	OK           int64       `json:"ok"`
+	Failed       int64       `json:"failed"`
+	Reused       int64       `json:"reused"`
+	MeanReward   float64     `json:"mean_reward"`
+	StdReward    float64     `json:"std_reward"`
+	PassAtK      []PassAt    `json:"pass_at_k,omitempty"`
+	Errors       []KindCount `json:"errors,omitempty"`
+	Turns        int64       `json:"turns"`
+	InputTokens  int64       `json:"input_tokens"`
+	OutputTokens int64       `json:"output_tokens"`
+	// MeanRolloutMS and MaxRolloutMS time rollouts, harness start to end.
+	MeanRolloutMS int64     `json:"mean_rollout_ms"`
+	MaxRolloutMS  int64     `json:"max_rollout_ms"`
+	StartedAt     time.Time `json:"started_at"`
+	EndedAt       time.Time `json:"ended_at"`
+	WallTime      string    `json:"wall_time"`
+	Segments      int       `json:"segments"`
+}
+
+func (a Aggregates) result(cfg RunConfig, tasks int64, started, ended time.Time, segments int) Result {
+	r := Result{
+		RunID: cfg.RunID, Taskset: cfg.Taskset, Model: cfg.Model, Tasks: tasks,
+		Rollouts: a.Rollouts, OK: a.OK, Failed: a.Failed, Reused: a.Reused,
+		MeanReward: a.Mean(), StdReward: a.Std(), Errors: a.Errors,
+		Turns: a.Turns, InputTokens: a.InputTokens, OutputTokens: a.OutputTokens,
+		MaxRolloutMS: a.MaxMS, StartedAt: started, EndedAt: ended,
+		WallTime: ended.Sub(started).Round(time.Millisecond).String(), Segments: segments,
+	}
+	if a.Rollouts > 0 {
+		r.MeanRolloutMS = a.DurationMS / a.Rollouts
+	}
+	for j, s := range a.PassAtKSum {
+		if a.TasksDone > 0 {
+			r.PassAtK = append(r.PassAtK, PassAt{K: j + 1, Value: s / float64(a.TasksDone)})
+		}
+	}
+	return r
+}

@@ -1,0 +1,117 @@
+// Package workflows holds evalflow's Temporal workflows. Everything here is
+// deterministic: no I/O, clocks, goroutines, map-ordered iteration or
+// math/rand. Activities do the work; workflows only decide what runs next.
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/evalflow/evalflow/activities"
+	"github.com/evalflow/evalflow/dialects"
+)
+
+// Search attributes evalflow sets on its workflows (keyword type).
+const (
+	AttrRunID   = "EvalflowRunId"
+	AttrModel   = "EvalflowModel"
+	AttrTaskset = "EvalflowTaskset"
+)
+
+// EvalName is the registered name of the Eval workflow.
+const EvalName = "EvalWorkflow"
+
+// QueryProgress is the query type that returns a Progress.
+const QueryProgress = "progress"
+
+// RunConfig is everything a run needs except secrets: API keys and tunnel
+// credentials live only in the worker's environment.
+type RunConfig struct {
+	RunID   string `json:"run_id"`
+	Taskset string `json:"taskset"`
+	// Tasks is how many task positions to run; 0 means the whole (finite) taskset.
+	Tasks           int64                    `json:"tasks"`
+	RolloutsPerTask int                      `json:"rollouts_per_task"`
+	MaxConcurrent   int                      `json:"max_concurrent"`
+	Seed            uint64                   `json:"seed"`
+	Shuffle         bool                     `json:"shuffle"`
+	Model           string                   `json:"model"`
+	Sampling        dialects.Sampling        `json:"sampling"`
+	Harness         activities.HarnessConfig `json:"harness"`
+	Rubric          string                   `json:"rubric"`
+	Limits          Limits                   `json:"limits"`
+}
+
+// Limits bound how a run retries and when it checkpoints.
+type Limits struct {
+	// MaxAttempts is how often a rollout is retried after infrastructure
+	// failures (lost worker, tunnel, upstream outage) before it is recorded failed.
+	MaxAttempts int `json:"max_attempts"`
+	// PassThreshold is the reward at or above which a rollout counts as a pass for pass@k.
+	PassThreshold float64 `json:"pass_threshold"`
+	// ContinueAsNewAfter is how many rollouts one workflow run executes before
+	// it continues as new, keeping each history small.
+	ContinueAsNewAfter int `json:"continue_as_new_after"`
+	// HeartbeatTimeout is how long a silent rollout is trusted before its
+	// worker is presumed dead and the rollout moves elsewhere.
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout"`
+}
+
+// Defaults for a RunConfig's zero fields.
+const (
+	DefaultRolloutsPerTask    = 1
+	DefaultMaxConcurrent      = 32
+	DefaultMaxAttempts        = 3
+	DefaultContinueAsNewAfter = 500
+	DefaultHarnessTimeout     = 10 * time.Minute
+	DefaultHeartbeatTimeout   = 30 * time.Second
+	DefaultMaxTurns           = 8
+	DefaultRubric             = "numeric"
+)
+
+// WithDefaults fills the zero fields of c.
+func (c RunConfig) WithDefaults() RunConfig {
+	if c.RolloutsPerTask <= 0 {
+		c.RolloutsPerTask = DefaultRolloutsPerTask
+	}
+	if c.MaxConcurrent <= 0 {
+		c.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if c.Rubric == "" {
+		c.Rubric = DefaultRubric
+	}
+	if c.Harness.Timeout <= 0 {
+		c.Harness.Timeout = DefaultHarnessTimeout
+	}
+	if c.Harness.MaxTurns <= 0 {
+		c.Harness.MaxTurns = DefaultMaxTurns
+	}
+	if c.Limits.MaxAttempts <= 0 {
+		c.Limits.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.Limits.PassThreshold <= 0 {
+		c.Limits.PassThreshold = 1
+	}
+	if c.Limits.ContinueAsNewAfter <= 0 {
+		c.Limits.ContinueAsNewAfter = DefaultContinueAsNewAfter
+	}
+	if c.Limits.HeartbeatTimeout <= 0 {
+		c.Limits.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	return c
+}
+
+// Validate reports the first thing wrong with c, in flag terms.
+func (c RunConfig) Validate() error {
+	switch {
+	case c.RunID == "":
+		return fmt.Errorf("run id is empty")
+	case c.Taskset == "":
+		return fmt.Errorf("taskset is empty")
+	case c.Tasks < 0:
+		return fmt.Errorf("--tasks %d is negative", c.Tasks)
+	case c.Model == "":
+		return fmt.Errorf("model is empty")
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/evalflow/evalflow/activities"
+)
+
+// EvalInput starts or continues an EvalWorkflow. State is nil on the first
+// run and carries the cursor and aggregates through continue-as-new.
+type EvalInput struct {
+	Config RunConfig  `json:"config"`
+	State  *EvalState `json:"state,omitempty"`
+}
+
+// EvalState is what an eval carries from one workflow run to the next.
+type EvalState struct {
+	// Tasks is how many task positions the run covers.
+	Tasks int64 `json:"tasks"`
+	// TasksetLen is the taskset's size, -1 when infinite.
+	TasksetLen int64 `json:"taskset_len"`
+	// Next is the next rollout unit to start; unit u is task position
+	// u / RolloutsPerTask, sample u % RolloutsPerTask.
+	Next      int64       `json:"next"`
+	Agg       Aggregates  `json:"agg"`
+	Partial   []TaskTally `json:"partial,omitempty"`
+	StartedAt time.Time   `json:"started_at"`
+	Segment   int         `json:"segment"`
+}
+
+type outcome struct {
+	position int64
+	summary  activities.Summary
+	err      error
+}
+
+// Eval runs every rollout of an evaluation through a sliding window of at
+// most MaxConcurrent in flight, continuing as new every ContinueAsNewAfter
+// rollouts so that a run of any length keeps a small history.
+func Eval(ctx workflow.Context, in EvalInput) (Result, error) {
+	cfg := in.Config.WithDefaults()
+	log := workflow.GetLogger(ctx)
+	st := in.State
+	if st == nil {
+		var err error
+		if st, err = startEval(ctx, cfg); err != nil {
+			return Result{}, err
+		}
+	}
+	k := int64(cfg.RolloutsPerTask)
+	units := st.Tasks * k
+	running := 0
+	err := workflow.SetQueryHandler(ctx, QueryProgress, func() (Progress, error) {
+		return Progress{
+			RunID: cfg.RunID, Tasks: st.Tasks, Rollouts: units,
+			Done: st.Agg.Rollouts, Failed: st.Agg.Failed, Running: running, Reused: st.Agg.Reused,
+			MeanReward: st.Agg.Mean(), StartedAt: st.StartedAt, Segment: st.Segment,
+		}, nil
+	})
+	if err != nil {
+		return Result{}, err
+	}
+
+	cursor := NewCursor(st.TasksetLen, cfg.Seed, cfg.Shuffle)
+	done := workflow.NewChannel(ctx)
+	started := 0
+	var fatal error
+	for {
+		for fatal == nil && running < cfg.MaxConcurrent && st.Next < units && started < cfg.Limits.ContinueAsNewAfter {
+			u := st.Next
+			st.Next++
+			position := u / k
+			epoch, index := cursor.At(position)
+			ref := activities.RolloutRef{
+				RunID: cfg.RunID, Epoch: epoch, Index: index, K: int(u % k),
+				Taskset: cfg.Taskset, Model: cfg.Model, Sampling: cfg.Sampling,
+				Harness: cfg.Harness, Rubric: cfg.Rubric,
+			}
+			running++
+			started++
+			workflow.Go(ctx, func(ctx workflow.Context) {
+				s, err := runRollout(ctx, ref, cfg.Limits)
+				done.Send(ctx, outcome{position: position, summary: s, err: err})
+			})
+		}
+		if running == 0 {
+			break
+		}
+		var o outcome
+		done.Receive(ctx, &o)
+		running--
+		if o.err != nil {
+			if fatal == nil {
+				fatal = o.err
+				log.Error("run cannot continue; draining in-flight rollouts", "error", o.err)
+			}
+			continue
+		}
+		st.record(o.position, o.summary, cfg.RolloutsPerTask, cfg.Limits.PassThreshold)
+	}
+	if fatal != nil {
+		return Result{}, fatal
+	}
+	if st.Next < units {
+		st.Segment++
+		return Result{}, workflow.NewContinueAsNewError(ctx, Eval, EvalInput{Config: cfg, State: st})
+	}
+
+	res := st.Agg.result(cfg, st.Tasks, st.StartedAt, workflow.Now(ctx), st.Segment+1)
+	finishCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+	if err := workflow.ExecuteActivity(finishCtx, a.Finish, activities.FinishInput{RunID: cfg.RunID, Summary: res}).Get(ctx, nil); err != nil {
+		log.Warn("could not write the run summary", "error", err)
+	}
+	return res, nil
+}
+
+func startEval(ctx workflow.Context, cfg RunConfig) (*EvalState, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, configError(err)
+	}
+	descCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrConfig}},
+	})
+	var desc activities.DescribeTasksetResult
+	if err := workflow.ExecuteActivity(descCtx, a.DescribeTaskset, activities.DescribeTasksetInput{Taskset: cfg.Taskset}).Get(ctx, &desc); err != nil {
+		return nil, err
+	}
+	tasks := cfg.Tasks
+	switch {
+	case desc.Len < 0 && tasks == 0:
+		return nil, configError(fmt.Errorf("taskset %q is infinite: give --tasks", cfg.Taskset))
+	case tasks == 0:
+		tasks = desc.Len
+	case desc.Len >= 0 && tasks > desc.Len:
+		return nil, configError(fmt.Errorf("--tasks %d exceeds the %d tasks of %q; an eval does not wrap", tasks, desc.Len, cfg.Taskset))
+	}
+	if desc.Len < 0 && cfg.Shuffle {
+		workflow.GetLogger(ctx).Warn("shuffle ignored: the taskset is infinite", "taskset", cfg.Taskset)
+	}
+	return &EvalState{Tasks: tasks, TasksetLen: desc.Len, StartedAt: workflow.Now(ctx)}, nil
+}
+
+// record adds a finished rollout to the totals and, once all of a task's
+// rollouts are in, its pass@k.
+func (st *EvalState) record(position int64, s activities.Summary, n int, threshold float64) {
+	st.Agg.add(s)
+	passed := 0
+	if s.Status == activities.StatusOK && s.Reward >= threshold {
+		passed = 1
+	}
+	if n == 1 {
+		st.Agg.finishTask(1, passed)
+		return
+	}
+	for i := range st.Partial {
+		t := &st.Partial[i]
+		if t.Position != position {
+			continue
+		}
+		t.Done++
+		t.Passed += passed
+		if t.Done == n {
+			st.Agg.finishTask(n, t.Passed)
+			st.Partial = append(st.Partial[:i], st.Partial[i+1:]...)
+		}
+		return
+	}
+	st.Partial = append(st.Partial, TaskTally{Position: position, Done: 1, Passed: passed})
+}
+
+func configError(err error) error {
+	return temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrConfig, nil)
+}

@@ -1,0 +1,228 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/evalflow/evalflow/activities"
+)
+
+// fakeWorker stands in for the activities: it records what ran and lets a
+// test shape the rewards and failures.
+type fakeWorker struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	size     int64
+	window   int
+	inflight int
+	maxIn    int
+	runs     map[string]int
+	acquires map[string]int
+	// fail returns an error for a Run attempt, or nil.
+	fail func(ref activities.RolloutRef) error
+}
+
+func newFakeWorker(size int64, window int) *fakeWorker {
+	f := &fakeWorker{size: size, window: window, runs: map[string]int{}, acquires: map[string]int{}}
+	f.cond = sync.NewCond(&f.mu)
+	return f
+}
+
+func (f *fakeWorker) register(env *testsuite.TestWorkflowEnvironment, total int) {
+	env.OnActivity(a.DescribeTaskset, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, _ activities.DescribeTasksetInput) (activities.DescribeTasksetResult, error) {
+			return activities.DescribeTasksetResult{Len: f.size}, nil
+		})
+	env.OnActivity(a.Acquire, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.AcquireInput) (activities.AcquireResult, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.inflight++
+			f.maxIn = max(f.maxIn, f.inflight)
+			f.acquires[in.Rollout.Key()]++
+			f.cond.Broadcast()
+			return activities.AcquireResult{HostQueue: "host-1"}, nil
+		})
+	env.OnActivity(a.Expose, mock.Anything, mock.Anything).Return(activities.ExposeResult{BaseURL: "http://127.0.0.1:1"}, nil)
+	env.OnActivity(a.Release, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(a.Finish, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(a.Run, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.RunInput) (activities.Summary, error) {
+			ref := in.Rollout
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			// Hold this rollout until the window is full (or the run is nearly
+			// done), so the window's bound is actually exercised.
+			deadline := time.Now().Add(5 * time.Second)
+			for f.window > 0 && f.inflight < f.window && f.started() < total && time.Now().Before(deadline) {
+				waitFor(f.cond, 50*time.Millisecond)
+			}
+			f.inflight--
+			if f.fail != nil {
+				if err := f.fail(ref); err != nil {
+					return activities.Summary{}, err
+				}
+			}
+			f.runs[ref.Key()]++
+			reward := 0.0
+			if ref.Index%2 == 0 {
+				reward = 1
+			}
+			return activities.Summary{Key: ref.Key(), Index: ref.Index, K: ref.K, Reward: reward, Status: activities.StatusOK, Turns: 2, DurationMS: 10}, nil
+		})
+}
+
+func (f *fakeWorker) started() int {
+	n := 0
+	for _, c := range f.acquires {
+		n += c
+	}
+	return n
+}
+
+// waitFor waits on c for at most d; the caller re-checks its condition.
+func waitFor(c *sync.Cond, d time.Duration) {
+	t := time.AfterFunc(d, c.Broadcast)
+	defer t.Stop()
+	c.Wait()
+}
+
+func testConfig(tasks int64, k, window int) RunConfig {
+	return RunConfig{RunID: "run-1", Taskset: "sample", Tasks: tasks, RolloutsPerTask: k, MaxConcurrent: window, Model: "mock", Shuffle: true, Seed: 3}
+}
+
+func TestEvalRunsEveryRolloutWithinTheWindow(t *testing.T) {
+	env := newEnv()
+	f := newFakeWorker(40, 4)
+	f.register(env, 20*2)
+	env.ExecuteWorkflow(Eval, EvalInput{Config: testConfig(20, 2, 4)})
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, int64(40), res.Rollouts)
+	require.Len(t, f.runs, 40, "every (index, k) runs exactly once")
+	for key, n := range f.runs {
+		require.Equal(t, 1, n, "rollout %s ran %d times", key, n)
+	}
+	require.Equal(t, 4, f.maxIn, "in-flight rollouts must fill, and never exceed, the window")
+	// 20 distinct tasks out of 40, each run twice.
+	indexes := map[int64]bool{}
+	for key := range f.runs {
+		var run string
+		var epoch, k int
+		var index int64
+		_, err := sscanKey(key, &run, &epoch, &index, &k)
+		require.NoError(t, err)
+		indexes[index] = true
+	}
+	require.Len(t, indexes, 20)
+	require.Len(t, res.PassAtK, 2)
+	require.InDelta(t, res.MeanReward, res.PassAtK[0].Value, 1e-9, "with deterministic rewards pass@1 equals the mean")
+	require.Equal(t, int64(20), res.Tasks)
+}
+
+func TestEvalContinuesAsNewCarryingState(t *testing.T) {
+	cfg := testConfig(12, 1, 3)
+	cfg.Limits.ContinueAsNewAfter = 5
+	f := newFakeWorker(12, 0)
+	in := EvalInput{Config: cfg}
+	var segments int
+	for {
+		env := newEnv()
+		f.register(env, 12)
+		env.ExecuteWorkflow(Eval, in)
+		require.True(t, env.IsWorkflowCompleted())
+		segments++
+		err := env.GetWorkflowError()
+		var can *workflow.ContinueAsNewError
+		if errors.As(err, &can) {
+			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &in))
+			require.NotNil(t, in.State)
+			require.Equal(t, int64(5*segments), in.State.Agg.Rollouts, "aggregates carried through continue-as-new")
+			continue
+		}
+		require.NoError(t, err)
+		var res Result
+		require.NoError(t, env.GetWorkflowResult(&res))
+		require.Equal(t, int64(12), res.Rollouts)
+		require.Equal(t, 3, res.Segments)
+		break
+	}
+	require.Equal(t, 3, segments)
+	require.Len(t, f.runs, 12, "each task exactly once across segments")
+	// With seed 3 the first task is the cursor's first position.
+	_, first := NewCursor(12, 3, true).At(0)
+	require.Contains(t, f.runs, activities.RolloutKey("run-1", 0, first, 0))
+}
+
+func TestEvalRetriesInfrastructureFailures(t *testing.T) {
+	env := newEnv()
+	f := newFakeWorker(6, 0)
+	f.fail = func(ref activities.RolloutRef) error {
+		switch {
+		case ref.Index == 2 && ref.Attempt == 1:
+			return temporal.NewApplicationError("tunnel dropped", activities.ErrTunnel)
+		case ref.Index == 4:
+			return temporal.NewApplicationError("provider down", activities.ErrUpstream)
+		}
+		return nil
+	}
+	f.register(env, 6)
+	cfg := testConfig(6, 1, 2)
+	cfg.Shuffle = false
+	env.ExecuteWorkflow(Eval, EvalInput{Config: cfg})
+
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, int64(6), res.Rollouts)
+	require.Equal(t, int64(1), res.Failed, "only the rollout that kept failing is a failure")
+	require.Equal(t, []KindCount{{Kind: activities.KindInfra, Count: 1}}, res.Errors)
+	require.Equal(t, 2, f.acquires[activities.RolloutKey("run-1", 0, 2, 0)], "a failed attempt re-acquires a slot")
+	require.Equal(t, DefaultMaxAttempts, f.acquires[activities.RolloutKey("run-1", 0, 4, 0)])
+}
+
+func TestEvalFailsOnConfigErrors(t *testing.T) {
+	env := newEnv()
+	f := newFakeWorker(6, 0)
+	f.fail = func(activities.RolloutRef) error {
+		return temporal.NewNonRetryableApplicationError(`harness command "nope" not found`, activities.ErrConfig, nil)
+	}
+	f.register(env, 6)
+	env.ExecuteWorkflow(Eval, EvalInput{Config: testConfig(6, 1, 2)})
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "not found")
+}
+
+func TestEvalRejectsMoreTasksThanTheTaskset(t *testing.T) {
+	env := newEnv()
+	f := newFakeWorker(10, 0)
+	f.register(env, 0)
+	env.ExecuteWorkflow(Eval, EvalInput{Config: testConfig(11, 1, 2)})
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "does not wrap")
+	require.Empty(t, f.runs)
+}
+
+// newEnv is a test environment that keeps the SDK's logs out of test output.
+func newEnv() *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(tlog.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	return s.NewTestWorkflowEnvironment()
+}

@@ -1,0 +1,125 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/evalflow/evalflow/activities"
+)
+
+// a is the activity method table; workflows call activities through it and
+// never touch the struct's fields.
+var a *activities.Activities
+
+// runRollout runs one rollout to a Summary, retrying infrastructure failures
+// (a lost worker, a tunnel, an upstream outage) up to the run's MaxAttempts by
+// re-acquiring a slot, possibly on another worker. A returned error is fatal
+// to the run: the configuration cannot work.
+func runRollout(ctx workflow.Context, ref activities.RolloutRef, lim Limits) (activities.Summary, error) {
+	for attempt := 1; ; attempt++ {
+		ref.Attempt = attempt
+		s, err := rolloutAttempt(ctx, ref, lim)
+		if err == nil {
+			return s, nil
+		}
+		if isType(err, activities.ErrConfig) {
+			return activities.Summary{}, err
+		}
+		if ctx.Err() != nil || attempt >= lim.MaxAttempts {
+			return activities.Summary{
+				Key: ref.Key(), Index: ref.Index, K: ref.K,
+				Status: activities.StatusError, ErrorKind: activities.KindInfra,
+				Error: shorten(err.Error(), 300),
+			}, nil
+		}
+		workflow.GetLogger(ctx).Warn("rollout attempt failed; retrying", "key", ref.Key(), "attempt", attempt, "error", err)
+		if err := workflow.Sleep(ctx, backoff(attempt)); err != nil {
+			return activities.Summary{}, err
+		}
+	}
+}
+
+// rolloutAttempt is acquire → expose → run on the acquiring worker's own queue.
+func rolloutAttempt(ctx workflow.Context, ref activities.RolloutRef, lim Limits) (activities.Summary, error) {
+	acquireCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		// Acquire waits for capacity on a worker, heartbeating meanwhile.
+		StartToCloseTimeout: 15 * time.Minute,
+		HeartbeatTimeout:    lim.HeartbeatTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			MaximumInterval:        30 * time.Second,
+			NonRetryableErrorTypes: []string{activities.ErrConfig},
+		},
+	})
+	var slot activities.AcquireResult
+	if err := workflow.ExecuteActivity(acquireCtx, a.Acquire, activities.AcquireInput{Rollout: ref}).Get(ctx, &slot); err != nil {
+		return activities.Summary{}, err
+	}
+
+	host := workflow.WithTaskQueue(ctx, slot.HostQueue)
+	exposeCtx := workflow.WithActivityOptions(host, workflow.ActivityOptions{
+		// A worker that died after Acquire never starts these: fail fast and
+		// re-acquire elsewhere.
+		ScheduleToStartTimeout: lim.HeartbeatTimeout,
+		StartToCloseTimeout:    2 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
+			MaximumAttempts:        6,
+			NonRetryableErrorTypes: []string{activities.ErrSlotLost, activities.ErrConfig},
+		},
+	})
+	var exp activities.ExposeResult
+	if err := workflow.ExecuteActivity(exposeCtx, a.Expose, activities.ExposeInput{Key: ref.Key()}).Get(ctx, &exp); err != nil {
+		release(host, ref.Key(), lim)
+		return activities.Summary{}, err
+	}
+
+	runCtx := workflow.WithActivityOptions(host, workflow.ActivityOptions{
+		ScheduleToStartTimeout: lim.HeartbeatTimeout,
+		StartToCloseTimeout:    ref.Harness.Timeout + 2*time.Minute,
+		HeartbeatTimeout:       lim.HeartbeatTimeout,
+		// The workflow retries the whole rollout, so that a dead worker's
+		// rollout moves to a live one instead of waiting on a dead queue.
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	var s activities.Summary
+	if err := workflow.ExecuteActivity(runCtx, a.Run, activities.RunInput{Rollout: ref, BaseURL: exp.BaseURL}).Get(ctx, &s); err != nil {
+		return activities.Summary{}, err
+	}
+	return s, nil
+}
+
+// release frees a slot whose rollout will not run. Best effort: the worker
+// also expires slots that are never run.
+func release(host workflow.Context, key string, lim Limits) {
+	ctx, cancel := workflow.NewDisconnectedContext(host)
+	defer cancel()
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		ScheduleToStartTimeout: lim.HeartbeatTimeout,
+		StartToCloseTimeout:    30 * time.Second,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	_ = workflow.ExecuteActivity(ctx, a.Release, activities.ReleaseInput{Key: key}).Get(ctx, nil)
+}
+
+func backoff(attempt int) time.Duration {
+	d := time.Second << min(attempt-1, 5)
+	return min(d, 30*time.Second)
+}
+
+func isType(err error, typ string) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == typ
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
