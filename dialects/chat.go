@@ -6,8 +6,8 @@ import (
 	"fmt"
 )
 
-// Chat is the name of the OpenAI chat completions dialect, as recorded in traces.
-const Chat = "chat"
+// DialectChat is the name of the OpenAI chat completions dialect, as recorded in traces.
+const DialectChat = "chat"
 
 // chatRequest is the part of a chat completions request evalflow reads. Fields
 // it does not name are never dropped on relay: see OverlayChat.

@@ -1,6 +1,7 @@
 package dialects
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"testing"
 
@@ -9,7 +10,7 @@ import (
 )
 
 func TestOverlayChat(t *testing.T) {
-	full := Sampling{Temperature: ptr(0.25), TopP: ptr(1.0), MaxTokens: ptr(512), Seed: ptr(int64(42))}
+	full := Sampling{Temperature: chatPtr(0.25), TopP: chatPtr(1.0), MaxTokens: chatPtr(512), Seed: chatPtr(int64(42))}
 	tests := []struct {
 		name  string
 		body  string
@@ -28,14 +29,14 @@ func TestOverlayChat(t *testing.T) {
 			name:  "keeps max_completion_tokens name",
 			body:  `{"model":"a","messages":[],"max_completion_tokens":5}`,
 			model: "b",
-			s:     Sampling{MaxTokens: ptr(99)},
+			s:     Sampling{MaxTokens: chatPtr(99)},
 			want:  `{"model":"b","messages":[],"max_completion_tokens":99}`,
 		},
 		{
 			name:  "adds missing fields",
 			body:  "{\n  \"messages\": []\n}",
 			model: "m",
-			s:     Sampling{MaxTokens: ptr(3), Temperature: ptr(0.0)},
+			s:     Sampling{MaxTokens: chatPtr(3), Temperature: chatPtr(0.0)},
 			want:  "{\n  \"messages\": [],\"model\":\"m\",\"temperature\":0,\"max_tokens\":3\n}",
 		},
 		{
@@ -60,7 +61,7 @@ func TestOverlayChat(t *testing.T) {
 			name:  "escaped keys and nested model fields untouched",
 			body:  `{"meta":{"model":"inner"},"m\u006fdel":"x","tools":[{"function":{"name":"seed"}}]}`,
 			model: "b",
-			s:     Sampling{Seed: ptr(int64(3))},
+			s:     Sampling{Seed: chatPtr(int64(3))},
 			want:  `{"meta":{"model":"inner"},"m\u006fdel":"b","tools":[{"function":{"name":"seed"}}],"seed":3}`,
 		},
 	}
@@ -88,4 +89,15 @@ func TestWriteChatError(t *testing.T) {
 	assert.JSONEq(t, `{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`, rec.Body.String())
 	got := ParseChatError(rec.Code, rec.Body.Bytes())
 	assert.Equal(t, &ChatError{Status: 401, Message: "Incorrect API key provided.", Type: ErrorTypeInvalidRequest, Code: "invalid_api_key"}, got)
+}
+
+func ExampleOverlayChat() {
+	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"x_vendor":{"cache":true},"max_completion_tokens":50}`)
+	temp, limit := 0.2, 512
+	out, err := OverlayChat(body, "run-model", Sampling{Temperature: &temp, MaxTokens: &limit})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(out))
+	// Output: {"model":"run-model","messages":[{"role":"user","content":"hi"}],"x_vendor":{"cache":true},"max_completion_tokens":512,"temperature":0.2}
 }

@@ -16,11 +16,11 @@ type ChatStream struct {
 	content   strings.Builder
 	reasoning strings.Builder
 	refusal   strings.Builder
-	calls     map[int]*streamCall
+	calls     map[int]*chatStreamCall
 	done      bool
 }
 
-type streamCall struct {
+type chatStreamCall struct {
 	id, name string
 	args     strings.Builder
 }
@@ -96,11 +96,11 @@ func (s *ChatStream) Add(data []byte) error {
 				idx = *tc.Index
 			}
 			if s.calls == nil {
-				s.calls = make(map[int]*streamCall)
+				s.calls = make(map[int]*chatStreamCall)
 			}
 			call := s.calls[idx]
 			if call == nil {
-				call = &streamCall{}
+				call = &chatStreamCall{}
 				s.calls[idx] = call
 			}
 			if tc.ID != "" {

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func ptr[T any](v T) *T { return &v }
+func chatPtr[T any](v T) *T { return &v }
 
 func TestParseChatRequest(t *testing.T) {
 	tests := []struct {
@@ -26,7 +26,7 @@ func TestParseChatRequest(t *testing.T) {
 					{Role: RoleSystem, Content: []Part{{Type: PartText, Text: "be brief"}}},
 					{Role: RoleUser, Content: []Part{{Type: PartText, Text: "hi"}}},
 				},
-				Sampling: Sampling{Temperature: ptr(0.5), TopP: ptr(0.9), MaxTokens: ptr(100), Seed: ptr(int64(7))},
+				Sampling: Sampling{Temperature: chatPtr(0.5), TopP: chatPtr(0.9), MaxTokens: chatPtr(100), Seed: chatPtr(int64(7))},
 				Stream:   true,
 			},
 		},
@@ -43,7 +43,7 @@ func TestParseChatRequest(t *testing.T) {
 					{Type: PartText, Text: "what is"},
 					{Type: PartImage, ImageURL: "data:image/png;base64,AAAA"},
 				}}},
-				Sampling: Sampling{MaxTokens: ptr(64)},
+				Sampling: Sampling{MaxTokens: chatPtr(64)},
 			},
 		},
 		{

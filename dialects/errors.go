@@ -62,14 +62,14 @@ func ParseChatError(status int, body []byte) *ChatError {
 		switch {
 		case json.Unmarshal(env.Error, &obj) == nil:
 			e.Message, e.Type = obj.Message, obj.Type
-			e.Code = scalarText(obj.Code)
+			e.Code = jsonScalarText(obj.Code)
 			return e
 		case json.Unmarshal(env.Error, &s) == nil:
 			e.Message = s
 			return e
 		}
 	}
-	e.Message = truncate(string(bytes.TrimSpace(body)), maxErrorText)
+	e.Message = truncateText(string(bytes.TrimSpace(body)), maxErrorText)
 	if e.Message == "" {
 		e.Message = http.StatusText(status)
 	}
@@ -94,8 +94,8 @@ func WriteChatError(w http.ResponseWriter, status int, errType, code, message st
 	_, _ = w.Write(body)
 }
 
-// scalarText renders a JSON string or number as text; null and others give "".
-func scalarText(raw json.RawMessage) string {
+// jsonScalarText renders a JSON string or number as text; null and others give "".
+func jsonScalarText(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s
@@ -107,7 +107,7 @@ func scalarText(raw json.RawMessage) string {
 	return ""
 }
 
-func truncate(s string, n int) string {
+func truncateText(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -31,15 +31,20 @@ func ptr[T any](v T) *T { return &v }
 // fixture is an interception pool in front of a fake upstream, with one
 // rollout acquired.
 type fixture struct {
-	pool *interception.Pool
-	slot interception.Slot
+	pool     *interception.Pool
+	slot     interception.Slot
+	recorded chan trace.Turn
 }
 
 func newFixture(t *testing.T, upstreamURL string, mutate func(*interception.Config)) fixture {
 	t.Helper()
 	up := providers.NewOpenAI(upstreamURL+"/v1", "upstream-key")
 	up.BaseDelay, up.MaxDelay = time.Microsecond, time.Microsecond
-	cfg := interception.Config{Upstream: up}
+	recorded := make(chan trace.Turn, 16)
+	cfg := interception.Config{
+		Upstream: up,
+		OnTurn:   func(_ string, turn trace.Turn) { recorded <- turn },
+	}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -51,7 +56,7 @@ func newFixture(t *testing.T, upstreamURL string, mutate func(*interception.Conf
 		Sampling: dialects.Sampling{Temperature: ptr(0.25), Seed: ptr(int64(7))},
 	})
 	require.NoError(t, err)
-	return fixture{pool: pool, slot: slot}
+	return fixture{pool: pool, slot: slot, recorded: recorded}
 }
 
 func (f fixture) client(secret string) *openai.Client {
@@ -63,11 +68,16 @@ func (f fixture) client(secret string) *openai.Client {
 	return &c
 }
 
-func (f fixture) turns(t *testing.T) []trace.Turn {
+// turn waits for the next recorded turn; the handler records it after the
+// caller may already have its answer.
+func (f fixture) turn(t *testing.T) trace.Turn {
 	t.Helper()
+	turn := <-f.recorded
 	turns, ok := f.pool.Turns(f.slot.Key)
 	require.True(t, ok)
-	return turns
+	require.NotEmpty(t, turns)
+	assert.Equal(t, turn, turns[len(turns)-1], "the turn is kept for the rollout")
+	return turn
 }
 
 // upstream starts a fake provider; handler sees every /v1/chat/completions call.
@@ -128,10 +138,9 @@ func TestChatNonStreaming(t *testing.T) {
 	assert.Equal(t, ptr(int64(7)), upReq.Sampling.Seed, "upstream seed")
 	assert.Contains(t, string(seen), `"x_vendor_opts":{"cache":"on"}`)
 
-	turns := f.turns(t)
-	require.Len(t, turns, 1)
-	turn := turns[0]
-	assert.Equal(t, dialects.Chat, turn.Dialect)
+	turn := f.turn(t)
+	assert.Equal(t, 0, turn.Index)
+	assert.Equal(t, dialects.DialectChat, turn.Dialect)
 	assert.Equal(t, "/v1/chat/completions", turn.Route)
 	assert.False(t, turn.Streamed)
 	assert.Equal(t, http.StatusOK, turn.Status)
@@ -147,7 +156,12 @@ func TestChatNonStreaming(t *testing.T) {
 		Usage: dialects.Usage{InputTokens: 11, OutputTokens: 7},
 	}, turn.Response)
 	assert.Positive(t, turn.Latency)
+	assert.Positive(t, turn.TTFT)
 	assert.LessOrEqual(t, turn.TTFT, turn.Latency)
+
+	assert.Equal(t, []trace.Turn{turn}, f.pool.Release(f.slot.Key), "Release returns the recorded turns")
+	_, ok := f.pool.Slot(f.slot.Key)
+	assert.False(t, ok)
 }
 
 func TestRelayKeepsUnknownRequestFieldsByteExact(t *testing.T) {
@@ -221,9 +235,8 @@ func TestChatStreaming(t *testing.T) {
 	assert.Equal(t, `{"city": "Paris"}`, msg.ToolCalls[0].Function.Arguments)
 	assert.Equal(t, int64(29), acc.Usage.TotalTokens)
 
-	turns := f.turns(t)
-	require.Len(t, turns, 1)
-	turn := turns[0]
+	turn := f.turn(t)
+	assert.Equal(t, 0, turn.Index)
 	assert.True(t, turn.Streamed)
 	assert.True(t, turn.Request.Stream)
 	assert.Equal(t, http.StatusOK, turn.Status)
@@ -313,7 +326,8 @@ func TestBadSecret(t *testing.T) {
 		assert.NotContains(t, apiErr.Message, f.slot.Secret)
 	}
 	assert.Zero(t, calls.Load(), "no unauthenticated call reaches the upstream")
-	assert.Empty(t, f.turns(t))
+	turns, _ := f.pool.Turns(f.slot.Key)
+	assert.Empty(t, turns, "unauthenticated calls are not recorded")
 }
 
 func TestOversizedBody(t *testing.T) {
@@ -333,9 +347,7 @@ func TestOversizedBody(t *testing.T) {
 	assert.Equal(t, http.StatusRequestEntityTooLarge, apiErr.StatusCode)
 	assert.Equal(t, "request_too_large", apiErr.Code)
 	assert.Zero(t, calls.Load())
-	turns := f.turns(t)
-	require.Len(t, turns, 1)
-	assert.Equal(t, http.StatusRequestEntityTooLarge, turns[0].Status)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, f.turn(t).Status)
 }
 
 func TestUpstreamRetried(t *testing.T) {
@@ -372,10 +384,9 @@ func TestUpstreamRetried(t *testing.T) {
 			assert.Equal(t, "chatcmpl-1", got.ID)
 			assert.Equal(t, int32(2), calls.Load())
 
-			turns := f.turns(t)
-			require.Len(t, turns, 1)
-			assert.Equal(t, 2, turns[0].Attempts)
-			assert.Equal(t, http.StatusOK, turns[0].Status)
+			turn := f.turn(t)
+			assert.Equal(t, 2, turn.Attempts)
+			assert.Equal(t, http.StatusOK, turn.Status)
 		})
 	}
 }
@@ -394,10 +405,9 @@ func TestUpstreamErrorRelayed(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, apiErr.StatusCode)
 	assert.Equal(t, "context_length_exceeded", apiErr.Code)
 
-	turns := f.turns(t)
-	require.Len(t, turns, 1)
-	assert.Equal(t, http.StatusBadRequest, turns[0].Status)
-	assert.Contains(t, turns[0].Error, "context too long")
+	turn := f.turn(t)
+	assert.Equal(t, http.StatusBadRequest, turn.Status)
+	assert.Contains(t, turn.Error, "context too long")
 }
 
 func TestUpstreamUnreachable(t *testing.T) {
@@ -416,25 +426,23 @@ func TestUpstreamUnreachable(t *testing.T) {
 	assert.Equal(t, http.StatusBadGateway, apiErr.StatusCode)
 	assert.Equal(t, dialects.ErrorTypeServer, apiErr.Type)
 
-	turns := f.turns(t)
-	require.Len(t, turns, 1)
-	assert.Equal(t, http.StatusBadGateway, turns[0].Status)
-	assert.Equal(t, providers.DefaultMaxAttempts, turns[0].Attempts)
-	assert.NotEmpty(t, turns[0].Error)
+	turn := f.turn(t)
+	assert.Equal(t, http.StatusBadGateway, turn.Status)
+	assert.Equal(t, providers.DefaultMaxAttempts, turn.Attempts)
+	assert.NotEmpty(t, turn.Error)
 }
 
 func TestCallerDisconnectCancelsUpstream(t *testing.T) {
 	arrived := make(chan struct{})
 	canceled := make(chan struct{})
 	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		// net/http notices a closed connection only once the body is read.
+		_, _ = io.ReadAll(r.Body)
 		close(arrived)
 		<-r.Context().Done()
 		close(canceled)
 	})
-	recorded := make(chan trace.Turn, 1)
-	f := newFixture(t, up.URL, func(c *interception.Config) {
-		c.OnTurn = func(_ string, turn trace.Turn) { recorded <- turn }
-	})
+	f := newFixture(t, up.URL, nil)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -448,9 +456,7 @@ func TestCallerDisconnectCancelsUpstream(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	<-canceled // the upstream request was canceled; a leak would hang here
 
-	turn := <-recorded
-	assert.Equal(t, 499, turn.Status)
-	assert.Equal(t, []trace.Turn{turn}, f.turns(t))
+	assert.Equal(t, 499, f.turn(t).Status)
 }
 
 func TestModelsAndHealthz(t *testing.T) {

@@ -23,7 +23,7 @@ const statusClientClosed = 499
 // chat relays POST /v1/chat/completions to the upstream and records the turn.
 func (s *Server) chat(w http.ResponseWriter, r *http.Request, e *entry) {
 	start := time.Now()
-	turn := trace.Turn{Dialect: dialects.Chat, Route: r.URL.Path, StartedAt: start}
+	turn := trace.Turn{Dialect: dialects.DialectChat, Route: r.URL.Path, StartedAt: start}
 	defer func() {
 		turn.Latency = time.Since(start)
 		turn = e.record(turn)
