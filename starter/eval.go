@@ -151,7 +151,6 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 	return cfg, cfg.Validate()
 }
 
-
 func newRunID() string {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
