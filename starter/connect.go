@@ -159,13 +159,3 @@ func isLocal(address string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
-
-// quietLogger logs warnings and errors to stderr; the progress bar owns the
-// terminal otherwise.
-func quietLogger() *slog.Logger {
-	level := slog.LevelWarn
-	if os.Getenv("EVALFLOW_DEBUG") != "" {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-}

@@ -19,6 +19,7 @@ type progressBar struct {
 	lastLine time.Time
 	first    time.Time
 	firstN   int64
+	last     string
 }
 
 func newProgressBar(w io.Writer) *progressBar {
@@ -41,6 +42,10 @@ func (b *progressBar) draw(p workflows.Progress) {
 	}
 	b.lastLine = now
 	line := renderProgress(p, now.Sub(b.first), p.Done-b.firstN)
+	if !b.tty && line == b.last {
+		return
+	}
+	b.last = line
 	if b.tty {
 		fmt.Fprintf(b.w, "\r\033[K%s", line)
 	} else {

@@ -34,7 +34,8 @@ func statusCommand() *cli.Command {
 				if lerr != nil || len(recs) == 0 {
 					return err
 				}
-				fmt.Printf("run %s: %d rollouts recorded in %s (no Temporal server answers: %v)\n", runID, len(recs), store.Dir(runID), err)
+				fmt.Printf("run %s: %d rollouts recorded in %s; no Temporal server answers at %s for live progress\n",
+					runID, len(recs), store.Dir(runID), cctx.String(addressFlag.Name))
 				return nil
 			}
 			defer s.Close()

@@ -55,6 +55,11 @@ type Limits struct {
 	// HeartbeatTimeout is how long a silent rollout is trusted before its
 	// worker is presumed dead and the rollout moves elsewhere.
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout"`
+	// HostStartTimeout is how long a step waits to start on the worker that
+	// acquired its slot; past it the worker is presumed gone and the rollout
+	// is acquired again elsewhere. Capacity is reserved at Acquire, so a live
+	// worker starts these steps at once.
+	HostStartTimeout time.Duration `json:"host_start_timeout,omitempty"`
 }
 
 // Defaults for a RunConfig's zero fields.
@@ -65,6 +70,7 @@ const (
 	DefaultContinueAsNewAfter = 500
 	DefaultHarnessTimeout     = 10 * time.Minute
 	DefaultHeartbeatTimeout   = 30 * time.Second
+	DefaultHostStartTimeout   = 10 * time.Second
 	DefaultMaxTurns           = 8
 	DefaultRubric             = "numeric"
 )
@@ -97,6 +103,9 @@ func (c RunConfig) WithDefaults() RunConfig {
 	}
 	if c.Limits.HeartbeatTimeout <= 0 {
 		c.Limits.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if c.Limits.HostStartTimeout <= 0 {
+		c.Limits.HostStartTimeout = DefaultHostStartTimeout
 	}
 	return c
 }

@@ -63,7 +63,7 @@ func rolloutAttempt(ctx workflow.Context, ref activities.RolloutRef, lim Limits)
 	exposeCtx := workflow.WithActivityOptions(host, workflow.ActivityOptions{
 		// A worker that died after Acquire never starts these: fail fast and
 		// re-acquire elsewhere.
-		ScheduleToStartTimeout: lim.HeartbeatTimeout,
+		ScheduleToStartTimeout: lim.HostStartTimeout,
 		StartToCloseTimeout:    2 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
@@ -80,7 +80,7 @@ func rolloutAttempt(ctx workflow.Context, ref activities.RolloutRef, lim Limits)
 	}
 
 	runCtx := workflow.WithActivityOptions(host, workflow.ActivityOptions{
-		ScheduleToStartTimeout: lim.HeartbeatTimeout,
+		ScheduleToStartTimeout: lim.HostStartTimeout,
 		StartToCloseTimeout:    ref.Harness.Timeout + 2*time.Minute,
 		HeartbeatTimeout:       lim.HeartbeatTimeout,
 		// The workflow retries the whole rollout, so that a dead worker's
@@ -100,7 +100,7 @@ func release(host workflow.Context, key string, lim Limits) {
 	ctx, cancel := workflow.NewDisconnectedContext(host)
 	defer cancel()
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		ScheduleToStartTimeout: lim.HeartbeatTimeout,
+		ScheduleToStartTimeout: lim.HostStartTimeout,
 		StartToCloseTimeout:    30 * time.Second,
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
