@@ -120,11 +120,14 @@ func TestWorkflowSurvivesRestart(t *testing.T) {
 	// Visibility is written asynchronously: poll until the row shows up.
 	query := fmt.Sprintf("%s = 'run-1'", runIDAttr)
 	var ids []string
-	for len(ids) == 0 {
+	for {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
 		require.NoError(t, err)
 		for _, e := range resp.GetExecutions() {
 			ids = append(ids, e.GetExecution().GetWorkflowId())
+		}
+		if len(ids) > 0 {
+			break
 		}
 		select {
 		case <-ctx.Done():

@@ -15,54 +15,61 @@ import (
 // max-tokens limit goes into max_completion_tokens when the caller used that
 // name, into max_tokens otherwise.
 func OverlayChat(body []byte, model string, s Sampling) ([]byte, error) {
-	fields, end, err := topLevelFields(body)
+	out, err := overlayFields(body, func(has func(string) bool) []field {
+		var set []field
+		if model != "" {
+			set = append(set, field{"model", model})
+		}
+		if s.Temperature != nil {
+			set = append(set, field{"temperature", *s.Temperature})
+		}
+		if s.TopP != nil {
+			set = append(set, field{"top_p", *s.TopP})
+		}
+		if s.MaxTokens != nil {
+			hasNew, hasOld := has("max_completion_tokens"), has("max_tokens")
+			if hasNew {
+				set = append(set, field{"max_completion_tokens", *s.MaxTokens})
+			}
+			if hasOld || !hasNew {
+				set = append(set, field{"max_tokens", *s.MaxTokens})
+			}
+		}
+		if s.Seed != nil {
+			set = append(set, field{"seed", *s.Seed})
+		}
+		return set
+	})
 	if err != nil {
 		return nil, fmt.Errorf("overlay chat request: %w", err)
 	}
+	return out, nil
+}
+
+// field is one top-level JSON field to set.
+type field struct {
+	key   string
+	value any
+}
+
+// overlayFields replaces or appends the top-level fields pick returns and
+// keeps every other byte of body. pick is told which keys are present.
+func overlayFields(body []byte, pick func(has func(string) bool) []field) ([]byte, error) {
+	fields, end, err := topLevelFields(body)
+	if err != nil {
+		return nil, err
+	}
 	set := make(map[string][]byte)
 	var order []string
-	put := func(key string, v any) error {
-		b, err := json.Marshal(v)
+	for _, f := range pick(func(k string) bool { _, ok := fields[k]; return ok }) {
+		b, err := json.Marshal(f.value)
 		if err != nil {
-			return fmt.Errorf("overlay chat request: %s: %w", key, err)
+			return nil, fmt.Errorf("%s: %w", f.key, err)
 		}
-		set[key] = b
-		order = append(order, key)
-		return nil
-	}
-	if model != "" {
-		if err := put("model", model); err != nil {
-			return nil, err
+		if _, dup := set[f.key]; !dup {
+			order = append(order, f.key)
 		}
-	}
-	if s.Temperature != nil {
-		if err := put("temperature", *s.Temperature); err != nil {
-			return nil, err
-		}
-	}
-	if s.TopP != nil {
-		if err := put("top_p", *s.TopP); err != nil {
-			return nil, err
-		}
-	}
-	if s.MaxTokens != nil {
-		_, hasNew := fields["max_completion_tokens"]
-		_, hasOld := fields["max_tokens"]
-		if hasNew {
-			if err := put("max_completion_tokens", *s.MaxTokens); err != nil {
-				return nil, err
-			}
-		}
-		if hasOld || !hasNew {
-			if err := put("max_tokens", *s.MaxTokens); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if s.Seed != nil {
-		if err := put("seed", *s.Seed); err != nil {
-			return nil, err
-		}
+		set[f.key] = b
 	}
 
 	type edit struct {

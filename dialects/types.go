@@ -1,5 +1,6 @@
 // Package dialects holds the wire codecs the interception server speaks (OpenAI
-// chat completions today) and the typed vocabulary they translate through.
+// chat completions, OpenAI Responses, Anthropic Messages) and the typed
+// vocabulary they translate through.
 package dialects
 
 import "encoding/json"
@@ -30,6 +31,25 @@ type Message struct {
 	Reasoning string `json:"reasoning,omitempty"`
 	// Refusal is set when the model declined to answer.
 	Refusal string `json:"refusal,omitempty"`
+	// Thinking holds reasoning blocks with the provider state a model needs
+	// to see again (Anthropic signatures, Responses reasoning items). Their
+	// text is also in Reasoning.
+	Thinking []Thinking `json:"thinking,omitempty"`
+	// ReasoningDetails is a chat provider's reasoning_details, as sent.
+	ReasoningDetails json.RawMessage `json:"reasoning_details,omitempty"`
+}
+
+// Thinking is one reasoning block and its provider state.
+type Thinking struct {
+	Text string `json:"text,omitempty"`
+	// Signature is an Anthropic thinking block's signature.
+	Signature string `json:"signature,omitempty"`
+	// Redacted is an Anthropic redacted_thinking block's data.
+	Redacted string `json:"redacted,omitempty"`
+	// ID is a Responses reasoning item's id.
+	ID string `json:"id,omitempty"`
+	// Encrypted is a Responses reasoning item's encrypted_content.
+	Encrypted string `json:"encrypted,omitempty"`
 }
 
 // Text joins the message's text parts.
@@ -74,11 +94,30 @@ type Sampling struct {
 	Seed        *int64   `json:"seed,omitempty"`
 }
 
-// Usage counts tokens for one model call.
+// Usage counts tokens for one model call. InputTokens includes cached ones.
 type Usage struct {
-	InputTokens     int `json:"input_tokens"`
-	OutputTokens    int `json:"output_tokens"`
-	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
+	InputTokens      int `json:"input_tokens"`
+	OutputTokens     int `json:"output_tokens"`
+	ReasoningTokens  int `json:"reasoning_tokens,omitempty"`
+	CacheReadTokens  int `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
+}
+
+// Finish reasons of a Response, in chat completions' words whatever the
+// dialect said.
+const (
+	FinishStop          = "stop"
+	FinishLength        = "length"
+	FinishToolCalls     = "tool_calls"
+	FinishContentFilter = "content_filter"
+)
+
+// ReasoningConfig is what a request asks of the model's reasoning.
+type ReasoningConfig struct {
+	// Effort is low, medium or high (OpenAI's words).
+	Effort string `json:"effort,omitempty"`
+	// BudgetTokens is Anthropic's thinking budget.
+	BudgetTokens int `json:"budget_tokens,omitempty"`
 }
 
 // Request is a model call in dialect-neutral form.
@@ -88,6 +127,8 @@ type Request struct {
 	Tools    []Tool    `json:"tools,omitempty"`
 	Sampling Sampling  `json:"sampling"`
 	Stream   bool      `json:"stream,omitempty"`
+	// Reasoning is set when the caller asked for reasoning or thinking.
+	Reasoning *ReasoningConfig `json:"reasoning,omitempty"`
 }
 
 // Response is a model's answer in dialect-neutral form.

@@ -39,12 +39,18 @@ func (r *run) get(key string) (Record, bool) {
 	return r.recs[i], true
 }
 
+// add indexes a record read from or appended to the log. A later record of a
+// key supersedes a stored failure; a stored success is final.
 func (r *run) add(rec Record, size int64) {
 	r.offset += size
 	r.lines++
-	if _, dup := r.byKey[rec.Key]; !dup {
-		r.byKey[rec.Key] = len(r.recs)
+	if i, dup := r.byKey[rec.Key]; dup {
+		if r.recs[i].Status == StatusError {
+			r.recs[i] = rec
+		}
+		return
 	}
+	r.byKey[rec.Key] = len(r.recs)
 	r.recs = append(r.recs, rec)
 }
 

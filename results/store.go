@@ -57,7 +57,8 @@ func (s *Store) run(runID string) *lockedRun {
 
 // Put stores a rollout's record and trace unless a record with rec.Key is
 // already stored, in which case it returns the stored record and true and
-// writes nothing. Otherwise it writes the trace file (when tr is not nil)
+// writes nothing. The exception is a stored failure, which a record of a
+// later attempt or a success supersedes: resumed runs rerun failed rollouts. Otherwise it writes the trace file (when tr is not nil)
 // then appends the record, and returns it with Trace (and FinishedAt, if
 // zero) filled in.
 func (s *Store) Put(ctx context.Context, rec Record, tr *trace.Rollout) (Record, bool, error) {
@@ -73,8 +74,8 @@ func (s *Store) Put(ctx context.Context, rec Record, tr *trace.Rollout) (Record,
 	r := s.run(rec.RunID)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// A key once indexed stays stored: no need to touch the disk.
-	if stored, ok := r.get(rec.Key); ok {
+	// A success once indexed stays stored: no need to touch the disk.
+	if stored, ok := r.get(rec.Key); ok && final(stored, rec) {
 		return stored, true, nil
 	}
 
@@ -90,7 +91,7 @@ func (s *Store) Put(ctx context.Context, rec Record, tr *trace.Rollout) (Record,
 	if err != nil {
 		return Record{}, false, err
 	}
-	if stored, ok := r.get(rec.Key); ok {
+	if stored, ok := r.get(rec.Key); ok && final(stored, rec) {
 		return stored, true, nil
 	}
 
@@ -108,6 +109,13 @@ func (s *Store) Put(ctx context.Context, rec Record, tr *trace.Rollout) (Record,
 		return Record{}, false, fmt.Errorf("append record %s: %w", rec.Key, err)
 	}
 	return rec, false, nil
+}
+
+// final reports whether stored stands against a new record of its key: a
+// success always does; a failure gives way to a later attempt (a resumed
+// run reruns failed rollouts), but not to a replay of the same attempt.
+func final(stored, rec Record) bool {
+	return stored.Status != StatusError || rec.Attempt <= stored.Attempt && rec.Status == StatusError
 }
 
 // appendRecord writes rec as one line at the end of the log and syncs it. A torn

@@ -81,3 +81,15 @@ func (r *rng) below(n uint64) uint64 {
 		}
 	}
 }
+
+// Take maps position p of a run that takes perEpoch tasks from each epoch
+// (perEpoch <= Len for a finite taskset): epoch p/perEpoch, and the
+// (p%perEpoch)-th task of that epoch's order. On an infinite taskset epochs
+// are perEpoch consecutive indexes, so no task repeats.
+func (c *Cursor) Take(p, perEpoch int64) (epoch int, index int64) {
+	if c.Len < 0 {
+		return int(p / perEpoch), p
+	}
+	e := p / perEpoch
+	return c.At(e*c.Len + p%perEpoch)
+}

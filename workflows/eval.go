@@ -32,12 +32,6 @@ type EvalState struct {
 	Segment   int         `json:"segment"`
 }
 
-type outcome struct {
-	position int64
-	summary  activities.Summary
-	err      error
-}
-
 // Eval runs every rollout of an evaluation through a sliding window of at
 // most MaxConcurrent in flight, continuing as new every ContinueAsNewAfter
 // rollouts so that a run of any length keeps a small history.
@@ -53,11 +47,11 @@ func Eval(ctx workflow.Context, in EvalInput) (Result, error) {
 	}
 	k := int64(cfg.RolloutsPerTask)
 	units := st.Tasks * k
-	running := 0
+	win := &window{max: cfg.MaxConcurrent, lim: cfg.Limits}
 	err := workflow.SetQueryHandler(ctx, QueryProgress, func() (Progress, error) {
 		return Progress{
 			RunID: cfg.RunID, Tasks: st.Tasks, Rollouts: units,
-			Done: st.Agg.Rollouts, Failed: st.Agg.Failed, Running: running, Reused: st.Agg.Reused,
+			Done: st.Agg.Rollouts, Failed: st.Agg.Failed, Running: win.running, Reused: st.Agg.Reused,
 			MeanReward: st.Agg.Mean(), StartedAt: st.StartedAt, Segment: st.Segment,
 		}, nil
 	})
@@ -66,42 +60,25 @@ func Eval(ctx workflow.Context, in EvalInput) (Result, error) {
 	}
 
 	cursor := NewCursor(st.TasksetLen, cfg.Seed, cfg.Shuffle)
-	done := workflow.NewChannel(ctx)
 	started := 0
-	var fatal error
-	for {
-		for fatal == nil && running < cfg.MaxConcurrent && st.Next < units && started < cfg.Limits.ContinueAsNewAfter {
-			u := st.Next
-			st.Next++
-			position := u / k
-			epoch, index := cursor.At(position)
-			ref := activities.RolloutRef{
-				RunID: cfg.RunID, Epoch: epoch, Index: index, K: int(u % k),
-				Taskset: cfg.Taskset, Model: cfg.Model, Sampling: cfg.Sampling,
-				Harness: cfg.Harness, Rubric: cfg.Rubric,
-			}
-			running++
-			started++
-			workflow.Go(ctx, func(ctx workflow.Context) {
-				s, err := runRollout(ctx, ref, cfg.Limits)
-				done.Send(ctx, outcome{position: position, summary: s, err: err})
-			})
+	next := func() (pending, bool) {
+		if st.Next >= units || started >= cfg.Limits.ContinueAsNewAfter {
+			return pending{}, false
 		}
-		if running == 0 {
-			break
-		}
-		var o outcome
-		done.Receive(ctx, &o)
-		running--
-		if o.err != nil {
-			if fatal == nil {
-				fatal = o.err
-				log.Error("run cannot continue; draining in-flight rollouts", "error", o.err)
-			}
-			continue
-		}
-		st.record(o.position, o.summary, cfg.RolloutsPerTask, cfg.Limits.PassThreshold)
+		u := st.Next
+		st.Next++
+		started++
+		position := u / k
+		epoch, index := cursor.At(position)
+		return pending{position: position, ref: activities.RolloutRef{
+			RunID: cfg.RunID, Epoch: epoch, Index: index, K: int(u % k),
+			Taskset: cfg.Taskset, Model: cfg.Model, Sampling: cfg.Sampling,
+			Harness: cfg.Harness, Rubric: cfg.Rubric,
+		}}, true
 	}
+	fatal := win.drive(ctx, next, func(position int64, s activities.Summary) {
+		st.record(position, s, cfg.RolloutsPerTask, cfg.Limits.PassThreshold)
+	})
 	if fatal != nil {
 		return Result{}, fatal
 	}

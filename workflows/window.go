@@ -1,0 +1,63 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/evalflow/evalflow/activities"
+)
+
+// window runs rollouts with at most max in flight: the sliding window every
+// run type shares.
+type window struct {
+	max     int
+	lim     Limits
+	running int
+}
+
+// pending is a rollout to start and the task position it belongs to.
+type pending struct {
+	position int64
+	ref      activities.RolloutRef
+}
+
+type outcome struct {
+	position int64
+	summary  activities.Summary
+	err      error
+}
+
+// drive starts rollouts from next while there is room and next offers one,
+// hands each finished rollout to done, and returns once none is running.
+// A fatal error (the run cannot work as configured) stops new starts; the
+// first one is returned after the in-flight rollouts drain.
+func (w *window) drive(ctx workflow.Context, next func() (pending, bool), done func(position int64, s activities.Summary)) error {
+	ch := workflow.NewChannel(ctx)
+	var fatal error
+	for {
+		for fatal == nil && w.running < w.max {
+			p, ok := next()
+			if !ok {
+				break
+			}
+			w.running++
+			workflow.Go(ctx, func(ctx workflow.Context) {
+				s, err := runRollout(ctx, p.ref, w.lim)
+				ch.Send(ctx, outcome{position: p.position, summary: s, err: err})
+			})
+		}
+		if w.running == 0 {
+			return fatal
+		}
+		var o outcome
+		ch.Receive(ctx, &o)
+		w.running--
+		if o.err != nil {
+			if fatal == nil {
+				fatal = o.err
+				workflow.GetLogger(ctx).Error("run cannot continue; draining in-flight rollouts", "error", o.err)
+			}
+			continue
+		}
+		done(o.position, o.summary)
+	}
+}
