@@ -53,6 +53,11 @@ func (a *Activities) DescribeTaskset(ctx context.Context, in DescribeTasksetInpu
 // interception server. Retried Acquires of the same key are idempotent.
 func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireResult, error) {
 	key := in.Rollout.Key()
+	if s, ok, err := a.stored(ctx, in.Rollout); err != nil {
+		return AcquireResult{}, err
+	} else if ok {
+		return AcquireResult{Done: &s}, nil
+	}
 	if err := a.Capacity.Take(ctx, key, func() { activity.RecordHeartbeat(ctx, "waiting for capacity") }); err != nil {
 		return AcquireResult{}, err
 	}
@@ -98,12 +103,10 @@ func (a *Activities) Run(ctx context.Context, in RunInput) (Summary, error) {
 	key := ref.Key()
 	a.Capacity.Running(key)
 	defer a.Capacity.Give(key)
-	if rec, ok, err := a.Store.Get(ctx, ref.RunID, key); err != nil {
-		return Summary{}, fmt.Errorf("read run store: %w", err)
+	if s, ok, err := a.stored(ctx, ref); err != nil {
+		return Summary{}, err
 	} else if ok {
 		a.Pool.Release(key)
-		s := summaryOf(rec)
-		s.Reused = true
 		return s, nil
 	}
 	slot, ok := a.Pool.Slot(key)
@@ -187,6 +190,22 @@ func (a *Activities) Run(ctx context.Context, in RunInput) (Summary, error) {
 	return summaryOf(stored), nil
 }
 
+// stored returns the rollout's stored summary when the run store holds a
+// result to reuse: any result, or only a success when the rollout reruns
+// failures.
+func (a *Activities) stored(ctx context.Context, ref RolloutRef) (Summary, bool, error) {
+	rec, ok, err := a.Store.Get(ctx, ref.RunID, ref.Key())
+	if err != nil {
+		return Summary{}, false, fmt.Errorf("read run store: %w", err)
+	}
+	if !ok || (ref.RetryFailed && rec.Status != StatusOK) {
+		return Summary{}, false, nil
+	}
+	s := summaryOf(rec)
+	s.Reused = true
+	return s, true, nil
+}
+
 // classify names why a rollout failed as a task, or returns "".
 func classify(res harness.Result, turns []trace.Turn) (kind, msg string) {
 	for _, t := range turns {
@@ -229,6 +248,7 @@ func summaryOf(r results.Record) Summary {
 		Key: r.Key, Index: r.Index, K: r.K, Reward: r.Reward, Status: r.Status,
 		ErrorKind: r.ErrorKind, Error: r.Error, Turns: r.Turns,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, DurationMS: r.DurationMS,
+		Trace: r.Trace,
 	}
 }
 

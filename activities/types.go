@@ -60,6 +60,10 @@ type RolloutRef struct {
 	Rubric   string            `json:"rubric"`
 	// Attempt counts workflow-level attempts of this rollout, from 1.
 	Attempt int `json:"attempt"`
+	// RetryFailed reruns a rollout whose stored result is a failure; without
+	// it any stored result is reused. Training runs set it so that a resumed
+	// epoch reruns what failed.
+	RetryFailed bool `json:"retry_failed,omitempty"`
 }
 
 // Key is the rollout's stable identity, run/epoch/index/k.
@@ -80,8 +84,10 @@ type AcquireInput struct {
 	Rollout RolloutRef `json:"rollout"`
 }
 
-// AcquireResult says where the rollout's later steps must run.
+// AcquireResult says where the rollout's later steps must run, or that the
+// rollout is already in the run store (Done) and nothing needs to run.
 type AcquireResult struct {
+	Done *Summary `json:"done,omitempty"`
 	// HostQueue is the task queue only the acquiring worker polls.
 	HostQueue string `json:"host_queue"`
 	// Server numbers the interception server within that worker's pool.
@@ -125,6 +131,44 @@ type Summary struct {
 	DurationMS   int64   `json:"duration_ms"`
 	// Reused is true when the store already held this rollout.
 	Reused bool `json:"reused,omitempty"`
+	// Trace is the rollout's trace file, relative to the run's directory.
+	Trace string `json:"trace,omitempty"`
+}
+
+// ScoreGroupInput scores the rollouts of one task together.
+type ScoreGroupInput struct {
+	RunID   string `json:"run_id"`
+	Epoch   int    `json:"epoch"`
+	Index   int64  `json:"index"`
+	Taskset string `json:"taskset"`
+	Rubric  string `json:"rubric"`
+	// Keys are the group's rollout keys, by k.
+	Keys []string `json:"keys"`
+}
+
+// GroupSummary is a scored group as the workflow keeps it.
+type GroupSummary struct {
+	Key        string    `json:"key"`
+	Mean       float64   `json:"mean"`
+	Std        float64   `json:"std"`
+	Advantages []float64 `json:"advantages"`
+}
+
+// FinishEpochInput records a finished epoch in the run store.
+type FinishEpochInput struct {
+	RunID  string `json:"run_id"`
+	Epoch  int    `json:"epoch"`
+	Result any    `json:"result"`
+}
+
+// InventoryInput asks what a run's store already holds.
+type InventoryInput struct {
+	RunID string `json:"run_id"`
+}
+
+// InventoryResult lists the epochs a run has finished, in order.
+type InventoryResult struct {
+	Epochs []int `json:"epochs"`
 }
 
 // FinishInput records a run's summary in the run store.

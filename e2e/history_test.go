@@ -4,12 +4,14 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/evalflow/evalflow/pull"
 	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -47,4 +49,39 @@ func TestCaptureReplayHistories(t *testing.T) {
 	require.Len(t, hs, 2)
 	writeHistory(t, "eval_segment.json", hs[0])
 	writeHistory(t, "eval_final.json", hs[1])
+}
+
+// TestCaptureTrainingHistories records histories of the Train, Epoch and
+// Pull workflows for replay tests (see TestCaptureReplayHistories).
+func TestCaptureTrainingHistories(t *testing.T) {
+	if os.Getenv("EVALFLOW_WRITE_HISTORY") == "" {
+		t.Skip("set EVALFLOW_WRITE_HISTORY to a directory to record replay histories")
+	}
+	tc := newTrainCluster(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	in := trainConfig("replay-train", filepath.Join(t.TempDir(), "never"))
+	in.Config.Tasks, in.Config.RolloutsPerTask, in.Config.MaxConcurrent = 3, 2, 2
+	in.Train.Epochs = 2
+	run := tc.start(t, ctx, in)
+	var res workflows.TrainResult
+	require.NoError(t, run.Get(ctx, &res))
+	writeHistory(t, "train_final.json", histories(t, tc.c, in.Config.RunID, run.GetRunID())[0])
+	epoch := tc.c.GetWorkflow(ctx, workflows.EpochID(in.Config.RunID, 1), "")
+	writeHistory(t, "epoch_final.json", histories(t, tc.c, workflows.EpochID(in.Config.RunID, 1), epoch.GetRunID())[0])
+
+	in.Config.RunID = "replay-pull"
+	in.Train.Epochs = 0
+	p, err := pull.Start(ctx, tc.c, tc.queue, in.Config, in.Train)
+	require.NoError(t, err)
+	ref, err := p.Sample(ctx)
+	require.NoError(t, err)
+	_, err = p.Sample(ctx)
+	require.NoError(t, err)
+	_, err = p.RunGroup(ctx, ref, 2)
+	require.NoError(t, err)
+	require.NoError(t, p.Close(ctx))
+	pr := tc.c.GetWorkflow(ctx, "replay-pull", "")
+	require.NoError(t, pr.Get(ctx, nil))
+	writeHistory(t, "pull_final.json", histories(t, tc.c, "replay-pull", pr.GetRunID())[0])
 }

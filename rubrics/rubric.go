@@ -27,7 +27,7 @@ type Rubric interface {
 }
 
 // specHelp lists the specs Parse accepts.
-const specHelp = "exact, numeric, numeric:TOLERANCE, contains, regex, regex:PATTERN"
+const specHelp = "exact, numeric, numeric:TOLERANCE, contains, regex, regex:PATTERN, rank:SPEC"
 
 // Parse builds a rubric from its spec:
 //
@@ -35,7 +35,11 @@ const specHelp = "exact, numeric, numeric:TOLERANCE, contains, regex, regex:PATT
 //	numeric[:TOL]   last number in the answer is within TOL of the task's (default 0)
 //	contains        normalized answer contains the task's answer
 //	regex[:PATTERN] answer matches PATTERN, or the task's answer as a pattern
+//	rank:SPEC       SPEC per rollout; a group of rollouts is rewarded by rank
 func Parse(spec string) (Rubric, error) {
+	if r, ok, err := parseGroup(spec); ok {
+		return r, err
+	}
 	name, arg, hasArg := strings.Cut(strings.TrimSpace(spec), ":")
 	switch {
 	case name == "exact" && !hasArg:

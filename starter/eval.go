@@ -27,28 +27,10 @@ func evalCommand() *cli.Command {
 		Name:      "eval",
 		Usage:     "run an evaluation and watch it (resumes a run with the same --run-id)",
 		ArgsUsage: " ",
-		Flags: append([]cli.Flag{
-			addressFlag, namespaceFlag, taskQueueFlag, dataDirFlag, runsDirFlag, uiPortFlag,
-			&cli.StringFlag{Name: "run-id", Usage: "run id; the same id resumes that run (default: generated)"},
-			&cli.StringFlag{Name: "taskset", Value: "sample", Usage: "taskset: a JSONL path, `sample`, or `arithmetic[?seed=N]` (infinite)"},
-			&cli.Int64Flag{Name: "tasks", Usage: "number of tasks (default: the whole taskset)"},
+		Flags: append(append(runFlags(),
 			&cli.IntFlag{Name: "rollouts-per-task", Value: 1, Usage: "rollouts per task (pass@k is reported up to this k)"},
-			&cli.IntFlag{Name: "max-concurrent", Value: workflows.DefaultMaxConcurrent, Usage: "rollouts in flight at once, across all workers"},
-			&cli.Uint64Flag{Name: "seed", Usage: "seed of the task order when --shuffle is set"},
-			&cli.BoolFlag{Name: "shuffle", Usage: "visit tasks in a seeded random order"},
-			&cli.StringFlag{Name: "model", Usage: "model name sent to the provider (default: mock when no provider is set)"},
-			&cli.Float64Flag{Name: "temperature", Usage: "sampling temperature set on every model call"},
-			&cli.Float64Flag{Name: "top-p", Usage: "nucleus sampling set on every model call"},
-			&cli.IntFlag{Name: "max-tokens", Usage: "max tokens set on every model call"},
-			&cli.StringFlag{Name: "harness", Usage: "harness command, e.g. 'python agent.py' (default: the built-in agent)"},
-			&cli.DurationFlag{Name: "harness-timeout", Value: workflows.DefaultHarnessTimeout, Usage: "kill a harness after this long"},
-			&cli.IntFlag{Name: "max-turns", Value: workflows.DefaultMaxTurns, Usage: "model calls a harness may make (EVALFLOW_MAX_TURNS)"},
-			&cli.StringFlag{Name: "rubric", Value: workflows.DefaultRubric, Usage: "exact, numeric[:tol], contains, regex[:pattern]"},
-			&cli.IntFlag{Name: "max-attempts", Value: workflows.DefaultMaxAttempts, Usage: "attempts of a rollout after infrastructure failures"},
-			&cli.IntFlag{Name: "continue-as-new-after", Value: workflows.DefaultContinueAsNewAfter, Usage: "rollouts per workflow history segment"},
-			&cli.StringFlag{Name: "worker", Value: "auto", Usage: "run a worker in this process: auto (only with the embedded server), on, off"},
 			&cli.BoolFlag{Name: "detach", Usage: "start the run and return without watching it"},
-		}, workerFlags()...),
+		), workerFlags()...),
 		Action: runEval,
 	}
 }
@@ -95,13 +77,37 @@ func runEval(cctx *cli.Context) error {
 	return nil
 }
 
+// runFlags are the flags every run type shares.
+func runFlags() []cli.Flag {
+	return []cli.Flag{
+		addressFlag, namespaceFlag, taskQueueFlag, dataDirFlag, runsDirFlag, uiPortFlag,
+		&cli.StringFlag{Name: "run-id", Usage: "run id; the same id resumes that run (default: generated)"},
+		&cli.StringFlag{Name: "taskset", Value: "sample", Usage: "taskset: a JSONL path, `sample`, or `arithmetic[?seed=N]` (infinite)"},
+		&cli.Int64Flag{Name: "tasks", Usage: "number of tasks (default: the whole taskset)"},
+		&cli.IntFlag{Name: "max-concurrent", Value: workflows.DefaultMaxConcurrent, Usage: "rollouts in flight at once, across all workers"},
+		&cli.Uint64Flag{Name: "seed", Usage: "seed of the task order when --shuffle is set"},
+		&cli.BoolFlag{Name: "shuffle", Usage: "visit tasks in a seeded random order"},
+		&cli.StringFlag{Name: "model", Usage: "model name sent to the provider (default: mock when no provider is set)"},
+		&cli.Float64Flag{Name: "temperature", Usage: "sampling temperature set on every model call"},
+		&cli.Float64Flag{Name: "top-p", Usage: "nucleus sampling set on every model call"},
+		&cli.IntFlag{Name: "max-tokens", Usage: "max tokens set on every model call"},
+		&cli.StringFlag{Name: "harness", Usage: "harness command, e.g. 'python agent.py' (default: the built-in agent)"},
+		&cli.DurationFlag{Name: "harness-timeout", Value: workflows.DefaultHarnessTimeout, Usage: "kill a harness after this long"},
+		&cli.IntFlag{Name: "max-turns", Value: workflows.DefaultMaxTurns, Usage: "model calls a harness may make (EVALFLOW_MAX_TURNS)"},
+		&cli.StringFlag{Name: "rubric", Value: workflows.DefaultRubric, Usage: "exact, numeric[:tol], contains, regex[:pattern], rank:<rubric>"},
+		&cli.IntFlag{Name: "max-attempts", Value: workflows.DefaultMaxAttempts, Usage: "attempts of a rollout after infrastructure failures"},
+		&cli.IntFlag{Name: "continue-as-new-after", Value: workflows.DefaultContinueAsNewAfter, Usage: "rollouts per workflow history segment"},
+		&cli.StringFlag{Name: "worker", Value: "auto", Usage: "run a worker in this process: auto (only with the embedded server), on, off"},
+	}
+}
+
 // runConfig turns flags into the workflow input.
 func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 	cfg := workflows.RunConfig{
 		RunID:           cctx.String("run-id"),
 		Taskset:         cctx.String("taskset"),
 		Tasks:           cctx.Int64("tasks"),
-		RolloutsPerTask: cctx.Int("rollouts-per-task"),
+		RolloutsPerTask: groupSize(cctx),
 		MaxConcurrent:   cctx.Int("max-concurrent"),
 		Seed:            cctx.Uint64("seed"),
 		Shuffle:         cctx.Bool("shuffle"),
@@ -117,7 +123,7 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 		},
 	}
 	if cfg.RunID == "" {
-		cfg.RunID = newRunID()
+		cfg.RunID = newRunID(cctx.Command.Name)
 	}
 	if strings.ContainsAny(cfg.RunID, "/\\ ") || strings.Contains(cfg.RunID, "..") {
 		return cfg, fmt.Errorf("--run-id %q: use letters, digits, '-', '_' and '.'", cfg.RunID)
@@ -151,10 +157,21 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 	return cfg, cfg.Validate()
 }
 
-func newRunID() string {
+// groupSize is --rollouts-per-task for evals, --group-size for training.
+func groupSize(cctx *cli.Context) int {
+	if cctx.IsSet("group-size") || !cctx.IsSet("rollouts-per-task") && cctx.Int("group-size") > 0 {
+		return cctx.Int("group-size")
+	}
+	return cctx.Int("rollouts-per-task")
+}
+
+func newRunID(kind string) string {
+	if kind == "" {
+		kind = "run"
+	}
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
-	return "eval-" + time.Now().Format("20060102-150405") + "-" + hex.EncodeToString(b)
+	return kind + "-" + time.Now().Format("20060102-150405") + "-" + hex.EncodeToString(b)
 }
 
 // startOrAttach starts the run, or attaches to it when a run with that id
@@ -194,8 +211,7 @@ func startOrAttach(ctx context.Context, c client.Client, taskQueue string, cfg w
 	}
 	in := workflows.EvalInput{Config: cfg}
 	_, err = c.ExecuteWorkflow(ctx, opts, wiring.EvalWorkflowName, in)
-	var invalid *serviceerror.InvalidArgument
-	if errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute") {
+	if isMissingSearchAttributes(err) {
 		// A cluster without evalflow's search attributes: run without them.
 		fmt.Fprintf(os.Stderr, "warning: the namespace lacks evalflow's search attributes (%s, %s, %s); starting without them\n",
 			workflows.AttrRunID, workflows.AttrModel, workflows.AttrTaskset)
@@ -206,6 +222,13 @@ func startOrAttach(ctx context.Context, c client.Client, taskQueue string, cfg w
 		return false, fmt.Errorf("start run %s: %w", cfg.RunID, err)
 	}
 	return false, nil
+}
+
+// isMissingSearchAttributes tells a start refused because the namespace
+// lacks evalflow's search attributes (a cluster set up without them).
+func isMissingSearchAttributes(err error) bool {
+	var invalid *serviceerror.InvalidArgument
+	return errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute")
 }
 
 // watch draws progress until the run ends and returns its result.

@@ -55,7 +55,7 @@ func TestRunConfigErrors(t *testing.T) {
 }
 
 func TestGeneratedRunIDsDiffer(t *testing.T) {
-	a, b := newRunID(), newRunID()
+	a, b := newRunID("eval"), newRunID("eval")
 	assert.NotEqual(t, a, b)
 	assert.Regexp(t, `^eval-\d{8}-\d{6}-[0-9a-f]{6}$`, a)
 }

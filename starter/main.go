@@ -33,6 +33,8 @@ func run() int {
 		Usage: "run LLM agent evaluations as durable Temporal workflows",
 		Commands: []*cli.Command{
 			evalCommand(),
+			trainCommand(),
+			resumeCommand(),
 			statusCommand(),
 			resultsCommand(),
 			devCommand(),

@@ -136,7 +136,10 @@ func NewWorker(c client.Client, cfg Config) (*Worker, error) {
 		// Acquire blocks while this worker is full, so at most this many wait here.
 		MaxConcurrentActivityExecutionSize: cfg.MaxRollouts,
 	})
-	w.shared.RegisterWorkflowWithOptions(workflows.Eval, workflow.RegisterOptions{Name: EvalWorkflowName})
+	w.shared.RegisterWorkflowWithOptions(workflows.Eval, workflow.RegisterOptions{Name: workflows.EvalName})
+	w.shared.RegisterWorkflowWithOptions(workflows.Train, workflow.RegisterOptions{Name: workflows.TrainName})
+	w.shared.RegisterWorkflowWithOptions(workflows.Epoch, workflow.RegisterOptions{Name: workflows.EpochName})
+	w.shared.RegisterWorkflowWithOptions(workflows.Pull, workflow.RegisterOptions{Name: workflows.PullName})
 	w.shared.RegisterActivity(acts)
 	w.host = worker.New(c, acts.HostQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: 2*cfg.MaxRollouts + 8,

@@ -32,6 +32,8 @@ type fakeWorker struct {
 	acquires map[string]int
 	// fail returns an error for a Run attempt, or nil.
 	fail func(ref activities.RolloutRef) error
+	// taskFails says which rollouts end as task failures (harness exit).
+	taskFails func(ref activities.RolloutRef) bool
 }
 
 func newFakeWorker(size int64, window int) *fakeWorker {
@@ -76,6 +78,9 @@ func (f *fakeWorker) register(env *testsuite.TestWorkflowEnvironment, total int)
 				}
 			}
 			f.runs[ref.Key()]++
+			if f.taskFails != nil && f.taskFails(ref) {
+				return activities.Summary{Key: ref.Key(), Index: ref.Index, K: ref.K, Status: activities.StatusError, ErrorKind: activities.KindHarnessExit}, nil
+			}
 			reward := 0.0
 			if ref.Index%2 == 0 {
 				reward = 1

@@ -58,6 +58,10 @@ func rolloutAttempt(ctx workflow.Context, ref activities.RolloutRef, lim Limits)
 	if err := workflow.ExecuteActivity(acquireCtx, a.Acquire, activities.AcquireInput{Rollout: ref}).Get(ctx, &slot); err != nil {
 		return activities.Summary{}, err
 	}
+	if slot.Done != nil {
+		// Already in the run store (a resumed run): nothing to run.
+		return *slot.Done, nil
+	}
 
 	host := workflow.WithTaskQueue(ctx, slot.HostQueue)
 	exposeCtx := workflow.WithActivityOptions(host, workflow.ActivityOptions{

@@ -1,0 +1,59 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/rubrics"
+)
+
+// ScoreGroup scores a task's group of rollouts together from their stored
+// results, records the group in the run store and returns its summary.
+func (a *Activities) ScoreGroup(ctx context.Context, in ScoreGroupInput) (GroupSummary, error) {
+	rubric, err := rubrics.Parse(in.Rubric)
+	if err != nil {
+		return GroupSummary{}, configErr(err)
+	}
+	ts, err := a.Tasksets.Open(in.Taskset)
+	if err != nil {
+		return GroupSummary{}, configErr(err)
+	}
+	task, err := ts.Task(ctx, in.Index)
+	if err != nil {
+		return GroupSummary{}, configErr(fmt.Errorf("task %d of %q: %w", in.Index, in.Taskset, err))
+	}
+	rewards := make([]float64, len(in.Keys))
+	for i, key := range in.Keys {
+		rec, ok, err := a.Store.Get(ctx, in.RunID, key)
+		if err != nil {
+			return GroupSummary{}, fmt.Errorf("read run store: %w", err)
+		}
+		if ok && rec.Status == StatusOK {
+			rewards[i] = rec.Reward
+		}
+	}
+	g := rubrics.ScoreGroup(rubric, task, rewards)
+	stored, _, err := a.Store.PutGroup(ctx, in.RunID, results.Group{
+		Key: results.GroupKey(in.RunID, in.Epoch, in.Index), Epoch: in.Epoch, Index: in.Index, TaskID: task.ID,
+		Rollouts: in.Keys, Rewards: g.Rewards, Mean: g.Mean, Std: g.Std, Advantages: g.Advantages,
+	})
+	if err != nil {
+		return GroupSummary{}, err
+	}
+	return GroupSummary{Key: stored.Key, Mean: stored.Mean, Std: stored.Std, Advantages: stored.Advantages}, nil
+}
+
+// FinishEpoch records a finished epoch; a resumed run skips epochs recorded here.
+func (a *Activities) FinishEpoch(ctx context.Context, in FinishEpochInput) error {
+	return a.Store.WriteEpoch(ctx, in.RunID, in.Epoch, in.Result)
+}
+
+// Inventory tells a (resumed) run which epochs its store has finished.
+func (a *Activities) Inventory(ctx context.Context, in InventoryInput) (InventoryResult, error) {
+	epochs, err := a.Store.Epochs(ctx, in.RunID)
+	if err != nil {
+		return InventoryResult{}, err
+	}
+	return InventoryResult{Epochs: epochs}, nil
+}

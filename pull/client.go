@@ -1,0 +1,77 @@
+// Package pull is the client a trainer uses to pull work from a training run
+// instead of waiting for it: Sample advances the run's durable cursor and
+// RunGroup runs a group of rollouts of a sampled task. Several trainers may
+// pull from one run at once; they get disjoint positions.
+package pull
+
+import (
+	"context"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/evalflow/evalflow/workflows"
+)
+
+// Client pulls from one run.
+type Client struct {
+	temporal client.Client
+	runID    string
+}
+
+// New returns a client of an existing pull run.
+func New(c client.Client, runID string) *Client {
+	return &Client{temporal: c, runID: runID}
+}
+
+// Start starts a pull run on taskQueue and returns its client. Epochs 0
+// hands out positions until the run is closed.
+func Start(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig, train workflows.TrainConfig) (*Client, error) {
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                    cfg.RunID,
+		TaskQueue:             taskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, workflows.PullName, workflows.PullInput{Config: cfg, Train: train})
+	if err != nil {
+		return nil, fmt.Errorf("start pull run %s: %w", cfg.RunID, err)
+	}
+	return New(c, cfg.RunID), nil
+}
+
+// Sample takes the run's next task position.
+func (p *Client) Sample(ctx context.Context) (workflows.TaskRef, error) {
+	var ref workflows.TaskRef
+	err := p.update(ctx, workflows.UpdateSample, &ref)
+	return ref, err
+}
+
+// RunGroup runs n rollouts of the task at ref's position and returns their
+// summaries (with trace files) and group scores. Only the position is sent:
+// workers resolve the task from the taskset.
+func (p *Client) RunGroup(ctx context.Context, ref workflows.TaskRef, n int) (workflows.GroupResult, error) {
+	var res workflows.GroupResult
+	err := p.update(ctx, workflows.UpdateRunGroup, &res, workflows.RunGroupInput{Position: ref.Position, N: n})
+	return res, err
+}
+
+// Close ends the run once its running groups finish.
+func (p *Client) Close(ctx context.Context) error {
+	return p.update(ctx, workflows.UpdateClose, nil)
+}
+
+func (p *Client) update(ctx context.Context, name string, out any, args ...any) error {
+	h, err := p.temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   p.runID,
+		UpdateName:   name,
+		Args:         args,
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return fmt.Errorf("%s on run %s: %w", name, p.runID, err)
+	}
+	if err := h.Get(ctx, out); err != nil {
+		return fmt.Errorf("%s on run %s: %w", name, p.runID, err)
+	}
+	return nil
+}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/evalflow/evalflow/pull"
+	"github.com/evalflow/evalflow/workflows"
+)
+
+func trainFlags() []cli.Flag {
+	return append(append(runFlags(),
+		&cli.IntFlag{Name: "epochs", Value: 1, Usage: "epochs over the taskset; 0 runs until stopped"},
+		&cli.IntFlag{Name: "group-size", Value: 4, Usage: "rollouts per task, scored together as a group"},
+		&cli.Float64Flag{Name: "max-failures", Usage: "fail an epoch with more failed rollouts than this: a count (>= 1) or a fraction (< 1); 0: no limit"},
+		&cli.BoolFlag{Name: "pull", Usage: "start a pull run for trainers (package pull) instead of running epochs"},
+	), workerFlags()...)
+}
+
+func trainCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "train",
+		Usage:     "generate scored rollouts epoch after epoch for RL training",
+		ArgsUsage: " ",
+		Flags:     trainFlags(),
+		Action: func(cctx *cli.Context) error {
+			cfg, err := runConfig(cctx)
+			if err != nil {
+				return err
+			}
+			train := workflows.TrainConfig{Epochs: cctx.Int("epochs"), MaxFailures: cctx.Float64("max-failures")}
+			s, err := connect(cctx, connectOptions{embed: true, worker: cctx.String("worker")})
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			tq := cctx.String(taskQueueFlag.Name)
+			if cctx.Bool("pull") {
+				if _, err := pull.Start(cctx.Context, s.client, tq, cfg, train); err != nil {
+					return err
+				}
+				fmt.Printf("Pull run %s started. Trainers connect with pull.New(client, %q).\n", cfg.RunID, cfg.RunID)
+				if s.Embedded() || s.worker != nil {
+					fmt.Fprintln(os.Stderr, "Serving it from this process; Ctrl-C stops.")
+					<-cctx.Context.Done()
+				}
+				return nil
+			}
+			fmt.Fprintf(os.Stderr, "Starting training run %s: %s × %d tasks × groups of %d on %q.\n",
+				cfg.RunID, epochsText(train.Epochs), cfg.Tasks, cfg.RolloutsPerTask, cfg.Taskset)
+			if err := startTrain(cctx.Context, s.client, tq, cfg, train); err != nil {
+				return err
+			}
+			printWhere(s, cctx, cfg.RunID)
+			return watchTrain(cctx, s.client, cfg.RunID)
+		},
+	}
+}
+
+func resumeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "resume",
+		Usage:     "continue a failed or killed run: finished epochs and rollouts are reused",
+		ArgsUsage: "<run-id>",
+		Flags: append(trainFlags(),
+			&cli.BoolFlag{Name: "force", Usage: "resume with the changed flags given"},
+		),
+		Action: func(cctx *cli.Context) error {
+			runID := cctx.Args().First()
+			if runID == "" {
+				return errNoRunID
+			}
+			s, err := connect(cctx, connectOptions{embed: true, worker: cctx.String("worker")})
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			return resume(cctx, s, runID)
+		},
+	}
+}
+
+func resume(cctx *cli.Context, s *session, runID string) error {
+	ctx := cctx.Context
+	desc, err := s.client.DescribeWorkflowExecution(ctx, runID, "")
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return fmt.Errorf("no run %s on this Temporal server", runID)
+	}
+	if err != nil {
+		return fmt.Errorf("look up run %s: %w", runID, err)
+	}
+	info := desc.WorkflowExecutionInfo
+	kind := info.GetType().GetName()
+	switch info.Status {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		fmt.Fprintf(os.Stderr, "Run %s is running: watching it.\n", runID)
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		fmt.Fprintf(os.Stderr, "Run %s has already finished.\n", runID)
+	default:
+		old, err := startInput(ctx, s.client, runID, info.GetExecution().GetRunId())
+		if err != nil {
+			return err
+		}
+		changed, err := changedConfig(cctx, old)
+		if err != nil {
+			return err
+		}
+		if len(changed.fields) > 0 && !cctx.Bool("force") {
+			return fmt.Errorf("run %s was started with other settings (%v); resume with the same flags, or add --force", runID, changed.fields)
+		}
+		in := changed.input
+		fmt.Fprintf(os.Stderr, "Resuming run %s (it ended %s): finished epochs and rollouts are reused.\n", runID, statusWord(info.Status))
+		switch kind {
+		case workflows.TrainName:
+			if err := startTrain(ctx, s.client, cctx.String(taskQueueFlag.Name), in.Config, in.Train); err != nil {
+				return err
+			}
+		case workflows.EvalName:
+			if _, err := startOrAttach(ctx, s.client, cctx.String(taskQueueFlag.Name), in.Config); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("run %s is a %s, which cannot be resumed", runID, kind)
+		}
+	}
+	printWhere(s, cctx, runID)
+	if kind == workflows.EvalName {
+		res, err := watch(ctx, s.client, runID)
+		if err != nil {
+			return err
+		}
+		printSummary(os.Stdout, res, cctx.String(runsDirFlag.Name))
+		return nil
+	}
+	return watchTrain(cctx, s.client, runID)
+}
+
+// startTrain starts a training run's workflow, with evalflow's search
+// attributes when the namespace has them.
+func startTrain(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig, train workflows.TrainConfig) error {
+	opts := client.StartWorkflowOptions{
+		ID: cfg.RunID, TaskQueue: taskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			temporal.NewSearchAttributeKeyKeyword(workflows.AttrRunID).ValueSet(cfg.RunID),
+			temporal.NewSearchAttributeKeyKeyword(workflows.AttrModel).ValueSet(cfg.Model),
+			temporal.NewSearchAttributeKeyKeyword(workflows.AttrTaskset).ValueSet(cfg.Taskset),
+		),
+	}
+	in := workflows.TrainInput{Config: cfg, Train: train}
+	_, err := c.ExecuteWorkflow(ctx, opts, workflows.TrainName, in)
+	if isMissingSearchAttributes(err) {
+		opts.TypedSearchAttributes = temporal.SearchAttributes{}
+		_, err = c.ExecuteWorkflow(ctx, opts, workflows.TrainName, in)
+	}
+	if err != nil {
+		return fmt.Errorf("start run %s: %w", cfg.RunID, err)
+	}
+	return nil
+}
+
+// watchTrain follows a training run epoch by epoch until it ends.
+func watchTrain(cctx *cli.Context, c client.Client, runID string) error {
+	ctx := cctx.Context
+	end := make(chan error, 1)
+	var res workflows.TrainResult
+	go func() { end <- c.GetWorkflow(ctx, runID, "").Get(ctx, &res) }()
+	bar := newProgressBar(os.Stderr)
+	epoch := -1
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-end:
+			bar.finish()
+			if ctx.Err() != nil {
+				fmt.Fprintf(os.Stderr, "\nStopped watching. Continue with: starter resume %s\n", runID)
+				return exitCode(130)
+			}
+			if err != nil {
+				return fmt.Errorf("run %s failed: %w", runID, err)
+			}
+			printTrainSummary(os.Stdout, res, cctx.String(runsDirFlag.Name))
+			return nil
+		case <-t.C:
+			v, err := c.QueryWorkflow(ctx, runID, "", workflows.QueryProgress)
+			if err != nil {
+				continue
+			}
+			var tp workflows.TrainProgress
+			if v.Get(&tp) != nil {
+				continue
+			}
+			if tp.Epoch != epoch {
+				bar.finish()
+				epoch = tp.Epoch
+				bar = newProgressBar(os.Stderr)
+				fmt.Fprintf(os.Stderr, "epoch %d of %s\n", epoch, epochsText(tp.Epochs))
+			}
+			if p, err := queryProgress(ctx, c, workflows.EpochID(runID, epoch)); err == nil {
+				bar.draw(p)
+			}
+		}
+	}
+}
+
+func printTrainSummary(w io.Writer, r workflows.TrainResult, runsDir string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "run\t%s\n", r.RunID)
+	if len(r.Skipped) > 0 {
+		fmt.Fprintf(tw, "skipped epochs\t%v (already finished)\n", r.Skipped)
+	}
+	fmt.Fprintf(tw, "epoch\trollouts\tran\treused\tfailed\tmean reward\tgroup std\tpass@1\twall time\n")
+	for _, e := range r.Epochs {
+		pass := 0.0
+		if len(e.Run.PassAtK) > 0 {
+			pass = e.Run.PassAtK[0].Value
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%s\n",
+			e.Epoch, e.Run.Rollouts, e.Ran, e.Run.Reused, e.Run.Failed, e.Run.MeanReward, e.MeanGroupStd, pass, e.Run.WallTime)
+	}
+	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t%d\t%.3f\t\t\t%s\n", r.Rollouts, r.Ran, r.Reused, r.Failed, r.MeanReward, r.WallTime)
+	fmt.Fprintf(tw, "results\t%s/%s/ (rollouts.jsonl, groups/, epochs/)\n", runsDir, r.RunID)
+	tw.Flush()
+}
+
+func epochsText(n int) string {
+	if n == 0 {
+		return "unbounded epochs"
+	}
+	return fmt.Sprintf("%d epochs", n)
+}

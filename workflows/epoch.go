@@ -1,0 +1,235 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/evalflow/evalflow/activities"
+)
+
+// EpochName is the registered name of the Epoch workflow.
+const EpochName = "EpochWorkflow"
+
+// ErrEpochFailed is the error type of an epoch that failed more rollouts
+// than its run allows.
+const ErrEpochFailed = "EpochFailed"
+
+// TrainConfig is what a training run adds to a RunConfig. The group size is
+// RunConfig.RolloutsPerTask.
+type TrainConfig struct {
+	// Epochs to run; 0 runs until stopped.
+	Epochs int `json:"epochs"`
+	// MaxFailures fails an epoch with more failed rollouts than this: a count
+	// when at least 1, a fraction of the epoch's rollouts when below 1, no
+	// limit when 0.
+	MaxFailures float64 `json:"max_failures"`
+}
+
+// failureLimit is the most failed rollouts an epoch of units rollouts may
+// have, or -1 for no limit.
+func (t TrainConfig) failureLimit(units int64) int64 {
+	switch {
+	case t.MaxFailures <= 0:
+		return -1
+	case t.MaxFailures >= 1:
+		return int64(t.MaxFailures)
+	}
+	return int64(t.MaxFailures * float64(units))
+}
+
+// EpochInput starts or continues one epoch of a training run.
+type EpochInput struct {
+	Config     RunConfig   `json:"config"`
+	Train      TrainConfig `json:"train"`
+	Epoch      int         `json:"epoch"`
+	TasksetLen int64       `json:"taskset_len"`
+	// Tasks is how many tasks the epoch covers.
+	Tasks int64       `json:"tasks"`
+	State *EpochState `json:"state,omitempty"`
+}
+
+// EpochState is what an epoch carries through continue-as-new.
+type EpochState struct {
+	Next      int64        `json:"next"`
+	Agg       Aggregates   `json:"agg"`
+	Open      []GroupTally `json:"open,omitempty"`
+	Groups    GroupStats   `json:"groups"`
+	StartedAt time.Time    `json:"started_at"`
+	Segment   int          `json:"segment"`
+}
+
+// GroupTally follows a task whose group of rollouts is not finished yet.
+type GroupTally struct {
+	Position int64 `json:"position"`
+	Index    int64 `json:"index"`
+	Done     int   `json:"done"`
+	Passed   int   `json:"passed"`
+}
+
+// GroupStats sums the scored groups of an epoch.
+type GroupStats struct {
+	Count   int64   `json:"count"`
+	MeanSum float64 `json:"mean_sum"`
+	StdSum  float64 `json:"std_sum"`
+}
+
+// EpochResult is a finished epoch's metrics.
+type EpochResult struct {
+	Epoch int    `json:"epoch"`
+	Run   Result `json:"run"`
+	// Ran counts the rollouts this epoch ran; the rest were reused.
+	Ran    int64 `json:"ran"`
+	Groups int64 `json:"groups"`
+	// MeanGroupStd is the mean over groups of the reward's standard deviation
+	// within a group: how much signal the group carries for a trainer.
+	MeanGroupStd float64 `json:"mean_group_std"`
+}
+
+// EpochProgress is what an epoch's progress query returns.
+type EpochProgress struct {
+	Progress
+	Epoch int `json:"epoch"`
+}
+
+// Epoch runs one epoch: every task of the epoch's permutation once, each as
+// a group of RolloutsPerTask rollouts scored together.
+func Epoch(ctx workflow.Context, in EpochInput) (EpochResult, error) {
+	cfg := in.Config.WithDefaults()
+	st := in.State
+	if st == nil {
+		st = &EpochState{StartedAt: workflow.Now(ctx)}
+	}
+	g := int64(cfg.RolloutsPerTask)
+	units := in.Tasks * g
+	limit := in.Train.failureLimit(units)
+	win := &window{max: cfg.MaxConcurrent, lim: cfg.Limits}
+	err := workflow.SetQueryHandler(ctx, QueryProgress, func() (EpochProgress, error) {
+		return EpochProgress{Epoch: in.Epoch, Progress: Progress{
+			RunID: cfg.RunID, Tasks: in.Tasks, Rollouts: units, Done: st.Agg.Rollouts, Failed: st.Agg.Failed,
+			Running: win.running, Reused: st.Agg.Reused, MeanReward: st.Agg.Mean(), StartedAt: st.StartedAt, Segment: st.Segment,
+		}}, nil
+	})
+	if err != nil {
+		return EpochResult{}, err
+	}
+
+	cursor := NewCursor(in.TasksetLen, cfg.Seed, cfg.Shuffle)
+	tooMany := func() bool { return limit >= 0 && st.Agg.Failed > limit }
+	started, scoring := 0, 0
+	next := func() (pending, bool) {
+		if tooMany() || st.Next >= units || started >= cfg.Limits.ContinueAsNewAfter {
+			return pending{}, false
+		}
+		u := st.Next
+		st.Next++
+		started++
+		position := u / g
+		epoch, index := cursor.Take(int64(in.Epoch)*in.Tasks+position, in.Tasks)
+		return pending{position: position, ref: activities.RolloutRef{
+			RunID: cfg.RunID, Epoch: epoch, Index: index, K: int(u % g),
+			Taskset: cfg.Taskset, Model: cfg.Model, Sampling: cfg.Sampling,
+			Harness: cfg.Harness, Rubric: cfg.Rubric, RetryFailed: true,
+		}}, true
+	}
+	scoreCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrConfig}},
+	})
+	done := func(position int64, s activities.Summary) {
+		st.Agg.add(s)
+		t := st.tally(position, s.Index)
+		t.Done++
+		if s.Status == activities.StatusOK && s.Reward >= cfg.Limits.PassThreshold {
+			t.Passed++
+		}
+		if int64(t.Done) < g {
+			return
+		}
+		st.Agg.finishTask(int(g), t.Passed)
+		st.close(position)
+		keys := make([]string, g)
+		for k := range keys {
+			keys[k] = activities.RolloutKey(cfg.RunID, in.Epoch, s.Index, k)
+		}
+		scoring++
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer func() { scoring-- }()
+			var gs activities.GroupSummary
+			err := workflow.ExecuteActivity(scoreCtx, a.ScoreGroup, activities.ScoreGroupInput{
+				RunID: cfg.RunID, Epoch: in.Epoch, Index: s.Index, Taskset: cfg.Taskset, Rubric: cfg.Rubric, Keys: keys,
+			}).Get(ctx, &gs)
+			if err != nil {
+				workflow.GetLogger(ctx).Warn("group not scored", "epoch", in.Epoch, "index", s.Index, "error", err)
+				return
+			}
+			st.Groups.Count++
+			st.Groups.MeanSum += gs.Mean
+			st.Groups.StdSum += gs.Std
+		})
+	}
+	fatal := win.drive(ctx, next, done)
+	if err := workflow.Await(ctx, func() bool { return scoring == 0 }); err != nil {
+		return EpochResult{}, err
+	}
+	if fatal != nil {
+		return EpochResult{}, fatal
+	}
+	if tooMany() {
+		return EpochResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"epoch %d: %d of %d rollouts failed, more than --max-failures %v allows (%s)",
+			in.Epoch, st.Agg.Failed, units, in.Train.MaxFailures, errorKinds(st.Agg.Errors)), ErrEpochFailed, nil)
+	}
+	if st.Next < units {
+		st.Segment++
+		in.State = st
+		return EpochResult{}, workflow.NewContinueAsNewError(ctx, Epoch, in)
+	}
+
+	res := EpochResult{
+		Epoch: in.Epoch, Run: st.Agg.result(cfg, in.Tasks, st.StartedAt, workflow.Now(ctx), st.Segment+1),
+		Ran: st.Agg.Rollouts - st.Agg.Reused, Groups: st.Groups.Count,
+	}
+	if st.Groups.Count > 0 {
+		res.MeanGroupStd = st.Groups.StdSum / float64(st.Groups.Count)
+	}
+	finishCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+	if err := workflow.ExecuteActivity(finishCtx, a.FinishEpoch, activities.FinishEpochInput{RunID: cfg.RunID, Epoch: in.Epoch, Result: res}).Get(ctx, nil); err != nil {
+		// Without the record a resume would rerun nothing but reuse every
+		// rollout; still, fail so that the epoch's completion is never lost.
+		return EpochResult{}, err
+	}
+	return res, nil
+}
+
+func (st *EpochState) tally(position, index int64) *GroupTally {
+	for i := range st.Open {
+		if st.Open[i].Position == position {
+			return &st.Open[i]
+		}
+	}
+	st.Open = append(st.Open, GroupTally{Position: position, Index: index})
+	return &st.Open[len(st.Open)-1]
+}
+
+func (st *EpochState) close(position int64) {
+	for i := range st.Open {
+		if st.Open[i].Position == position {
+			st.Open = append(st.Open[:i], st.Open[i+1:]...)
+			return
+		}
+	}
+}
+
+func errorKinds(kinds []KindCount) string {
+	s := ""
+	for i, k := range kinds {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s %d", k.Kind, k.Count)
+	}
+	return s
+}
