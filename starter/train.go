@@ -45,6 +45,9 @@ func trainCommand() *cli.Command {
 				return err
 			}
 			defer s.Close()
+			if s.worker != nil && s.worker.UsingMock {
+				fmt.Fprintln(os.Stderr, "No provider configured (--base-url / OPENAI_BASE_URL): using the offline mock model.")
+			}
 			tq := cctx.String(taskQueueFlag.Name)
 			if cctx.Bool("pull") {
 				if _, err := pull.Start(cctx.Context, s.client, tq, cfg, train); err != nil {
