@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,22 +51,45 @@ func printSummary(w io.Writer, r workflows.Result, runsDir string) {
 }
 
 // printResult prints a run's summary from the run store, or from Temporal
-// when the store does not have it.
+// when the store does not have it. Evaluations and training runs each get
+// their own table.
 func printResult(ctx context.Context, c client.Client, cctx *cli.Context, runID string) error {
 	runsDir := cctx.String(runsDirFlag.Name)
 	if store, err := results.Open(runsDir); err == nil {
-		var r workflows.Result
-		if err := store.ReadSummary(ctx, runID, &r); err == nil {
-			printSummary(os.Stdout, r, runsDir)
-			return nil
+		var raw json.RawMessage
+		if err := store.ReadSummary(ctx, runID, &raw); err == nil {
+			return printRaw(raw, runsDir)
 		}
 	}
 	if c == nil {
 		return fmt.Errorf("run %s has no summary in %s/ and no Temporal server answers", runID, runsDir)
 	}
-	var r workflows.Result
-	if err := c.GetWorkflow(ctx, runID, "").Get(ctx, &r); err != nil {
+	var raw json.RawMessage
+	if err := c.GetWorkflow(ctx, runID, "").Get(ctx, &raw); err != nil {
 		return fmt.Errorf("run %s: %w", runID, err)
+	}
+	return printRaw(raw, runsDir)
+}
+
+// printRaw prints an eval's Result or a training run's TrainResult.
+func printRaw(raw json.RawMessage, runsDir string) error {
+	var probe struct {
+		Epochs json.RawMessage `json:"epochs"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return fmt.Errorf("decode run summary: %w", err)
+	}
+	if probe.Epochs != nil {
+		var r workflows.TrainResult
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("decode run summary: %w", err)
+		}
+		printTrainSummary(os.Stdout, r, runsDir)
+		return nil
+	}
+	var r workflows.Result
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fmt.Errorf("decode run summary: %w", err)
 	}
 	printSummary(os.Stdout, r, runsDir)
 	return nil

@@ -10,6 +10,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/workflows"
 )
 
 func statusCommand() *cli.Command {
@@ -45,7 +46,17 @@ func statusCommand() *cli.Command {
 			}
 			status := desc.WorkflowExecutionInfo.Status
 			fmt.Printf("run %s: %s\n", runID, statusWord(status))
-			p, err := queryProgress(cctx.Context, s.client, runID)
+			progressID := runID
+			if desc.WorkflowExecutionInfo.GetType().GetName() == workflows.TrainName {
+				if v, err := s.client.QueryWorkflow(cctx.Context, runID, "", workflows.QueryProgress); err == nil {
+					var tp workflows.TrainProgress
+					if v.Get(&tp) == nil {
+						fmt.Printf("epoch %d of %s; skipped %v\n", tp.Epoch, epochsText(tp.Epochs), tp.Skipped)
+						progressID = workflows.EpochID(runID, tp.Epoch)
+					}
+				}
+			}
+			p, err := queryProgress(cctx.Context, s.client, progressID)
 			if err != nil {
 				if status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 					fmt.Fprintf(os.Stderr, "progress unavailable (is a worker running?): %v\n", err)
