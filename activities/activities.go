@@ -75,7 +75,9 @@ func (a *Activities) Expose(ctx context.Context, in ExposeInput) (ExposeResult, 
 	if _, ok := a.Pool.Slot(in.Key); !ok {
 		return ExposeResult{}, temporal.NewNonRetryableApplicationError("slot "+in.Key+" is not held by this worker", ErrSlotLost, nil)
 	}
+	stop := heartbeat(ctx)
 	url, err := a.Pool.Expose(ctx, in.Key)
+	stop()
 	if err != nil {
 		return ExposeResult{}, temporal.NewApplicationErrorWithCause("expose interception server", ErrTunnel, err)
 	}

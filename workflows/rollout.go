@@ -69,6 +69,8 @@ func rolloutAttempt(ctx workflow.Context, ref activities.RolloutRef, lim Limits)
 		// re-acquire elsewhere.
 		ScheduleToStartTimeout: lim.HostStartTimeout,
 		StartToCloseTimeout:    2 * time.Minute,
+		// A worker that dies while exposing is noticed within this.
+		HeartbeatTimeout: lim.HeartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
