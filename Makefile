@@ -4,7 +4,7 @@ GO      ?= go
 TASKS   ?= 128
 ARGS    ?=
 
-.PHONY: run build test test-short lint bench compose-check clean
+.PHONY: run build test test-short lint bench bench-scale compose-check clean
 
 run:
 	$(GO) run ./starter eval --tasks $(TASKS) $(ARGS)
@@ -24,8 +24,17 @@ lint:
 	$(GO) vet ./...
 	$(GO) tool workflowcheck ./workflows/...
 
+# Benchmarks, each against its baselines in the same run (a few minutes on 2
+# cores): writes bench/results.json and the results section of BENCHMARKS.md.
 bench:
-	@echo "no benchmarks yet"
+	$(GO) test -run '^$$' -bench . -benchmem ./bench/ > bench/gobench.txt && cat bench/gobench.txt
+	$(GO) run ./bench/cmd/bench -gobench bench/gobench.txt
+
+# The 20,000-rollout eval (bounded histories, flat worker memory); takes
+# several minutes, so it is not part of make bench. Its numbers are kept in
+# bench/results.json across later make bench runs.
+bench-scale:
+	$(GO) run ./bench/cmd/bench -only scale
 
 clean:
 	rm -rf bin .evalflow runs

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -123,7 +124,7 @@ func (a *Activities) Run(ctx context.Context, in RunInput) (Summary, error) {
 	}
 	task, err := ts.Task(ctx, ref.Index)
 	if err != nil {
-		return Summary{}, configErr(fmt.Errorf("task %d of %q: %w", ref.Index, ref.Taskset, err))
+		return Summary{}, taskErr(ctx, ref.Taskset, ref.Index, err)
 	}
 	rubric, err := rubrics.Parse(ref.Rubric)
 	if err != nil {
@@ -132,6 +133,9 @@ func (a *Activities) Run(ctx context.Context, in RunInput) (Summary, error) {
 	command := ref.Harness.Command
 	if len(command) == 0 {
 		command = a.DefaultHarness
+		if d := ref.Harness.Dialect; d != "" {
+			command = append(slices.Clip(command), "--dialect", d)
+		}
 	}
 
 	started := time.Now()
@@ -147,6 +151,14 @@ func (a *Activities) Run(ctx context.Context, in RunInput) (Summary, error) {
 		Timeout:  ref.Harness.Timeout,
 	})
 	stop()
+	// A failed harness may have lost its way to the model: when the tunnel it
+	// was given died, the failure is the tunnel's, retried, never a result.
+	if err == nil && ctx.Err() == nil && (res.ExitCode != 0 || res.TimedOut) {
+		if terr := a.Pool.CheckTunnel(ctx, key); terr != nil {
+			a.Pool.Release(key)
+			return Summary{}, temporal.NewApplicationErrorWithCause("tunnel lost during the rollout", ErrTunnel, terr)
+		}
+	}
 	turns := a.Pool.Release(key)
 	switch {
 	case errors.Is(err, exec.ErrNotFound):
@@ -242,7 +254,8 @@ func upstreamFailed(res harness.Result, turns []trace.Turn) bool {
 func isContextLength(msg string) bool {
 	m := strings.ToLower(msg)
 	return strings.Contains(m, "context_length") || strings.Contains(m, "context length") ||
-		strings.Contains(m, "maximum context") || strings.Contains(m, "prompt is too long")
+		strings.Contains(m, "maximum context") || strings.Contains(m, "prompt is too long") ||
+		strings.Contains(m, "context window") || strings.Contains(m, "input is too long")
 }
 
 func summaryOf(r results.Record) Summary {
@@ -279,6 +292,15 @@ func heartbeat(ctx context.Context) (stop func()) {
 		}
 	}()
 	return func() { close(done); wg.Wait() }
+}
+
+// taskErr classifies a failed task read: a cancelled activity (a stopping
+// worker) is retried elsewhere; anything else is the taskset's fault.
+func taskErr(ctx context.Context, taskset string, index int64, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return configErr(fmt.Errorf("task %d of %q: %w", index, taskset, err))
 }
 
 func configErr(err error) error {

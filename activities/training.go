@@ -21,7 +21,7 @@ func (a *Activities) ScoreGroup(ctx context.Context, in ScoreGroupInput) (GroupS
 	}
 	task, err := ts.Task(ctx, in.Index)
 	if err != nil {
-		return GroupSummary{}, configErr(fmt.Errorf("task %d of %q: %w", in.Index, in.Taskset, err))
+		return GroupSummary{}, taskErr(ctx, in.Taskset, in.Index, err)
 	}
 	rewards := make([]float64, len(in.Keys))
 	for i, key := range in.Keys {

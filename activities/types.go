@@ -44,6 +44,9 @@ type HarnessConfig struct {
 	Command  []string      `json:"command,omitempty"`
 	Timeout  time.Duration `json:"timeout"`
 	MaxTurns int           `json:"max_turns"`
+	// Dialect is the protocol the built-in agent speaks: chat, responses or
+	// anthropic; empty is chat. Other commands choose their own.
+	Dialect string `json:"dialect,omitempty"`
 }
 
 // RolloutRef names one rollout and everything needed to run it. It holds no

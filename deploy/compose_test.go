@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,7 +50,7 @@ func script(s types.ServiceConfig) string {
 
 func TestComposeServices(t *testing.T) {
 	p := loadProject(t)
-	want := []string{"postgres", "temporal-schema", "temporal", "temporal-namespace", "temporal-ui", "worker"}
+	want := []string{"postgres", "temporal-schema", "temporal", "temporal-namespace", "temporal-ui", "frps", "worker"}
 	assert.ElementsMatch(t, want, p.ServiceNames())
 
 	for _, s := range p.Services {
@@ -72,6 +73,7 @@ func TestComposeStartOrder(t *testing.T) {
 		{"temporal-namespace", "temporal", types.ServiceConditionStarted},
 		{"temporal-ui", "temporal", types.ServiceConditionStarted},
 		{"worker", "temporal-namespace", types.ServiceConditionCompletedSuccessfully},
+		{"worker", "frps", types.ServiceConditionStarted},
 	}
 	for _, tt := range tests {
 		dep, ok := service(t, p, tt.service).DependsOn[tt.dependsOn]
@@ -226,4 +228,30 @@ func docker(args ...string) error {
 		return fmt.Errorf("%w: %s", err, line)
 	}
 	return err
+}
+
+func TestComposeFRPS(t *testing.T) {
+	p := loadProject(t)
+	frps := service(t, p, "frps")
+	// The server's version is the embedded client's (go.mod).
+	assert.Equal(t, "fatedier/frps:v0.68.1", frps.Image)
+	for _, arg := range []string{"frps", "--bind_port 7000", `--token "$FRP_TOKEN"`, "--allow_ports 30000-30099"} {
+		assert.Contains(t, script(frps), arg)
+	}
+	// Every port frps may hand out is published, on the same number.
+	require.Len(t, frps.Ports, 100)
+	for i, port := range frps.Ports {
+		assert.Equal(t, uint32(30000+i), port.Target)
+		assert.Equal(t, strconv.Itoa(30000+i), port.Published)
+	}
+
+	w := service(t, p, "worker")
+	assert.Equal(t, "frps:7000", env(w, "EVALFLOW_FRP_SERVER"))
+	assert.Equal(t, "frp", env(w, "EVALFLOW_INTERCEPTION_TYPE"))
+
+	const token = "frp-compose-test-token"
+	t.Setenv("FRP_TOKEN", token)
+	p = loadProject(t)
+	assert.Equal(t, token, env(service(t, p, "frps"), "FRP_TOKEN"))
+	assert.Equal(t, token, env(service(t, p, "worker"), "EVALFLOW_FRP_TOKEN"), "the worker and frps share the token")
 }

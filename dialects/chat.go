@@ -12,16 +12,19 @@ const DialectChat = "chat"
 // chatRequest is the part of a chat completions request evalflow reads. Fields
 // it does not name are never dropped on relay: see OverlayChat.
 type chatRequest struct {
-	Model               string        `json:"model"`
-	Messages            []chatMessage `json:"messages"`
-	Tools               []chatTool    `json:"tools"`
-	Functions           []chatFunc    `json:"functions"`
-	Temperature         *float64      `json:"temperature"`
-	TopP                *float64      `json:"top_p"`
-	MaxTokens           *int          `json:"max_tokens"`
-	MaxCompletionTokens *int          `json:"max_completion_tokens"`
-	Seed                *int64        `json:"seed"`
-	Stream              bool          `json:"stream"`
+	Model               string          `json:"model"`
+	Messages            []chatMessage   `json:"messages"`
+	Tools               []chatTool      `json:"tools"`
+	Functions           []chatFunc      `json:"functions"`
+	Temperature         *float64        `json:"temperature"`
+	TopP                *float64        `json:"top_p"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Seed                *int64          `json:"seed"`
+	Stream              bool            `json:"stream"`
+	ReasoningEffort     string          `json:"reasoning_effort"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	Stop                json.RawMessage `json:"stop"`
 }
 
 // chatMessage is a request or response message. Content is a string, an array
@@ -35,6 +38,7 @@ type chatMessage struct {
 	Refusal          *string         `json:"refusal"`
 	ReasoningContent *string         `json:"reasoning_content"`
 	Reasoning        *string         `json:"reasoning"`
+	ReasoningDetails json.RawMessage `json:"reasoning_details"`
 }
 
 type chatPart struct {
@@ -73,6 +77,9 @@ type chatUsage struct {
 	CompletionTokensDetails *struct {
 		ReasoningTokens int `json:"reasoning_tokens"`
 	} `json:"completion_tokens_details"`
+	PromptTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
 }
 
 func (u *chatUsage) usage() Usage {
@@ -82,6 +89,9 @@ func (u *chatUsage) usage() Usage {
 	out := Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
 	if u.CompletionTokensDetails != nil {
 		out.ReasoningTokens = u.CompletionTokensDetails.ReasoningTokens
+	}
+	if u.PromptTokensDetails != nil {
+		out.CacheReadTokens = u.PromptTokensDetails.CachedTokens
 	}
 	return out
 }
@@ -117,6 +127,11 @@ func ParseChatRequest(body []byte) (Request, error) {
 	if req.Sampling.MaxTokens == nil {
 		req.Sampling.MaxTokens = cr.MaxCompletionTokens
 	}
+	if cr.ReasoningEffort != "" {
+		req.Reasoning = &ReasoningConfig{Effort: cr.ReasoningEffort}
+	}
+	req.ToolChoice = openAIToolChoice(cr.ToolChoice)
+	req.Stop = stopOf(cr.Stop)
 	for i, cm := range cr.Messages {
 		m, err := cm.message()
 		if err != nil {
@@ -178,6 +193,9 @@ func (cm chatMessage) message() (Message, error) {
 		m.Reasoning = *cm.ReasoningContent
 	case cm.Reasoning != nil:
 		m.Reasoning = *cm.Reasoning
+	}
+	if d := bytes.TrimSpace(cm.ReasoningDetails); len(d) > 0 && !bytes.Equal(d, []byte("null")) {
+		m.ReasoningDetails = append(json.RawMessage(nil), d...)
 	}
 	for _, tc := range cm.ToolCalls {
 		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})

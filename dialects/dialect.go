@@ -55,6 +55,8 @@ type Stream interface {
 	Add(data []byte) error
 	// Response returns what was assembled so far.
 	Response() Response
+	// Done reports whether the stream's terminal event was seen.
+	Done() bool
 }
 
 // Dialect names.

@@ -129,6 +129,25 @@ type Request struct {
 	Stream   bool      `json:"stream,omitempty"`
 	// Reasoning is set when the caller asked for reasoning or thinking.
 	Reasoning *ReasoningConfig `json:"reasoning,omitempty"`
+	// ToolChoice is set when the caller constrained tool use.
+	ToolChoice *ToolChoice `json:"tool_choice,omitempty"`
+	// Stop holds the caller's stop sequences.
+	Stop []string `json:"stop,omitempty"`
+}
+
+// Tool choice modes, in OpenAI's words.
+const (
+	ToolChoiceAuto     = "auto"
+	ToolChoiceNone     = "none"
+	ToolChoiceRequired = "required"
+)
+
+// ToolChoice constrains tool use: a mode, or one tool by name.
+type ToolChoice struct {
+	// Mode is auto, none or required; with Name set it is required.
+	Mode string `json:"mode"`
+	// Name forces that one tool.
+	Name string `json:"name,omitempty"`
 }
 
 // Response is a model's answer in dialect-neutral form.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/evalflow/evalflow/trace"
 	"github.com/evalflow/evalflow/tunnel"
@@ -12,6 +14,9 @@ import (
 
 // ErrPoolClosed is returned by a Pool after Close.
 var ErrPoolClosed = errors.New("interception pool closed")
+
+// DefaultHealthInterval is how often the monitor checks every tunnel.
+const DefaultHealthInterval = 30 * time.Second
 
 // Slot is a rollout's place on a server.
 type Slot struct {
@@ -25,14 +30,25 @@ type Slot struct {
 }
 
 // Pool hands out slots on interception servers, Multiplex rollouts to a
-// server, starting servers as needed. Each server gets at most one tunnel.
+// server, starting servers as needed. Each server gets at most one tunnel,
+// created on the first Expose and re-created by the health monitor when it
+// dies. A Fixed tunnel (custom) gets a single server shared by every rollout.
 type Pool struct {
-	cfg Config
+	cfg    Config
+	name   string // the tunnel's kind, for errors and logs
+	single bool   // one server for every rollout: the tunnel binds a fixed port
 
-	mu      sync.Mutex
-	closed  bool
-	servers []*member
-	slots   map[string]Slot
+	ctx    context.Context // ends with Close; bounds tunnel creations
+	cancel context.CancelFunc
+	bg     sync.WaitGroup // monitor and tunnel restorations
+
+	mu        sync.Mutex
+	closed    bool
+	monitored bool
+	servers   []*member
+	slots     map[string]Slot
+	// exposedAt is the tunnel generation each rollout was given by Expose.
+	exposedAt map[string]uint64
 }
 
 // member is a pooled server and its tunnel exposure, created on first use.
@@ -41,13 +57,49 @@ type member struct {
 
 	mu       sync.Mutex
 	exposure tunnel.Exposure
-	pending  chan struct{} // closed when an exposure attempt in flight ends
-	closed   bool
+	// gen counts the exposures that died; a rollout exposed at an older
+	// generation lost its tunnel.
+	gen     uint64
+	wanted  bool          // exposed once, so a dead tunnel is re-created
+	pending chan struct{} // closed when an exposure attempt in flight ends
+	closed  bool
 }
 
 // NewPool returns an empty pool; servers start on the first Acquire.
 func NewPool(cfg Config) *Pool {
-	return &Pool{cfg: cfg.withDefaults(), slots: make(map[string]Slot)}
+	cfg = cfg.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	_, single := cfg.Tunnel.(tunnel.Fixed)
+	p := &Pool{
+		name: tunnelName(cfg.Tunnel), single: single, ctx: ctx, cancel: cancel,
+		slots: make(map[string]Slot), exposedAt: make(map[string]uint64),
+	}
+	cfg.pool = p
+	p.cfg = cfg
+	return p
+}
+
+// bindPort is the port servers listen on: the Fixed tunnel's, or any.
+func bindPort(t tunnel.Tunnel) int {
+	if f, ok := t.(tunnel.Fixed); ok {
+		return f.BindPort()
+	}
+	return 0
+}
+
+func tunnelName(t tunnel.Tunnel) string {
+	switch t.(type) {
+	case tunnel.Local, *tunnel.Local:
+		return "local"
+	case tunnel.Custom, *tunnel.Custom:
+		return "custom"
+	case *tunnel.FRP:
+		return "frp"
+	case *tunnel.SSH:
+		return "ssh"
+	default:
+		return fmt.Sprintf("%T", t)
+	}
 }
 
 // Acquire registers a rollout on a server with a free slot, starting a new
@@ -70,7 +122,7 @@ func (p *Pool) Acquire(ctx context.Context, r Rollout) (Slot, error) {
 	}
 	idx := -1
 	for i, m := range p.servers {
-		if m.srv.Len() < p.cfg.Multiplex {
+		if p.single || m.srv.Len() < p.cfg.Multiplex {
 			idx = i
 			break
 		}
@@ -120,6 +172,7 @@ func (p *Pool) Turns(key string) ([]trace.Turn, bool) {
 // Expose returns the base URL (without /v1) of the rollout's server through
 // the tunnel. The tunnel is created once per server; concurrent callers wait
 // for one creation. A failed creation is not cached, so a later call retries.
+// Tunnel failures are *tunnel.Error values.
 func (p *Pool) Expose(ctx context.Context, key string) (string, error) {
 	p.mu.Lock()
 	s, ok := p.slots[key]
@@ -135,24 +188,29 @@ func (p *Pool) Expose(ctx context.Context, key string) (string, error) {
 	case !ok:
 		return "", fmt.Errorf("expose %s: %w", key, ErrUnknownRollout)
 	}
-	u, err := m.expose(ctx, p.cfg.Tunnel)
+	u, gen, err := m.expose(ctx, p.cfg.Tunnel)
 	if err != nil {
 		return "", fmt.Errorf("expose %s: %w", key, err)
 	}
+	p.mu.Lock()
+	if _, ok := p.slots[key]; ok {
+		p.exposedAt[key] = gen
+	}
+	p.mu.Unlock()
 	return u, nil
 }
 
-func (m *member) expose(ctx context.Context, t tunnel.Tunnel) (string, error) {
+func (m *member) expose(ctx context.Context, t tunnel.Tunnel) (string, uint64, error) {
 	for {
 		m.mu.Lock()
 		switch {
 		case m.closed:
 			m.mu.Unlock()
-			return "", ErrPoolClosed
+			return "", 0, ErrPoolClosed
 		case m.exposure != nil:
-			u := m.exposure.URL()
+			u, gen := m.exposure.URL(), m.gen
 			m.mu.Unlock()
-			return u, nil
+			return u, gen, nil
 		case m.pending != nil:
 			wait := m.pending
 			m.mu.Unlock()
@@ -160,7 +218,7 @@ func (m *member) expose(ctx context.Context, t tunnel.Tunnel) (string, error) {
 			case <-wait:
 				continue
 			case <-ctx.Done():
-				return "", ctx.Err()
+				return "", 0, ctx.Err()
 			}
 		}
 		done := make(chan struct{})
@@ -174,17 +232,32 @@ func (m *member) expose(ctx context.Context, t tunnel.Tunnel) (string, error) {
 		close(done)
 		if err != nil {
 			m.mu.Unlock()
-			return "", err
+			return "", 0, err
 		}
 		if m.closed { // the pool closed while the tunnel came up
 			m.mu.Unlock()
 			_ = exp.Close()
-			return "", ErrPoolClosed
+			return "", 0, ErrPoolClosed
 		}
-		m.exposure = exp
+		m.exposure, m.wanted = exp, true
+		u, gen := exp.URL(), m.gen
 		m.mu.Unlock()
-		return exp.URL(), nil
+		return u, gen, nil
 	}
+}
+
+// drop detaches the exposure of generation gen, which was found dead, and
+// returns it for closing; nil when it was already replaced.
+func (m *member) drop(gen uint64) tunnel.Exposure {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.gen != gen || m.exposure == nil {
+		return nil
+	}
+	exp := m.exposure
+	m.exposure = nil
+	m.gen++
+	return exp
 }
 
 // close closes the member's exposure, then its server.
@@ -216,6 +289,7 @@ func (p *Pool) Release(key string) []trace.Turn {
 		return nil
 	}
 	delete(p.slots, key)
+	delete(p.exposedAt, key)
 	turns, _ := p.servers[s.Server].srv.Unregister(key)
 	return turns
 }
@@ -227,17 +301,36 @@ func (p *Pool) Servers() int {
 	return len(p.servers)
 }
 
-// Close closes every tunnel and server. The pool cannot be used after.
+// Tunnels is how many tunnels are up.
+func (p *Pool) Tunnels() int {
+	p.mu.Lock()
+	servers := slices.Clone(p.servers)
+	p.mu.Unlock()
+	n := 0
+	for _, m := range servers {
+		m.mu.Lock()
+		if m.exposure != nil {
+			n++
+		}
+		m.mu.Unlock()
+	}
+	return n
+}
+
+// Close stops the monitor and closes every tunnel and server. The pool cannot
+// be used after.
 func (p *Pool) Close() error {
 	p.mu.Lock()
 	p.closed = true
 	servers := p.servers
 	p.mu.Unlock()
+	p.cancel()
 	var errs []error
 	for _, m := range servers {
 		if err := m.close(); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	p.bg.Wait()
 	return errors.Join(errs...)
 }

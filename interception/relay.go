@@ -20,62 +20,52 @@ import (
 // no status reached it (nginx's convention).
 const statusClientClosed = 499
 
-// chat relays POST /v1/chat/completions to the upstream and records the turn.
-func (s *Server) chat(w http.ResponseWriter, r *http.Request, e *entry) {
+// model serves a model call of dialect d: it records the turn and relays the
+// call when the upstream speaks d, translates it otherwise.
+func (s *Server) model(w http.ResponseWriter, r *http.Request, e *entry, d dialects.Dialect) {
 	start := time.Now()
-	turn := trace.Turn{Dialect: dialects.DialectChat, Route: r.URL.Path, StartedAt: start}
+	turn := trace.Turn{Dialect: d.Name(), Route: r.URL.Path, StartedAt: start}
+	index := e.begin()
 	defer func() {
 		turn.Latency = time.Since(start)
-		turn = e.record(turn)
+		turn = e.record(index, turn)
 		if s.cfg.OnTurn != nil {
 			s.cfg.OnTurn(e.rollout.Key, turn)
 		}
 		s.cfg.Logger.Debug("model call", "rollout", e.rollout.Key, "route", turn.Route,
 			"status", turn.Status, "attempts", turn.Attempts, "latency", turn.Latency, "error", turn.Error)
 	}()
-	fail := func(status int, errType, code, msg string) {
+	fail := func(status int, code, msg string) {
 		turn.Status, turn.Error = status, msg
-		dialects.WriteChatError(w, status, errType, code, msg)
+		d.WriteError(w, status, code, msg)
 	}
 
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			fail(http.StatusRequestEntityTooLarge, dialects.ErrorTypeInvalidRequest, "request_too_large",
-				fmt.Sprintf("Request body is larger than %d bytes.", tooBig.Limit))
-			return
-		}
-		fail(http.StatusBadRequest, dialects.ErrorTypeInvalidRequest, "", "Could not read the request body.")
+	body, ok := s.readBody(w, r, fail)
+	if !ok {
 		return
 	}
-	req, err := dialects.ParseChatRequest(body)
+	req, err := d.ParseRequest(body)
 	if err != nil {
-		fail(http.StatusBadRequest, dialects.ErrorTypeInvalidRequest, "", "We could not parse the JSON body of your request: "+err.Error())
-		return
-	}
-	out, err := dialects.OverlayChat(body, e.rollout.Model, e.rollout.Sampling)
-	if err != nil {
-		fail(http.StatusBadRequest, dialects.ErrorTypeInvalidRequest, "", "We could not parse the JSON body of your request: "+err.Error())
+		fail(http.StatusBadRequest, "", "We could not parse the JSON body of your request: "+err.Error())
 		return
 	}
 	turn.Request = overlaid(req, e.rollout)
 	turn.Streamed = req.Stream
 
-	resp, err := s.cfg.Upstream.Do(r.Context(), "/chat/completions", out)
+	if up := upstreamDialect(s.cfg.Upstream); up.Name() != d.Name() {
+		s.translate(w, r, e, d, up, &turn, fail)
+		return
+	}
+	out, err := d.Overlay(body, e.rollout.Model, e.rollout.Sampling)
 	if err != nil {
-		turn.Attempts = attemptsOf(err)
-		if r.Context().Err() != nil {
-			turn.Status, turn.Error = statusClientClosed, "client closed request"
-			return
-		}
-		s.cfg.Logger.Warn("upstream call failed", "rollout", e.rollout.Key, "err", err)
-		fail(http.StatusBadGateway, dialects.ErrorTypeServer, "upstream_unavailable", "The upstream model provider could not be reached.")
-		turn.Error = "upstream: " + err.Error()
+		fail(http.StatusBadRequest, "", "We could not parse the JSON body of your request: "+err.Error())
+		return
+	}
+	resp, ok := s.send(w, r, e, &turn, d.Path(), r.Header, out, fail)
+	if !ok {
 		return
 	}
 	defer resp.Body.Close()
-	turn.Attempts, _ = strconv.Atoi(resp.Header.Get(AttemptsHeader))
 	turn.Status = resp.StatusCode
 
 	copyHeaders(w.Header(), resp.Header)
@@ -84,37 +74,110 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, e *entry) {
 
 	var relayErr error
 	if isEventStream(resp.Header.Get("Content-Type")) {
-		var stream dialects.ChatStream
-		relayErr = relaySSE(w, upstream, func(data []byte) {
+		stream := d.NewStream()
+		relayErr = relaySSE(w, upstream, func(data []byte) bool {
 			if err := stream.Add(data); err != nil && turn.Error == "" {
 				turn.Error = err.Error()
 			}
+			return stream.Done()
 		})
 		turn.Response = stream.Response()
+		ended := stream.Done() || turn.Response.FinishReason != ""
+		if relayErr == nil && !ended && turn.Error == "" && resp.StatusCode/100 == 2 {
+			relayErr = &upstreamReadError{errors.New("stream ended before its last event")}
+		}
 	} else {
 		var tee bytes.Buffer
+		if n := resp.ContentLength; n > 0 && n <= s.cfg.MaxBodyBytes {
+			tee.Grow(int(n))
+		}
 		_, relayErr = io.Copy(w, io.TeeReader(upstream, &tee))
 		if relayErr == nil {
-			recordJSON(&turn, resp.StatusCode, tee.Bytes())
+			// The caller has the whole answer before it is parsed for the
+			// trace; Unregister waits for the turn.
+			_ = http.NewResponseController(w).Flush()
+			recordJSON(&turn, d, resp.StatusCode, tee.Bytes())
 		}
 	}
 	turn.TTFT = upstream.ttft
 	if relayErr != nil {
-		if r.Context().Err() != nil {
-			turn.Error = "client closed request"
-		} else {
-			turn.Error = "relay: " + relayErr.Error()
+		s.relayFailed(w, r, d, &turn, relayErr, isEventStream(resp.Header.Get("Content-Type")))
+	}
+}
+
+// readBody reads a bounded request body, answering 413 or 400 itself.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fail func(int, string, string)) ([]byte, bool) {
+	rd := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	var body []byte
+	var err error
+	if n := r.ContentLength; n > 0 && n <= s.cfg.MaxBodyBytes {
+		// One allocation of the announced size instead of ReadAll's doublings.
+		body = make([]byte, n)
+		_, err = io.ReadFull(rd, body)
+	} else {
+		body, err = io.ReadAll(rd)
+	}
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			fail(http.StatusRequestEntityTooLarge, "request_too_large",
+				fmt.Sprintf("Request body is larger than %d bytes.", tooBig.Limit))
+			return nil, false
 		}
+		fail(http.StatusBadRequest, "", "Could not read the request body.")
+		return nil, false
+	}
+	return body, true
+}
+
+// send calls the upstream, answering 502 itself when it cannot be reached.
+func (s *Server) send(w http.ResponseWriter, r *http.Request, e *entry, turn *trace.Turn, path string, h http.Header,
+	body []byte, fail func(int, string, string)) (*http.Response, bool) {
+	resp, err := relay(r.Context(), s.cfg.Upstream, path, h, body)
+	if err != nil {
+		turn.Attempts = attemptsOf(err)
+		if r.Context().Err() != nil {
+			turn.Status, turn.Error = statusClientClosed, "client closed request"
+			return nil, false
+		}
+		s.cfg.Logger.Warn("upstream call failed", "rollout", e.rollout.Key, "err", err)
+		fail(http.StatusBadGateway, "upstream_unavailable", "The upstream model provider could not be reached.")
+		turn.Error = "upstream: " + err.Error()
+		return nil, false
+	}
+	turn.Attempts, _ = strconv.Atoi(resp.Header.Get(AttemptsHeader))
+	return resp, true
+}
+
+// upstreamReadError is a relay that broke on the upstream's side.
+type upstreamReadError struct{ err error }
+
+func (e *upstreamReadError) Error() string { return "upstream: " + e.err.Error() }
+func (e *upstreamReadError) Unwrap() error { return e.err }
+
+// relayFailed records a relay cut short. When the upstream broke a stream,
+// the caller gets an error event in its dialect so its SDK fails cleanly
+// instead of waiting for an end that never comes.
+func (s *Server) relayFailed(w http.ResponseWriter, r *http.Request, d dialects.Dialect, turn *trace.Turn, err error, streaming bool) {
+	if r.Context().Err() != nil {
+		turn.Error = "client closed request"
+		return
+	}
+	turn.Error = "relay: " + err.Error()
+	var up *upstreamReadError
+	if streaming && errors.As(err, &up) {
+		_, _ = w.Write(d.StreamError("The upstream stream broke off: " + up.err.Error()))
+		_ = http.NewResponseController(w).Flush()
 	}
 }
 
 // recordJSON parses a non-streaming answer into the turn.
-func recordJSON(turn *trace.Turn, status int, body []byte) {
+func recordJSON(turn *trace.Turn, d dialects.Dialect, status int, body []byte) {
 	if status < 200 || status > 299 {
-		turn.Error = dialects.ParseChatError(status, body).Error()
+		turn.Error = d.ParseError(status, body).Error()
 		return
 	}
-	resp, err := dialects.ParseChatResponse(body)
+	resp, err := d.ParseResponse(body)
 	if err != nil {
 		turn.Error = err.Error()
 		return
@@ -153,21 +216,36 @@ func attemptsOf(err error) int {
 }
 
 // relaySSE copies an event stream line by line, flushing after every event,
-// and hands each event's data to onEvent. It never holds more than one event.
-func relaySSE(w http.ResponseWriter, upstream io.Reader, onEvent func(data []byte)) error {
+// and hands each event's data to onEvent. It never holds more than one event,
+// and stops after the event onEvent calls the last: a caller that has its
+// answer may hang up before the upstream closes the stream.
+func relaySSE(w http.ResponseWriter, upstream io.Reader, onEvent func(data []byte) (last bool)) error {
 	rc := http.NewResponseController(w)
-	br := bufio.NewReaderSize(upstream, 32<<10)
+	br := bufio.NewReaderSize(upstream, 4<<10) // per open stream: kept small; longer lines still work
 	var data bytes.Buffer
 	hasData := false
-	dispatch := func() {
+	dispatch := func() (last bool) {
 		if hasData {
-			onEvent(data.Bytes())
+			last = onEvent(data.Bytes())
 		}
 		data.Reset()
 		hasData = false
+		return last
 	}
+	var long []byte // a line longer than br's buffer
 	for {
-		line, readErr := br.ReadBytes('\n')
+		line, readErr := br.ReadSlice('\n') // valid until the next read: used at once
+		if readErr == bufio.ErrBufferFull {
+			long = append(long[:0], line...)
+			for readErr == bufio.ErrBufferFull {
+				line, readErr = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if readErr != nil && readErr != io.EOF {
+			line = nil // a line cut by a broken upstream never reaches the caller
+		}
 		if len(line) > 0 {
 			if _, err := w.Write(line); err != nil {
 				return fmt.Errorf("write to caller: %w", err)
@@ -178,7 +256,9 @@ func relaySSE(w http.ResponseWriter, upstream io.Reader, onEvent func(data []byt
 				if err := rc.Flush(); err != nil {
 					return fmt.Errorf("flush to caller: %w", err)
 				}
-				dispatch()
+				if dispatch() {
+					return nil
+				}
 			case bytes.HasPrefix(field, []byte("data:")):
 				v := bytes.TrimPrefix(field[len("data:"):], []byte(" "))
 				if hasData {
@@ -194,7 +274,7 @@ func relaySSE(w http.ResponseWriter, upstream io.Reader, onEvent func(data []byt
 			if readErr == io.EOF {
 				return nil
 			}
-			return fmt.Errorf("read upstream stream: %w", readErr)
+			return &upstreamReadError{readErr}
 		}
 	}
 }

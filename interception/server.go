@@ -1,6 +1,7 @@
 // Package interception runs the HTTP servers harnesses send their model calls
 // to: it authenticates each call by its rollout's secret, relays it to the
-// upstream provider with the run's model and sampling, and records every turn.
+// upstream provider with the run's model and sampling when both speak the
+// same dialect, translates it otherwise, and records every turn.
 package interception
 
 import (
@@ -18,7 +19,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -40,8 +40,32 @@ const (
 
 // Upstream sends a request body to a provider route, retrying 429/5xx/connection
 // errors before any byte reaches the caller.
+//
+// An Upstream may also have a Dialect() string method naming the dialect it
+// speaks (chat when it has none), and a Relay(ctx, path, header, body) method
+// that also forwards the caller's request headers on the relay arm.
 type Upstream interface {
 	Do(ctx context.Context, path string, body []byte) (*http.Response, error) // path after /v1, e.g. "/chat/completions"
+}
+
+// upstreamDialect is the dialect u speaks.
+func upstreamDialect(u Upstream) dialects.Dialect {
+	if d, ok := u.(interface{ Dialect() string }); ok {
+		if dd, err := dialects.ByName(d.Dialect()); err == nil {
+			return dd
+		}
+	}
+	return dialects.Chat
+}
+
+// relay sends body with the caller's headers when u can forward them.
+func relay(ctx context.Context, u Upstream, path string, h http.Header, body []byte) (*http.Response, error) {
+	if r, ok := u.(interface {
+		Relay(context.Context, string, http.Header, []byte) (*http.Response, error)
+	}); ok {
+		return r.Relay(ctx, path, h, body)
+	}
+	return u.Do(ctx, path, body)
 }
 
 // Config configures a Pool and the servers in it. Zero fields take defaults.
@@ -57,6 +81,11 @@ type Config struct {
 	// OnTurn, when set, is called with every turn after it is recorded, from
 	// the request's goroutine.
 	OnTurn func(rolloutKey string, turn trace.Turn)
+	// GatewayToken enables the rollout gateway routes (gateway.go) for
+	// callers presenting it; empty disables them. A credential: never log it.
+	GatewayToken string
+
+	pool *Pool // the pool a server belongs to, for the gateway routes
 }
 
 func (c Config) withDefaults() Config {
@@ -97,6 +126,8 @@ type Server struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	table []route
+
 	mu       sync.RWMutex
 	bySecret map[[sha256.Size]byte]*entry
 	byKey    map[string]*entry
@@ -109,14 +140,57 @@ type entry struct {
 
 	mu    sync.Mutex
 	turns []trace.Turn
+	begun int // turns started, recorded or not
+	// idle are closed once every begun turn is recorded.
+	idle []chan struct{}
 }
 
-func (e *entry) record(t trace.Turn) trace.Turn {
+// begin numbers a turn when its call arrives, so turns keep the order of
+// the calls even when an earlier one finishes later.
+func (e *entry) begin() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	t.Index = len(e.turns)
-	e.turns = append(e.turns, t)
+	e.begun++
+	return e.begun - 1
+}
+
+// record keeps turn t, numbered index by begin, in index order.
+func (e *entry) record(index int, t trace.Turn) trace.Turn {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t.Index = index
+	i := len(e.turns)
+	for i > 0 && e.turns[i-1].Index > index {
+		i--
+	}
+	e.turns = slices.Insert(e.turns, i, t)
+	if len(e.turns) == e.begun {
+		for _, c := range e.idle {
+			close(c)
+		}
+		e.idle = nil
+	}
 	return t
+}
+
+// settle waits, at most d, until every begun turn is recorded: a relay
+// flushes the answer's last byte before it parses the answer for the
+// trace, so a harness may be done before its last turn is recorded.
+func (e *entry) settle(d time.Duration) {
+	e.mu.Lock()
+	if len(e.turns) == e.begun {
+		e.mu.Unlock()
+		return
+	}
+	c := make(chan struct{})
+	e.idle = append(e.idle, c)
+	e.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c:
+	case <-t.C:
+	}
 }
 
 func (e *entry) snapshot() []trace.Turn {
@@ -131,7 +205,7 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.Upstream == nil {
 		return nil, errors.New("interception: no upstream configured")
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Tunnel.BindHost(), "0"))
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Tunnel.BindHost(), strconv.Itoa(bindPort(cfg.Tunnel))))
 	if err != nil {
 		return nil, fmt.Errorf("interception listen: %w", err)
 	}
@@ -149,6 +223,7 @@ func Listen(cfg Config) (*Server, error) {
 		bySecret: make(map[[sha256.Size]byte]*entry),
 		byKey:    make(map[string]*entry),
 	}
+	s.table = s.routes()
 	s.srv = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 30 * time.Second,
@@ -197,7 +272,11 @@ func (s *Server) Register(r Rollout) (string, error) {
 	return secret, nil
 }
 
-// Unregister removes a rollout and returns its turns. Its secret stops working.
+// settleTimeout bounds how long Unregister waits for calls still recording.
+const settleTimeout = 5 * time.Second
+
+// Unregister removes a rollout and returns its turns, once the calls in
+// flight have recorded theirs (see settleTimeout). Its secret stops working.
 func (s *Server) Unregister(key string) ([]trace.Turn, bool) {
 	s.mu.Lock()
 	e, ok := s.byKey[key]
@@ -209,6 +288,7 @@ func (s *Server) Unregister(key string) ([]trace.Turn, bool) {
 	if !ok {
 		return nil, false
 	}
+	e.settle(settleTimeout)
 	return e.snapshot(), true
 }
 
@@ -230,42 +310,92 @@ func (s *Server) Len() int {
 	return len(s.byKey)
 }
 
+// route is one entry of the route table.
+type route struct {
+	method, path string
+	// dialect shapes the route's errors; nil picks one from the caller's headers.
+	dialect dialects.Dialect
+	// serve answers an authenticated call; public routes set open instead.
+	serve func(http.ResponseWriter, *http.Request, *entry, dialects.Dialect)
+	open  http.HandlerFunc
+}
+
+// routes is the route table: every path the server answers. Add new routes
+// here.
+func (s *Server) routes() []route {
+	rs := []route{
+		{method: http.MethodGet, path: "/healthz", open: healthz},
+		{method: http.MethodGet, path: "/v1/models", serve: s.models},
+		{method: http.MethodPost, path: "/v1/messages/count_tokens", dialect: dialects.Anthropic, serve: s.countTokens},
+	}
+	for _, d := range dialects.All {
+		rs = append(rs, route{method: http.MethodPost, path: "/v1" + d.Path(), dialect: d, serve: s.model})
+	}
+	return rs
+}
+
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+// callerDialect guesses the dialect of a caller on a route that has none of
+// its own: Anthropic SDKs send anthropic-version.
+func callerDialect(h http.Header) dialects.Dialect {
+	if h.Get("Anthropic-Version") != "" {
+		return dialects.Anthropic
+	}
+	return dialects.Chat
+}
+
 // ServeHTTP routes a request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch {
-	case r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok\n"))
-	case r.URL.Path == "/v1/chat/completions" && r.Method == http.MethodPost:
-		s.authenticated(w, r, s.chat)
-	case r.URL.Path == "/v1/models" && r.Method == http.MethodGet:
-		s.authenticated(w, r, s.models)
-	case r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/models":
-		dialects.WriteChatError(w, http.StatusMethodNotAllowed, dialects.ErrorTypeInvalidRequest, "method_not_allowed",
-			fmt.Sprintf("Method %s is not allowed on %s.", r.Method, r.URL.Path))
-	default:
-		dialects.WriteChatError(w, http.StatusNotFound, dialects.ErrorTypeInvalidRequest, "unknown_url",
-			fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
-	}
-}
-
-// authenticated finds the rollout by the secret in Authorization: Bearer or
-// x-api-key, answering 401 when there is none.
-func (s *Server) authenticated(w http.ResponseWriter, r *http.Request, next func(http.ResponseWriter, *http.Request, *entry)) {
-	e := s.lookup(presentedSecret(r.Header))
-	if e == nil {
-		dialects.WriteChatError(w, http.StatusUnauthorized, dialects.ErrorTypeInvalidRequest, "invalid_api_key",
-			"Incorrect API key provided.")
+	if s.gateway(w, r) {
 		return
 	}
-	next(w, r, e)
+	var onPath *route
+	for i := range s.table {
+		rt := &s.table[i]
+		if rt.path != r.URL.Path {
+			continue
+		}
+		onPath = rt
+		if rt.method != r.Method && !(rt.method == http.MethodGet && r.Method == http.MethodHead) {
+			continue
+		}
+		if rt.open != nil {
+			rt.open(w, r)
+			return
+		}
+		d := rt.dialect
+		if d == nil {
+			d = callerDialect(r.Header)
+		}
+		s.authenticated(w, r, d, rt.serve)
+		return
+	}
+	d := callerDialect(r.Header)
+	if onPath != nil {
+		if onPath.dialect != nil {
+			d = onPath.dialect
+		}
+		d.WriteError(w, http.StatusMethodNotAllowed, "method_not_allowed",
+			fmt.Sprintf("Method %s is not allowed on %s.", r.Method, r.URL.Path))
+		return
+	}
+	d.WriteError(w, http.StatusNotFound, "unknown_url", fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
 }
 
-func presentedSecret(h http.Header) string {
-	if v := h.Get("Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
-		return strings.TrimSpace(v[7:])
+// authenticated finds the rollout by the secret in d's carrier (Bearer or
+// x-api-key), answering 401 in d's shape when there is none.
+func (s *Server) authenticated(w http.ResponseWriter, r *http.Request, d dialects.Dialect,
+	next func(http.ResponseWriter, *http.Request, *entry, dialects.Dialect)) {
+	e := s.lookup(d.Secret(r.Header))
+	if e == nil {
+		d.WriteError(w, http.StatusUnauthorized, "invalid_api_key", "Incorrect API key provided.")
+		return
 	}
-	return h.Get("X-Api-Key")
+	next(w, r, e, d)
 }
 
 // lookup finds a rollout by secret. The map is keyed by the secret's hash, so
@@ -284,8 +414,9 @@ func (s *Server) lookup(secret string) *entry {
 	return e
 }
 
-// models answers GET /v1/models with the models of the registered rollouts.
-func (s *Server) models(w http.ResponseWriter, _ *http.Request, _ *entry) {
+// models answers GET /v1/models with the models of the registered rollouts,
+// in the caller's family's shape.
+func (s *Server) models(w http.ResponseWriter, _ *http.Request, _ *entry, d dialects.Dialect) {
 	s.mu.RLock()
 	seen := make(map[string]bool)
 	for _, e := range s.byKey {
@@ -294,6 +425,30 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request, _ *entry) {
 		}
 	}
 	s.mu.RUnlock()
+	ids := slices.Sorted(maps.Keys(seen))
+	w.Header().Set("Content-Type", "application/json")
+	if d.Name() == dialects.DialectAnthropic {
+		type model struct {
+			Type        string `json:"type"`
+			ID          string `json:"id"`
+			DisplayName string `json:"display_name"`
+			CreatedAt   string `json:"created_at"`
+		}
+		list := struct {
+			Data    []model `json:"data"`
+			HasMore bool    `json:"has_more"`
+			FirstID *string `json:"first_id"`
+			LastID  *string `json:"last_id"`
+		}{Data: []model{}}
+		for _, id := range ids {
+			list.Data = append(list.Data, model{Type: "model", ID: id, DisplayName: id, CreatedAt: "1970-01-01T00:00:00Z"})
+		}
+		if len(ids) > 0 {
+			list.FirstID, list.LastID = &ids[0], &ids[len(ids)-1]
+		}
+		_ = json.NewEncoder(w).Encode(list)
+		return
+	}
 	type model struct {
 		ID      string `json:"id"`
 		Object  string `json:"object"`
@@ -304,9 +459,8 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request, _ *entry) {
 		Object string  `json:"object"`
 		Data   []model `json:"data"`
 	}{Object: "list", Data: []model{}}
-	for _, id := range slices.Sorted(maps.Keys(seen)) {
+	for _, id := range ids {
 		list.Data = append(list.Data, model{ID: id, Object: "model", OwnedBy: "evalflow"})
 	}
-	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(list)
 }

@@ -1,4 +1,5 @@
-// Package providers holds the upstream clients evalflow relays model calls to.
+// Package providers holds the upstream clients evalflow relays model calls
+// to, one per dialect, and the offline mock model (providers/mock).
 package providers
 
 import (
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/evalflow/evalflow/dialects"
 )
 
 // AttemptsHeader is added to every response Do returns: how many attempts it
@@ -36,9 +39,13 @@ var sharedTransport = func() *http.Transport {
 	return t
 }()
 
-// OpenAI is an OpenAI-compatible upstream. The zero values of its retry fields
-// mean the defaults.
-type OpenAI struct {
+// OpenAI is the Client of an OpenAI-compatible chat completions upstream.
+type OpenAI = Client
+
+// Client is an upstream of one dialect: chat completions (NewOpenAI), OpenAI
+// Responses (NewResponses) or Anthropic Messages (NewAnthropic). The zero
+// values of its retry fields mean the defaults; a zero Client speaks chat.
+type Client struct {
 	// BaseURL includes /v1, e.g. https://api.openai.com/v1.
 	BaseURL string
 	// Client sends the requests; nil means a client on a shared tuned transport.
@@ -51,16 +58,22 @@ type OpenAI struct {
 	// MaxRetryAfter caps how long an upstream's Retry-After may make us wait.
 	MaxRetryAfter time.Duration
 
-	apiKey string
+	apiKey  string
+	dialect string
 }
 
 // NewOpenAI returns an upstream at baseURL (with /v1) authenticated by apiKey;
 // an empty apiKey sends no Authorization header.
 func NewOpenAI(baseURL, apiKey string) *OpenAI {
-	return &OpenAI{
+	return newClient(baseURL, apiKey, dialects.DialectChat)
+}
+
+func newClient(baseURL, apiKey, dialect string) *Client {
+	return &Client{
 		BaseURL: strings.TrimRight(baseURL, "/"),
 		Client:  &http.Client{Transport: sharedTransport},
 		apiKey:  apiKey,
+		dialect: dialect,
 	}
 }
 
@@ -88,7 +101,16 @@ func (e *RetryError) Attempts() int { return e.Count }
 // the caller can relay the upstream's own error; when they run out on a
 // connection error, a *RetryError is returned. The response carries
 // AttemptsHeader.
-func (o *OpenAI) Do(ctx context.Context, path string, body []byte) (*http.Response, error) {
+func (o *Client) Do(ctx context.Context, path string, body []byte) (*http.Response, error) {
+	return o.Relay(ctx, path, nil, body)
+}
+
+// Relay is Do with the caller's request headers: the ones that describe the
+// request (anthropic-version, anthropic-beta, openai-beta, …) are forwarded,
+// auth is replaced by the upstream's own, and hop-by-hop, length and
+// encoding headers are dropped.
+func (o *Client) Relay(ctx context.Context, path string, h http.Header, body []byte) (*http.Response, error) {
+	name := o.Dialect()
 	client := o.Client
 	if client == nil {
 		client = &http.Client{Transport: sharedTransport}
@@ -101,21 +123,20 @@ func (o *OpenAI) Do(ctx context.Context, path string, body []byte) (*http.Respon
 	for attempt := 1; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
-			return nil, fmt.Errorf("openai request: %w", err)
+			return nil, fmt.Errorf("%s request: %w", name, err)
 		}
+		forwardHeaders(req.Header, h)
 		req.Header.Set("Content-Type", "application/json")
-		if o.apiKey != "" {
-			req.Header.Set("Authorization", "Bearer "+o.apiKey)
-		}
+		o.auth(req.Header)
 		resp, err := client.Do(req)
 		var wait time.Duration
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("openai %s: %w", path, ctx.Err())
+				return nil, fmt.Errorf("%s %s: %w", name, path, ctx.Err())
 			}
 			if attempt >= maxAttempts {
-				return nil, fmt.Errorf("openai %s: %w", path, &RetryError{Count: attempt, Err: err})
+				return nil, fmt.Errorf("%s %s: %w", name, path, &RetryError{Count: attempt, Err: err})
 			}
 			wait = o.backoff(attempt)
 		case retryable(resp.StatusCode) && attempt < maxAttempts:
@@ -131,7 +152,7 @@ func (o *OpenAI) Do(ctx context.Context, path string, body []byte) (*http.Respon
 			return resp, nil
 		}
 		if err := sleep(ctx, wait); err != nil {
-			return nil, fmt.Errorf("openai %s: %w", path, err)
+			return nil, fmt.Errorf("%s %s: %w", name, path, err)
 		}
 	}
 }
@@ -147,7 +168,7 @@ func retryable(status int) bool {
 
 // backoff is the wait after a failed attempt: exponential, capped, with the
 // upper half jittered so concurrent rollouts do not retry in step.
-func (o *OpenAI) backoff(attempt int) time.Duration {
+func (o *Client) backoff(attempt int) time.Duration {
 	base, ceiling := o.BaseDelay, o.MaxDelay
 	if base <= 0 {
 		base = DefaultBaseDelay
@@ -166,7 +187,7 @@ func (o *OpenAI) backoff(attempt int) time.Duration {
 
 // retryAfter reads retry-after-ms (OpenAI's) or Retry-After in seconds or as
 // an HTTP date, capped at MaxRetryAfter. It returns -1 when there is none.
-func (o *OpenAI) retryAfter(h http.Header, now time.Time) time.Duration {
+func (o *Client) retryAfter(h http.Header, now time.Time) time.Duration {
 	ceiling := o.MaxRetryAfter
 	if ceiling <= 0 {
 		ceiling = DefaultMaxRetryAfter

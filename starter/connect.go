@@ -26,8 +26,10 @@ type session struct {
 	client client.Client
 	server *devserver.Server
 	worker *wiring.Worker
-	uiURL  string
-	logger *slog.Logger
+	// closeRuntime removes what the harness runtime set up (a namespace).
+	closeRuntime func() error
+	uiURL        string
+	logger       *slog.Logger
 }
 
 // Embedded reports whether this process runs the Temporal server.
@@ -37,6 +39,11 @@ func (s *session) Embedded() bool { return s.server != nil }
 func (s *session) Close() {
 	if s.worker != nil {
 		s.worker.Stop()
+	}
+	if s.closeRuntime != nil {
+		if err := s.closeRuntime(); err != nil {
+			s.logger.Warn("close harness runtime", "error", err)
+		}
 	}
 	if s.client != nil {
 		s.client.Close()
@@ -125,13 +132,25 @@ func (s *session) startEmbedded(cctx *cli.Context, address string) (client.Clien
 }
 
 func (s *session) startWorker(cctx *cli.Context) error {
+	ic, err := wiring.InterceptionFromFlags(cctx)
+	if err != nil {
+		return err
+	}
+	rt, closeRuntime, err := wiring.RuntimeFromFlags(cctx, "")
+	if err != nil {
+		return err
+	}
+	s.closeRuntime = closeRuntime
 	w, err := wiring.NewWorker(s.client, wiring.Config{
-		TaskQueue:   cctx.String(taskQueueFlag.Name),
-		RunsDir:     cctx.String(runsDirFlag.Name),
-		BaseURL:     cctx.String(baseURLFlag.Name),
-		APIKeyEnv:   cctx.String(apiKeyEnvFlag.Name),
-		MaxRollouts: cctx.Int(maxRolloutsFlag.Name),
-		Multiplex:   cctx.Int(multiplexFlag.Name),
+		Runtime:         rt,
+		Interception:    ic,
+		TaskQueue:       cctx.String(taskQueueFlag.Name),
+		RunsDir:         cctx.String(runsDirFlag.Name),
+		BaseURL:         cctx.String(baseURLFlag.Name),
+		APIKeyEnv:       cctx.String(apiKeyEnvFlag.Name),
+		UpstreamDialect: cctx.String(upstreamDialectFlag.Name),
+		MaxRollouts:     cctx.Int(maxRolloutsFlag.Name),
+		Multiplex:       cctx.Int(multiplexFlag.Name),
 		Mock: mock.Config{
 			Latency:   cctx.Duration(mockLatencyFlag.Name),
 			ErrorRate: cctx.Float64(mockErrorRateFlag.Name),

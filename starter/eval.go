@@ -93,6 +93,7 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-tokens", Usage: "max tokens set on every model call"},
 		&cli.StringFlag{Name: "harness", Usage: "harness command, e.g. 'python agent.py' (default: the built-in agent)"},
 		&cli.DurationFlag{Name: "harness-timeout", Value: workflows.DefaultHarnessTimeout, Usage: "kill a harness after this long"},
+		&cli.StringFlag{Name: "harness-dialect", Usage: "protocol the built-in agent speaks: chat (default), responses or anthropic"},
 		&cli.IntFlag{Name: "max-turns", Value: workflows.DefaultMaxTurns, Usage: "model calls a harness may make (EVALFLOW_MAX_TURNS)"},
 		&cli.StringFlag{Name: "rubric", Value: workflows.DefaultRubric, Usage: "exact, numeric[:tol], contains, regex[:pattern], rank:<rubric>"},
 		&cli.IntFlag{Name: "max-attempts", Value: workflows.DefaultMaxAttempts, Usage: "attempts of a rollout after infrastructure failures"},
@@ -116,6 +117,7 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 		Harness: activities.HarnessConfig{
 			Timeout:  cctx.Duration("harness-timeout"),
 			MaxTurns: cctx.Int("max-turns"),
+			Dialect:  cctx.String("harness-dialect"),
 		},
 		Limits: workflows.Limits{
 			MaxAttempts:        cctx.Int("max-attempts"),
@@ -133,6 +135,9 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 			return cfg, fmt.Errorf("--model is required with --base-url")
 		}
 		cfg.Model = "mock"
+	}
+	if d := cfg.Harness.Dialect; d != "" && d != "chat" && d != "responses" && d != "anthropic" {
+		return cfg, fmt.Errorf("--harness-dialect %q: want chat, responses or anthropic", d)
 	}
 	if h := cctx.String("harness"); h != "" {
 		argv, err := shellwords.Parse(h)

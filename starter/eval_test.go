@@ -47,6 +47,7 @@ func TestRunConfigErrors(t *testing.T) {
 		{[]string{"--base-url", "http://127.0.0.1:1/v1"}, "--model is required"},
 		{[]string{"--harness", "'unclosed"}, "--harness"},
 		{[]string{"--tasks", "-3"}, "negative"},
+		{[]string{"--harness-dialect", "gemini"}, "--harness-dialect"},
 	} {
 		_, err := parseEval(t, tc.args...)
 		require.Error(t, err, "runConfig(%q)", tc.args)

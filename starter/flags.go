@@ -41,8 +41,12 @@ var (
 		Usage: "OpenAI-compatible provider, e.g. https://api.openai.com/v1 (empty: the offline mock model)",
 	}
 	apiKeyEnvFlag = &cli.StringFlag{
-		Name: "api-key-env", Value: "OPENAI_API_KEY",
-		Usage: "name of the environment variable holding the provider's API key (the key itself never leaves the worker)",
+		Name:  "api-key-env",
+		Usage: "name of the environment variable holding the provider's API key (the key itself never leaves the worker; default OPENAI_API_KEY, or ANTHROPIC_API_KEY with --upstream-dialect anthropic)",
+	}
+	upstreamDialectFlag = &cli.StringFlag{
+		Name: "upstream-dialect", Value: "chat", EnvVars: []string{"EVALFLOW_UPSTREAM_DIALECT"},
+		Usage: "wire format of the provider: chat, responses or anthropic (calls in another dialect are translated)",
 	}
 	maxRolloutsFlag = &cli.IntFlag{
 		Name: "worker-rollouts", Value: 64, Usage: "rollouts one worker runs at once",
@@ -59,5 +63,7 @@ var (
 )
 
 func workerFlags() []cli.Flag {
-	return []cli.Flag{baseURLFlag, apiKeyEnvFlag, maxRolloutsFlag, multiplexFlag, mockLatencyFlag, mockErrorRateFlag}
+	flags := []cli.Flag{baseURLFlag, apiKeyEnvFlag, upstreamDialectFlag, maxRolloutsFlag, multiplexFlag, mockLatencyFlag, mockErrorRateFlag}
+	flags = append(flags, wiring.RuntimeFlags()...)
+	return append(flags, wiring.InterceptionFlags()...)
 }

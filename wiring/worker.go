@@ -27,7 +27,6 @@ import (
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/results"
-	"github.com/evalflow/evalflow/tunnel"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -44,9 +43,13 @@ type Config struct {
 	RunsDir   string
 	// BaseURL is an OpenAI-compatible provider (…/v1). Empty: the offline mock model.
 	BaseURL string
-	// APIKeyEnv names the environment variable holding the provider's key.
+	// APIKeyEnv names the environment variable holding the provider's key;
+	// empty: ANTHROPIC_API_KEY for an anthropic upstream, else OPENAI_API_KEY.
 	APIKeyEnv string
-	Mock      mock.Config
+	// UpstreamDialect is the provider's wire format: chat (default),
+	// responses or anthropic. Calls in another dialect are translated.
+	UpstreamDialect string
+	Mock            mock.Config
 	// MaxRollouts bounds the rollouts this worker runs at once.
 	MaxRollouts int
 	// Multiplex is how many rollouts share one interception server.
@@ -55,6 +58,9 @@ type Config struct {
 	WorkDir string
 	// Runtime runs harnesses; nil: local subprocesses.
 	Runtime harness.Runtime
+	// Interception is how harnesses reach the interception servers: through
+	// its tunnel when Runtime is remote, at loopback otherwise.
+	Interception Interception
 	// DefaultHarness is the command of the built-in agent; empty: this
 	// executable's hidden "agent" command.
 	DefaultHarness []string
@@ -90,6 +96,9 @@ func NewWorker(c client.Client, cfg Config) (*Worker, error) {
 	}
 	if cfg.APIKeyEnv == "" {
 		cfg.APIKeyEnv = "OPENAI_API_KEY"
+		if cfg.UpstreamDialect == "anthropic" {
+			cfg.APIKeyEnv = "ANTHROPIC_API_KEY"
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -110,16 +119,22 @@ func NewWorker(c client.Client, cfg Config) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, stop: make(chan struct{})}
 
+	tun, err := cfg.Interception.Tunnel(cfg.Runtime)
+	if err != nil {
+		return nil, err
+	}
 	upstream, err := w.upstream()
 	if err != nil {
 		return nil, err
 	}
 	w.pool = interception.NewPool(interception.Config{
-		Multiplex: cfg.Multiplex,
-		Tunnel:    tunnel.Local{},
-		Upstream:  upstream,
-		Logger:    cfg.Logger,
+		Multiplex:    cfg.Multiplex,
+		Tunnel:       tun,
+		Upstream:     upstream,
+		Logger:       cfg.Logger,
+		GatewayToken: cfg.Interception.GatewayToken,
 	})
+	w.pool.StartMonitor(cfg.Interception.HealthInterval)
 	w.cap = activities.NewCapacity(cfg.MaxRollouts)
 	acts := &activities.Activities{
 		Pool:           w.pool,
@@ -135,6 +150,11 @@ func NewWorker(c client.Client, cfg Config) (*Worker, error) {
 	w.shared = worker.New(c, cfg.TaskQueue, worker.Options{
 		// Acquire blocks while this worker is full, so at most this many wait here.
 		MaxConcurrentActivityExecutionSize: cfg.MaxRollouts,
+		// More pollers than the SDK's 2 keep a poll waiting when a window of
+		// rollouts schedules activities at once: schedule-to-start p99 fell
+		// 2-5x in bench/ (BENCHMARKS.md, section 4).
+		MaxConcurrentActivityTaskPollers: activityPollers,
+		MaxConcurrentWorkflowTaskPollers: workflowPollers,
 	})
 	w.shared.RegisterWorkflowWithOptions(workflows.Eval, workflow.RegisterOptions{Name: workflows.EvalName})
 	w.shared.RegisterWorkflowWithOptions(workflows.Train, workflow.RegisterOptions{Name: workflows.TrainName})
@@ -143,6 +163,7 @@ func NewWorker(c client.Client, cfg Config) (*Worker, error) {
 	w.shared.RegisterActivity(acts)
 	w.host = worker.New(c, acts.HostQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: 2*cfg.MaxRollouts + 8,
+		MaxConcurrentActivityTaskPollers:   activityPollers,
 	})
 	w.host.RegisterActivityWithOptions(acts.Expose, activity.RegisterOptions{Name: "Expose"})
 	w.host.RegisterActivityWithOptions(acts.Run, activity.RegisterOptions{Name: "Run"})
@@ -153,7 +174,11 @@ func NewWorker(c client.Client, cfg Config) (*Worker, error) {
 // upstream picks the configured provider, or starts the offline mock model.
 func (w *Worker) upstream() (interception.Upstream, error) {
 	if w.cfg.BaseURL != "" {
-		return providers.NewOpenAI(w.cfg.BaseURL, os.Getenv(w.cfg.APIKeyEnv)), nil
+		up, err := providers.New(w.cfg.UpstreamDialect, w.cfg.BaseURL, os.Getenv(w.cfg.APIKeyEnv))
+		if err != nil {
+			return nil, fmt.Errorf("upstream: %w", err)
+		}
+		return up, nil
 	}
 	m, err := mock.New(w.cfg.Mock)
 	if err != nil {
@@ -166,7 +191,12 @@ func (w *Worker) upstream() (interception.Upstream, error) {
 	w.mock = &http.Server{Handler: m, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = w.mock.Serve(ln) }()
 	w.UsingMock = true
-	return providers.NewOpenAI("http://"+ln.Addr().String()+"/v1", ""), nil
+	up, err := providers.New(w.cfg.UpstreamDialect, "http://"+ln.Addr().String()+"/v1", "")
+	if err != nil {
+		_ = w.mock.Close()
+		return nil, fmt.Errorf("upstream: %w", err)
+	}
+	return up, nil
 }
 
 // Start starts polling both task queues.
@@ -227,3 +257,9 @@ func hostQueue(shared string) string {
 	_, _ = rand.Read(b)
 	return fmt.Sprintf("%s/host/%s/%s", shared, host, hex.EncodeToString(b))
 }
+
+// Pollers per worker; see NewWorker.
+const (
+	activityPollers = 16
+	workflowPollers = 8
+)

@@ -38,13 +38,16 @@ func run() int {
 			&cli.StringFlag{Name: "task-queue", Value: wiring.DefaultTaskQueue, EnvVars: []string{"EVALFLOW_TASK_QUEUE"}, Usage: "task queue runs are started on"},
 			&cli.StringFlag{Name: "runs-dir", Value: "runs", EnvVars: []string{"EVALFLOW_RUNS_DIR"}, Usage: "run store (share it between workers of one run)"},
 			&cli.StringFlag{Name: "base-url", EnvVars: []string{"OPENAI_BASE_URL"}, Usage: "OpenAI-compatible provider (empty: the offline mock model)"},
-			&cli.StringFlag{Name: "api-key-env", Value: "OPENAI_API_KEY", EnvVars: []string{"EVALFLOW_API_KEY_ENV"}, Usage: "name of the environment variable holding the provider key"},
+			&cli.StringFlag{Name: "api-key-env", EnvVars: []string{"EVALFLOW_API_KEY_ENV"}, Usage: "name of the environment variable holding the provider key (default OPENAI_API_KEY, or ANTHROPIC_API_KEY with --upstream-dialect anthropic)"},
+			&cli.StringFlag{Name: "upstream-dialect", Value: "chat", EnvVars: []string{"EVALFLOW_UPSTREAM_DIALECT"}, Usage: "wire format of the provider: chat, responses or anthropic"},
 			&cli.IntFlag{Name: "max-rollouts", Value: 64, EnvVars: []string{"EVALFLOW_MAX_ROLLOUTS"}, Usage: "rollouts this worker runs at once"},
 			&cli.IntFlag{Name: "multiplex", Value: 32, EnvVars: []string{"EVALFLOW_MULTIPLEX"}, Usage: "rollouts sharing one interception server"},
 			&cli.StringFlag{Name: "work-dir", EnvVars: []string{"EVALFLOW_WORK_DIR"}, Usage: "parent of harness workdirs (default: the system temp dir)"},
 		},
 		Action: serve,
 	}
+	app.Flags = append(app.Flags, wiring.RuntimeFlags()...)
+	app.Flags = append(app.Flags, wiring.InterceptionFlags()...)
 	if err := app.RunContext(ctx, os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		return 1
@@ -54,21 +57,37 @@ func run() int {
 
 func serve(cctx *cli.Context) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ic, err := wiring.InterceptionFromFlags(cctx)
+	if err != nil {
+		return err
+	}
 	c, err := wiring.Dial(cctx.Context, cctx.String("address"), cctx.String("namespace"), logger, 30*time.Second)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	rt, closeRuntime, err := wiring.RuntimeFromFlags(cctx, cctx.String("work-dir"))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := closeRuntime(); err != nil {
+			logger.Warn("close harness runtime", "error", err)
+		}
+	}()
 	w, err := wiring.NewWorker(c, wiring.Config{
-		TaskQueue:   cctx.String("task-queue"),
-		RunsDir:     cctx.String("runs-dir"),
-		BaseURL:     cctx.String("base-url"),
-		APIKeyEnv:   cctx.String("api-key-env"),
-		MaxRollouts: cctx.Int("max-rollouts"),
-		Multiplex:   cctx.Int("multiplex"),
-		WorkDir:     cctx.String("work-dir"),
-		Mock:        mock.Config{},
-		Logger:      logger,
+		Runtime:         rt,
+		Interception:    ic,
+		TaskQueue:       cctx.String("task-queue"),
+		RunsDir:         cctx.String("runs-dir"),
+		BaseURL:         cctx.String("base-url"),
+		APIKeyEnv:       cctx.String("api-key-env"),
+		UpstreamDialect: cctx.String("upstream-dialect"),
+		MaxRollouts:     cctx.Int("max-rollouts"),
+		Multiplex:       cctx.Int("multiplex"),
+		WorkDir:         cctx.String("work-dir"),
+		Mock:            mock.Config{},
+		Logger:          logger,
 	})
 	if err != nil {
 		return err

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/anthropics/anthropic-sdk-go"
+	aoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 )
@@ -32,6 +34,13 @@ const SystemPrompt = "You are a careful assistant solving a task. " +
 	"Use the calculator tool for any arithmetic. " +
 	"When you are done, reply with the final answer and nothing else."
 
+// Dialects the agent speaks, each on its official SDK.
+const (
+	DialectChat      = "chat"
+	DialectResponses = "responses"
+	DialectAnthropic = "anthropic"
+)
+
 // errTurnLimit ends a conversation that used up its turns.
 var errTurnLimit = errors.New("turn limit reached")
 
@@ -45,18 +54,24 @@ type env struct {
 	maxTurns   int
 }
 
-func readEnv() (env, error) {
+// readEnv reads the environment; an anthropic agent reads the ANTHROPIC_
+// variables, the others the OPENAI_ ones.
+func readEnv(dialect string) (env, error) {
+	prefix := "OPENAI_"
+	if dialect == DialectAnthropic {
+		prefix = "ANTHROPIC_"
+	}
 	e := env{
-		baseURL:    os.Getenv("OPENAI_BASE_URL"),
-		apiKey:     os.Getenv("OPENAI_API_KEY"),
-		model:      os.Getenv("OPENAI_MODEL"),
+		baseURL:    os.Getenv(prefix + "BASE_URL"),
+		apiKey:     os.Getenv(prefix + "API_KEY"),
+		model:      os.Getenv(prefix + "MODEL"),
 		taskFile:   os.Getenv("EVALFLOW_TASK_FILE"),
 		answerFile: os.Getenv("EVALFLOW_ANSWER_FILE"),
 		maxTurns:   DefaultMaxTurns,
 	}
 	for name, v := range map[string]string{
-		"OPENAI_BASE_URL":      e.baseURL,
-		"OPENAI_MODEL":         e.model,
+		prefix + "BASE_URL":    e.baseURL,
+		prefix + "MODEL":       e.model,
 		"EVALFLOW_TASK_FILE":   e.taskFile,
 		"EVALFLOW_ANSWER_FILE": e.answerFile,
 	} {
@@ -83,6 +98,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	noStream := fs.Bool("no-stream", false, "make non-streaming model calls")
 	maxRetries := fs.Int("max-retries", 2, "SDK retries of a failed model call")
 	system := fs.String("system", SystemPrompt, "system prompt")
+	dialect := fs.String("dialect", DialectChat, "protocol to speak: chat, responses or anthropic")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -94,7 +110,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitError
 	}
 
-	e, err := readEnv()
+	if *dialect != DialectChat && *dialect != DialectResponses && *dialect != DialectAnthropic {
+		fmt.Fprintf(stderr, "agent: --dialect %q: want chat, responses or anthropic\n", *dialect)
+		return ExitError
+	}
+	e, err := readEnv(*dialect)
 	if err != nil {
 		fmt.Fprintf(stderr, "agent: %v\n", err)
 		return ExitError
@@ -106,6 +126,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		var apiErr *openai.Error
 		if errors.As(err, &apiErr) && apiErr.Message != "" {
 			msg += ": " + apiErr.Message
+		}
+		var anthErr *anthropic.Error
+		if errors.As(err, &anthErr) && !strings.Contains(msg, anthErr.RawJSON()) {
+			msg += ": " + anthErr.RawJSON()
 		}
 		// The secret must not leak even if the server's message quotes it.
 		if e.apiKey != "" {
@@ -123,17 +147,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	a := &agent{
-		client: openai.NewClient(
-			option.WithBaseURL(e.baseURL),
-			option.WithAPIKey(e.apiKey),
-			option.WithMaxRetries(*maxRetries),
-		),
-		model:  e.model,
-		stream: !*noStream,
-		out:    stdout,
-	}
-	answer, err := a.run(ctx, msgs, e.maxTurns)
+	a := &agent{session: newSession(*dialect, e, *maxRetries, msgs, !*noStream), out: stdout}
+	answer, err := a.run(ctx, e.maxTurns)
 	if errors.Is(err, errTurnLimit) {
 		fmt.Fprintf(stderr, "agent: %v after %d turns\n", err, e.maxTurns)
 		return ExitTurnLimit
@@ -145,4 +160,26 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("write answer: %w", err))
 	}
 	return ExitOK
+}
+
+// newSession starts a conversation in dialect on its official SDK.
+func newSession(dialect string, e env, maxRetries int, msgs []message, stream bool) session {
+	switch dialect {
+	case DialectAnthropic:
+		client := anthropic.NewClient(
+			aoption.WithBaseURL(e.baseURL),
+			aoption.WithAPIKey(e.apiKey),
+			aoption.WithMaxRetries(maxRetries),
+		)
+		return newAnthropicSession(client, e.model, msgs, stream)
+	}
+	client := openai.NewClient(
+		option.WithBaseURL(e.baseURL),
+		option.WithAPIKey(e.apiKey),
+		option.WithMaxRetries(maxRetries),
+	)
+	if dialect == DialectResponses {
+		return newResponsesSession(client, e.model, msgs, stream)
+	}
+	return newChatSession(client, e.model, msgs, stream)
 }

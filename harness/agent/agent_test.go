@@ -33,8 +33,8 @@ type recorder struct {
 }
 
 type recorded struct {
-	auth string
-	body map[string]any
+	auth, apiKey, path string
+	body               map[string]any
 }
 
 func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -46,7 +46,7 @@ func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body map[string]any
 	_ = json.Unmarshal(data, &body) // the mock reports bad bodies itself
 	rec.mu.Lock()
-	rec.reqs = append(rec.reqs, recorded{auth: r.Header.Get("Authorization"), body: body})
+	rec.reqs = append(rec.reqs, recorded{auth: r.Header.Get("Authorization"), apiKey: r.Header.Get("X-Api-Key"), path: r.URL.Path, body: body})
 	rec.mu.Unlock()
 	r.Body = io.NopCloser(bytes.NewReader(data))
 	rec.next.ServeHTTP(w, r)
@@ -78,6 +78,9 @@ func setup(t *testing.T, cfg mock.Config, task tasksets.Task) (*recorder, string
 	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
 	t.Setenv("OPENAI_API_KEY", secret)
 	t.Setenv("OPENAI_MODEL", "mock")
+	t.Setenv("ANTHROPIC_BASE_URL", srv.URL)
+	t.Setenv("ANTHROPIC_API_KEY", secret)
+	t.Setenv("ANTHROPIC_MODEL", "mock")
 	t.Setenv("EVALFLOW_TASK_FILE", taskFile)
 	t.Setenv("EVALFLOW_ANSWER_FILE", answerFile)
 	t.Setenv("EVALFLOW_MAX_TURNS", "")
@@ -202,4 +205,42 @@ func TestBadEnvironment(t *testing.T) {
 			assert.Empty(t, rec.requests(), "no model call on a bad environment")
 		})
 	}
+}
+
+func TestDialects(t *testing.T) {
+	tests := []struct {
+		dialect, path string
+		auth          func(recorded) string
+	}{
+		{"chat", "/v1/chat/completions", func(r recorded) string { return r.auth }},
+		{"responses", "/v1/responses", func(r recorded) string { return r.auth }},
+		{"anthropic", "/v1/messages", func(r recorded) string { return "Bearer " + r.apiKey }},
+	}
+	for _, tt := range tests {
+		for _, args := range [][]string{nil, {"--no-stream"}} {
+			t.Run(strings.Join(append([]string{tt.dialect}, args...), " "), func(t *testing.T) {
+				rec, answerFile := setup(t, mock.Config{}, tasksets.Task{ID: "t1", Prompt: "What is 37 * (12 + 5)?"})
+				code, stdout, stderr := run(t, append([]string{"--dialect", tt.dialect}, args...)...)
+				require.Equal(t, agent.ExitOK, code, "stderr: %s", stderr)
+				answer, err := os.ReadFile(answerFile)
+				require.NoError(t, err)
+				assert.Equal(t, "The answer is 629.", string(answer))
+				assert.Equal(t, "turn 1: calculator -> 629\nturn 2: answer (18 chars)\n", stdout)
+				reqs := rec.requests()
+				require.Len(t, reqs, 2)
+				for _, r := range reqs {
+					assert.Equal(t, tt.path, r.path)
+					assert.Equal(t, "Bearer "+secret, tt.auth(r))
+					assert.Equal(t, len(args) == 0, r.body["stream"] == true, "stream flag sent")
+				}
+			})
+		}
+	}
+}
+
+func TestUnknownDialect(t *testing.T) {
+	setup(t, mock.Config{}, tasksets.Task{ID: "t1", Prompt: "hi"})
+	code, _, stderr := run(t, "--dialect", "gemini")
+	assert.Equal(t, agent.ExitError, code)
+	assert.Contains(t, stderr, `--dialect "gemini"`)
 }

@@ -9,17 +9,23 @@ import (
 	"github.com/evalflow/evalflow/arith"
 )
 
-// calculatorTool is the one tool this agent offers.
+// calculatorDescription and calculatorParameters define the one tool this
+// agent offers, in every dialect.
+const calculatorDescription = "Evaluate an arithmetic expression with + - * / and parentheses."
+
+var calculatorParameters = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"expression": map[string]any{"type": "string", "description": "for example 37 * (12 + 5)"},
+	},
+	"required": []string{"expression"},
+}
+
+// calculatorTool is the calculator as a chat completions tool.
 var calculatorTool = openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
 	Name:        "calculator",
-	Description: openai.String("Evaluate an arithmetic expression with + - * / and parentheses."),
-	Parameters: openai.FunctionParameters{
-		"type": "object",
-		"properties": map[string]any{
-			"expression": map[string]any{"type": "string", "description": "for example 37 * (12 + 5)"},
-		},
-		"required": []string{"expression"},
-	},
+	Description: openai.String(calculatorDescription),
+	Parameters:  calculatorParameters,
 })
 
 // runTool executes a tool call. Failures are results for the model to read,

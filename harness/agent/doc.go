@@ -41,4 +41,9 @@
 // evaluates arithmetic, executes the tool calls the model makes and loops until
 // the model answers without calling a tool. It streams by default (pass
 // --no-stream to disable) and prints one line per turn.
+//
+// --dialect picks its protocol and the official SDK it uses: chat (OpenAI chat
+// completions, the default), responses (the OpenAI Responses API, stateless,
+// reasoning items sent back) or anthropic (Anthropic Messages on
+// ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY and ANTHROPIC_MODEL).
 package agent

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/openai/openai-go/v3"
-
 	"github.com/evalflow/evalflow/tasksets"
 )
 
@@ -23,34 +21,33 @@ func readTask(path string) (tasksets.Task, error) {
 	return t, nil
 }
 
+// message is an opening message of the conversation, in no dialect yet.
+type message struct {
+	role, content string
+}
+
 // conversation builds the opening messages: the system prompt (unless the
 // task brings its own), the task's messages, then its prompt as a user
 // message.
-func conversation(system string, t tasksets.Task) ([]openai.ChatCompletionMessageParamUnion, error) {
+func conversation(system string, t tasksets.Task) ([]message, error) {
 	if t.Prompt == "" && len(t.Messages) == 0 {
 		return nil, errors.New("task has neither prompt nor messages")
 	}
-	var msgs []openai.ChatCompletionMessageParamUnion
+	var msgs []message
 	ownSystem := len(t.Messages) > 0 && (t.Messages[0].Role == "system" || t.Messages[0].Role == "developer")
 	if system != "" && !ownSystem {
-		msgs = append(msgs, openai.SystemMessage(system))
+		msgs = append(msgs, message{"system", system})
 	}
 	for i, m := range t.Messages {
 		switch m.Role {
-		case "system":
-			msgs = append(msgs, openai.SystemMessage(m.Content))
-		case "developer":
-			msgs = append(msgs, openai.DeveloperMessage(m.Content))
-		case "user":
-			msgs = append(msgs, openai.UserMessage(m.Content))
-		case "assistant":
-			msgs = append(msgs, openai.AssistantMessage(m.Content))
+		case "system", "developer", "user", "assistant":
+			msgs = append(msgs, message{m.Role, m.Content})
 		default:
 			return nil, fmt.Errorf("task message %d: unsupported role %q", i, m.Role)
 		}
 	}
 	if t.Prompt != "" {
-		msgs = append(msgs, openai.UserMessage(t.Prompt))
+		msgs = append(msgs, message{"user", t.Prompt})
 	}
 	return msgs, nil
 }

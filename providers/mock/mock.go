@@ -1,5 +1,6 @@
 // Package mock is the offline "mock" model: a deterministic test double that
-// speaks OpenAI chat completions over HTTP. It solves arithmetic questions,
+// speaks OpenAI chat completions, OpenAI Responses and Anthropic Messages over
+// HTTP, streaming or not. It solves arithmetic questions,
 // calling a "calculator" tool when one is offered, so evaluations run end to
 // end with no provider configured.
 package mock
@@ -11,6 +12,8 @@ import (
 	"math"
 	"net/http"
 	"time"
+
+	"github.com/evalflow/evalflow/dialects"
 )
 
 // Config configures the mock model. The zero value is a prompt, always-right
@@ -57,9 +60,24 @@ func New(cfg Config) (*Model, error) {
 	return m, nil
 }
 
-// ServeHTTP routes POST /v1/chat/completions and GET /v1/models.
+// ServeHTTP routes POST /v1/chat/completions, /v1/responses, /v1/messages,
+// /v1/messages/count_tokens and GET /v1/models.
 func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
+	case "/v1/responses", "/v1/messages", "/v1/messages/count_tokens":
+		d := dialects.Responses
+		if r.URL.Path != "/v1/responses" {
+			d = dialects.Anthropic
+		}
+		if r.Method != http.MethodPost {
+			d.WriteError(w, http.StatusMethodNotAllowed, "", "use POST")
+			return
+		}
+		if r.URL.Path == "/v1/messages/count_tokens" {
+			m.serveCountTokens(w, r)
+			return
+		}
+		m.serveDialect(w, r, d)
 	case "/v1/chat/completions":
 		if r.Method != http.MethodPost {
 			writeError(w, http.StatusMethodNotAllowed, "use POST")

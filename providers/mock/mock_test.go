@@ -285,7 +285,10 @@ func TestHTTPErrors(t *testing.T) {
 		{"POST", "/v1/chat/completions", `{"model":"m","messages":[]}`, http.StatusBadRequest},
 		{"GET", "/v1/chat/completions", "", http.StatusMethodNotAllowed},
 		{"POST", "/v1/models", "", http.StatusMethodNotAllowed},
-		{"POST", "/v1/responses", "{}", http.StatusNotFound},
+		{"POST", "/v1/responses", "{not json", http.StatusBadRequest},
+		{"POST", "/v1/messages", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, http.StatusBadRequest},
+		{"GET", "/v1/messages", "", http.StatusMethodNotAllowed},
+		{"POST", "/v1/embeddings", "{}", http.StatusNotFound},
 	}
 	for _, tt := range tests {
 		req, err := http.NewRequest(tt.method, srv.URL+tt.path, strings.NewReader(tt.body))

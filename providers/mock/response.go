@@ -19,6 +19,10 @@ func (m *Model) writeCompletion(w http.ResponseWriter, req chatRequest, rep repl
 			ID: tc.id, Type: "function", Function: wireFunction{Name: tc.name, Arguments: tc.arguments},
 		})
 	}
+	if req.ReasoningEffort != "" {
+		r := rep.reasoning()
+		msg.ReasoningContent = &r
+	}
 	finish := rep.finishReason()
 	u := rep.usage(req)
 	writeJSON(w, http.StatusOK, completion{
@@ -74,6 +78,13 @@ func (m *Model) writeStream(w http.ResponseWriter, req chatRequest, rep reply) {
 	}
 	if !send(chunk(first, nil)) {
 		return
+	}
+	if req.ReasoningEffort != "" {
+		for _, piece := range split(rep.reasoning(), 3) {
+			if !send(chunk(delta{ReasoningContent: &piece}, nil)) {
+				return
+			}
+		}
 	}
 	for _, piece := range split(rep.content, 4) {
 		if !send(chunk(delta{Content: &piece}, nil)) {

@@ -7,11 +7,13 @@ import (
 
 // chatRequest is the part of a chat completions request the mock reads.
 type chatRequest struct {
-	Model         string        `json:"model"`
-	Messages      []chatMessage `json:"messages"`
-	Tools         []chatTool    `json:"tools"`
-	Stream        bool          `json:"stream"`
-	StreamOptions *struct {
+	Model    string        `json:"model"`
+	Messages []chatMessage `json:"messages"`
+	Tools    []chatTool    `json:"tools"`
+	Stream   bool          `json:"stream"`
+	// ReasoningEffort, when set, makes the mock show its reasoning.
+	ReasoningEffort string `json:"reasoning_effort"`
+	StreamOptions   *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 }
@@ -109,13 +111,16 @@ type fullMessage struct {
 	Content   *string        `json:"content"`
 	Refusal   *string        `json:"refusal"`
 	ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
+	// ReasoningContent is set when the request asked for reasoning.
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
 }
 
 // delta is one stream chunk's piece of the assistant message.
 type delta struct {
-	Role      string         `json:"role,omitempty"`
-	Content   *string        `json:"content,omitempty"`
-	ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
+	Role             string         `json:"role,omitempty"`
+	Content          *string        `json:"content,omitempty"`
+	ReasoningContent *string        `json:"reasoning_content,omitempty"`
+	ToolCalls        []wireToolCall `json:"tool_calls,omitempty"`
 }
 
 type usage struct {

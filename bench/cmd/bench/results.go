@@ -1,0 +1,105 @@
+package main
+
+import (
+	"github.com/evalflow/evalflow/bench/loadgen"
+	"github.com/evalflow/evalflow/bench/orchestration"
+)
+
+// Results is bench/results.json.
+type Results struct {
+	GeneratedAt   string             `json:"generated_at"`
+	Machine       Machine            `json:"machine"`
+	Latency       []LatencyRow       `json:"latency"`
+	Throughput    []ThroughputRow    `json:"throughput"`
+	Streaming     []StreamRow        `json:"streaming"`
+	Capacity      *Capacity          `json:"capacity"`
+	Orchestration []OrchestrationRow `json:"orchestration"`
+	Scale         *Scale             `json:"scale"`
+	GoBench       []GoBenchRow       `json:"go_bench"`
+}
+
+// LatencyRow is one target's non-streaming latency at one body size.
+type LatencyRow struct {
+	Size    string          `json:"size"`
+	Target  string          `json:"target"`
+	Dialect string          `json:"dialect"`
+	Latency loadgen.Summary `json:"latency"`
+	// Added is over the mock reached directly with the same dialect.
+	Added loadgen.Added `json:"added"`
+	// Turns counts the turns the interception server recorded, which must
+	// equal the requests it served (warm-up included).
+	Turns   int `json:"turns_recorded,omitempty"`
+	Errored int `json:"turns_errored,omitempty"`
+}
+
+// ThroughputRow is one target at one number of clients.
+type ThroughputRow struct {
+	Target  string             `json:"target"`
+	Clients int                `json:"clients"`
+	Closed  loadgen.LoadResult `json:"closed_loop"`
+	// Under5ms is the highest paced rate found whose p99 stayed under 5 ms.
+	Under5ms loadgen.LoadResult `json:"max_rps_p99_under_5ms"`
+}
+
+// StreamRow is one target's streams of the streaming section.
+type StreamRow struct {
+	Target     string          `json:"target"`
+	Dialect    string          `json:"dialect"`
+	Streams    int             `json:"streams"`
+	Events     int             `json:"events"`
+	Lost       int             `json:"lost"`
+	Merged     int             `json:"merged"`
+	TTFT       loadgen.Summary `json:"ttft"`
+	Delay      loadgen.Summary `json:"event_delay"`
+	AddedTTFT  loadgen.Added   `json:"added_ttft"`
+	AddedDelay loadgen.Added   `json:"added_event_delay"`
+}
+
+// Capacity is the concurrent-streams section: the interception server in
+// its own process.
+type Capacity struct {
+	Events   int             `json:"events_per_stream"`
+	GapMS    int             `json:"gap_ms"`
+	IdleRSS  int64           `json:"idle_rss_bytes"`
+	Levels   []CapacityLevel `json:"levels"`
+	MaxClean int             `json:"max_streams_no_loss"`
+	Note     string          `json:"note,omitempty"`
+}
+
+// CapacityLevel is one number of concurrent streams.
+type CapacityLevel struct {
+	loadgen.StreamsResult
+	// RSS is the interception process's resident set while every stream
+	// was open; PeakRSS its high-water mark.
+	RSS     int64 `json:"rss_bytes"`
+	PeakRSS int64 `json:"peak_rss_bytes"`
+}
+
+// OrchestrationRow is one system's run of one size.
+type OrchestrationRow = orchestration.Result
+
+// Scale is the long eval: bounded histories and flat worker memory.
+type Scale struct {
+	Rollouts    int         `json:"rollouts"`
+	Concurrency int         `json:"concurrency"`
+	WallSeconds float64     `json:"wall_s"`
+	Failed      int64       `json:"failed"`
+	Runs        int         `json:"runs"`
+	MaxHistory  int         `json:"max_history_events"`
+	RSS         []RSSSample `json:"worker_rss"`
+	RecordedAt  string      `json:"recorded_at"`
+}
+
+// RSSSample is the worker's resident set after Done rollouts.
+type RSSSample struct {
+	Done int64 `json:"done"`
+	RSS  int64 `json:"rss_bytes"`
+}
+
+// GoBenchRow is one line of go test -bench -benchmem.
+type GoBenchRow struct {
+	Name        string  `json:"name"`
+	NsPerOp     float64 `json:"ns_per_op"`
+	BytesPerOp  float64 `json:"bytes_per_op"`
+	AllocsPerOp float64 `json:"allocs_per_op"`
+}

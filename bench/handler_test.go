@@ -1,0 +1,198 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evalflow/evalflow/bench/targets"
+	"github.com/evalflow/evalflow/bench/upstream"
+	"github.com/evalflow/evalflow/interception"
+)
+
+// memUpstream answers every call from memory, in one dialect.
+type memUpstream struct {
+	dialect string
+	ctype   string
+	body    []byte
+}
+
+func (m *memUpstream) Dialect() string { return m.dialect }
+
+func (m *memUpstream) Do(ctx context.Context, path string, body []byte) (*http.Response, error) {
+	return m.Relay(ctx, path, nil, body)
+}
+
+func (m *memUpstream) Relay(_ context.Context, _ string, _ http.Header, _ []byte) (*http.Response, error) {
+	return m.response(), nil
+}
+
+func (m *memUpstream) response() *http.Response {
+	return &http.Response{
+		StatusCode: http.StatusOK, ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {m.ctype}, "X-Evalflow-Attempts": {"1"}},
+		Body:   io.NopCloser(bytes.NewReader(m.body)), ContentLength: int64(len(m.body)),
+	}
+}
+
+// RoundTrip lets the reverse proxy baseline use the same upstream.
+func (m *memUpstream) RoundTrip(r *http.Request) (*http.Response, error) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	_ = r.Body.Close()
+	resp := m.response()
+	resp.Request = r
+	return resp, nil
+}
+
+// answer is what the benchmark mock sends for a dialect: JSON of size
+// bytes, or a stream of events content events.
+func answer(tb testing.TB, dialect string, size, events int) (ctype string, body []byte) {
+	tb.Helper()
+	stream := events > 0
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, targets.Path(dialect), bytes.NewReader(targets.Body(dialect, 100, stream)))
+	upstream.New(upstream.Config{BodyBytes: size, Events: events}).ServeHTTP(rec, req)
+	require.Equal(tb, http.StatusOK, rec.Code)
+	return rec.Header().Get("Content-Type"), rec.Body.Bytes()
+}
+
+// discard is a ResponseWriter that keeps nothing and can flush. Like
+// net/http's, it reads a body handed to io.Copy with a reused buffer.
+type discard struct {
+	h   http.Header
+	buf [32 << 10]byte
+}
+
+func (d *discard) ReadFrom(r io.Reader) (int64, error) {
+	var n int64
+	for {
+		k, err := r.Read(d.buf[:])
+		n += int64(k)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discard) WriteHeader(int)             {}
+func (d *discard) Flush()                      {}
+
+// serve runs handler b.N times on a request of dialect carrying body,
+// rotating the rollout every 1024 requests so that turns do not pile up.
+func serve(b *testing.B, srv *interception.Server, dialect string, body []byte) {
+	b.Helper()
+	secret := ""
+	rotate := func(i int) {
+		if secret != "" {
+			srv.Unregister("bench/0/0/0")
+		}
+		var err error
+		secret, err = srv.Register(interception.Rollout{Key: "bench/0/0/0", Model: "bench"})
+		require.NoError(b, err)
+	}
+	rotate(0)
+	w := &discard{h: http.Header{}}
+	rd := bytes.NewReader(body)
+	req := httptest.NewRequest(http.MethodPost, targets.Path(dialect), rd)
+	req.Header.Set("Content-Type", "application/json")
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if i%1024 == 1023 {
+			b.StopTimer()
+			rotate(i)
+			b.StartTimer()
+		}
+		rd.Reset(body)
+		req.Body = io.NopCloser(rd)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		clear(w.h)
+		srv.ServeHTTP(w, req)
+	}
+}
+
+func newServer(b *testing.B, up interception.Upstream) *interception.Server {
+	b.Helper()
+	srv, err := interception.Listen(interception.Config{Upstream: up, Multiplex: 1 << 20})
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = srv.Close() })
+	return srv
+}
+
+var sizes = []struct {
+	name  string
+	bytes int
+}{{"4KB", 4 << 10}, {"1MB", 1 << 20}}
+
+// BenchmarkRelay is the relay arm per dialect, body size and answer kind:
+// the request and the JSON answer are of the size named; a stream carries
+// 64 content events.
+func BenchmarkRelay(b *testing.B) {
+	for _, d := range []string{targets.Chat, targets.Responses, targets.Anthropic} {
+		for _, sz := range sizes {
+			b.Run(d+"/"+sz.name+"/json", func(b *testing.B) {
+				ctype, ans := answer(b, d, sz.bytes, 0)
+				srv := newServer(b, &memUpstream{dialect: d, ctype: ctype, body: ans})
+				serve(b, srv, d, targets.Body(d, sz.bytes, false))
+			})
+		}
+		b.Run(d+"/4KB/sse", func(b *testing.B) {
+			ctype, ans := answer(b, d, 0, 64)
+			srv := newServer(b, &memUpstream{dialect: d, ctype: ctype, body: ans})
+			serve(b, srv, d, targets.Body(d, 4<<10, true))
+		})
+	}
+}
+
+// BenchmarkTranslate is the translate arm: a chat caller, an Anthropic
+// upstream.
+func BenchmarkTranslate(b *testing.B) {
+	for _, sz := range sizes {
+		b.Run("chat-anthropic/"+sz.name, func(b *testing.B) {
+			ctype, ans := answer(b, targets.Anthropic, sz.bytes, 0)
+			srv := newServer(b, &memUpstream{dialect: targets.Anthropic, ctype: ctype, body: ans})
+			serve(b, srv, targets.Chat, targets.Body(targets.Chat, sz.bytes, false))
+		})
+	}
+}
+
+// BenchmarkReverseProxy is the baseline: httputil.ReverseProxy on the same
+// in-memory upstream.
+func BenchmarkReverseProxy(b *testing.B) {
+	for _, sz := range sizes {
+		b.Run("chat/"+sz.name+"/json", func(b *testing.B) {
+			ctype, ans := answer(b, targets.Chat, sz.bytes, 0)
+			u, _ := url.Parse("http://upstream.invalid")
+			rp := &httputil.ReverseProxy{
+				Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(u) },
+				Transport: &memUpstream{dialect: targets.Chat, ctype: ctype, body: ans},
+			}
+			body := targets.Body(targets.Chat, sz.bytes, false)
+			w := &discard{h: http.Header{}}
+			rd := bytes.NewReader(body)
+			req := httptest.NewRequest(http.MethodPost, targets.Path(targets.Chat), rd)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				rd.Reset(body)
+				req.Body = io.NopCloser(rd)
+				clear(w.h)
+				rp.ServeHTTP(w, req)
+			}
+		})
+	}
+}

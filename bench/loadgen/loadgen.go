@@ -1,0 +1,106 @@
+// Package loadgen drives HTTP load at model endpoints for the benchmarks:
+// one request at a time across several targets in turn (added latency),
+// many clients closed-loop or paced open-loop (throughput), and SSE
+// streams checked event by event (time to first token, per-event delay,
+// lost and merged events). Every loop is bounded by a count or a deadline.
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Target is one endpoint under test.
+type Target struct {
+	// Name labels the target in results.
+	Name string
+	// URL is the full URL of the route, e.g. http://127.0.0.1:1234/v1/chat/completions.
+	URL string
+	// Body is the request body sent on every call.
+	Body []byte
+	// Header returns the headers of one call; nil sends only Content-Type.
+	// It is called per request so that credentials may rotate.
+	Header func() http.Header
+}
+
+// Client sends requests to targets.
+type Client struct {
+	HTTP *http.Client
+}
+
+var _ Doer = (*Client)(nil)
+
+// NewClient returns a client keeping up to conns idle connections per host,
+// so that a load of conns clients never reconnects.
+func NewClient(conns int) *Client {
+	return &Client{HTTP: &http.Client{Transport: &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        0,
+		MaxIdleConnsPerHost: conns,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}}}
+}
+
+func (t Target) request(ctx context.Context) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(t.Body))
+	if err != nil {
+		return nil, fmt.Errorf("%s: new request: %w", t.Name, err)
+	}
+	if t.Header != nil {
+		req.Header = t.Header()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return req, nil
+}
+
+// Do sends one request and reads the whole answer, returning the time from
+// sending to the last byte. A status other than 200 is an error.
+func (c *Client) Do(ctx context.Context, t Target) (time.Duration, error) {
+	req, err := t.request(ctx)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	d := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("%s: read answer: %w", t.Name, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s: status %d", t.Name, resp.StatusCode)
+	}
+	return d, nil
+}
+
+// Interleaved sends n requests to every target, one request at a time: each
+// round calls every target once, starting from a different target each
+// round, so that all targets see the same conditions. It returns the
+// latencies by target name after warm requests to each.
+func Interleaved(ctx context.Context, c Doer, targets []Target, n, warm int) (map[string][]time.Duration, error) {
+	out := make(map[string][]time.Duration, len(targets))
+	for round := -warm; round < n; round++ {
+		for j := range targets {
+			t := targets[(j+max(round, 0))%len(targets)]
+			d, err := c.Do(ctx, t)
+			if err != nil {
+				return nil, err
+			}
+			if round >= 0 {
+				out[t.Name] = append(out[t.Name], d)
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,155 @@
+package targets_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	aoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/evalflow/evalflow/bench/loadgen"
+	"github.com/evalflow/evalflow/bench/targets"
+	"github.com/evalflow/evalflow/bench/upstream"
+)
+
+// mock starts the benchmark mock and returns its base URL.
+func mock(t *testing.T, cfg upstream.Config) string {
+	t.Helper()
+	base, closeFn, err := upstream.Listen(upstream.New(cfg), true)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = closeFn() })
+	return base
+}
+
+// relay starts an interception server whose upstream speaks dialect.
+func relay(t *testing.T, dialect, base string) *targets.Interception {
+	t.Helper()
+	up, err := targets.Upstream(dialect, base, false)
+	require.NoError(t, err)
+	i, err := targets.NewInterception(up)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = i.Close() })
+	return i
+}
+
+// TestSDKsReadTheMock reads the mock's three dialects, streamed and not,
+// with the official SDKs, straight and through the relay arm.
+func TestSDKsReadTheMock(t *testing.T) {
+	base := mock(t, upstream.Config{BodyBytes: 1000, Events: 5})
+	ctx := context.Background()
+	for _, via := range []string{"direct", "relay"} {
+		t.Run(via, func(t *testing.T) {
+			urlOf := func(dialect string) (string, string) {
+				if via == "direct" {
+					return base, "sk-bench"
+				}
+				i := relay(t, dialect, base)
+				return i.Srv.LocalURL(), i.Header().Get("X-Api-Key")
+			}
+
+			url, key := urlOf(targets.Chat)
+			oc := openai.NewClient(option.WithBaseURL(url+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+			chat, err := oc.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+				Model: "caller", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+			})
+			require.NoError(t, err)
+			assert.Len(t, chat.Choices[0].Message.Content, 700)
+			s := oc.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
+				Model: "caller", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+			})
+			var acc openai.ChatCompletionAccumulator
+			for s.Next() {
+				acc.AddChunk(s.Current())
+			}
+			require.NoError(t, s.Err())
+			assert.Equal(t, 5, strings.Count(acc.Choices[0].Message.Content, "@@")/2)
+
+			url, key = urlOf(targets.Responses)
+			rc := openai.NewClient(option.WithBaseURL(url+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+			params := responses.ResponseNewParams{Model: "caller", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}}
+			resp, err := rc.Responses.New(ctx, params)
+			require.NoError(t, err)
+			assert.Len(t, resp.OutputText(), 700)
+			rs := rc.Responses.NewStreaming(ctx, params)
+			deltas := 0
+			for rs.Next() {
+				if rs.Current().Type == "response.output_text.delta" {
+					deltas++
+				}
+			}
+			require.NoError(t, rs.Err())
+			assert.Equal(t, 5, deltas)
+
+			url, key = urlOf(targets.Anthropic)
+			ac := anthropic.NewClient(aoption.WithBaseURL(url), aoption.WithAPIKey(key), aoption.WithMaxRetries(0))
+			mp := anthropic.MessageNewParams{
+				Model: "caller", MaxTokens: 64,
+				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))},
+			}
+			msg, err := ac.Messages.New(ctx, mp)
+			require.NoError(t, err)
+			assert.Len(t, msg.Content[0].Text, 700)
+			as := ac.Messages.NewStreaming(ctx, mp)
+			var m anthropic.Message
+			for as.Next() {
+				require.NoError(t, m.Accumulate(as.Current()))
+			}
+			require.NoError(t, as.Err())
+			assert.Equal(t, 5, strings.Count(m.Content[0].Text, "@@")/2)
+		})
+	}
+}
+
+// TestStreamsArriveWhole checks that the load generator sees every event of
+// every dialect through the relay, in order, none merged, and that every
+// call is recorded as a turn.
+func TestStreamsArriveWhole(t *testing.T) {
+	base := mock(t, upstream.Config{Events: 8, Gap: 5 * time.Millisecond})
+	c := loadgen.NewClient(8)
+	for _, d := range []string{targets.Chat, targets.Responses, targets.Anthropic} {
+		t.Run(d, func(t *testing.T) {
+			i := relay(t, d, base)
+			body := targets.Body(d, 200, true)
+			for _, tg := range []loadgen.Target{targets.Direct("direct", base, d, body), i.Target("relay", d, body)} {
+				r, err := c.Stream(context.Background(), tg, 8)
+				require.NoError(t, err)
+				assert.Equal(t, 8, r.Events, "%s events", tg.Name)
+				assert.Zero(t, r.Lost, "%s lost", tg.Name)
+				assert.Len(t, r.Delays, 8)
+			}
+			turns, errored := i.Turns()
+			assert.Equal(t, 1, turns)
+			assert.Zero(t, errored)
+		})
+	}
+}
+
+// TestMarkerRoundTrip checks the marker parser against its writer.
+func TestMarkerRoundTrip(t *testing.T) {
+	now := time.Unix(1700000000, 123456789)
+	tests := []struct {
+		in   []byte
+		seq  int
+		sent time.Time
+		ok   bool
+	}{
+		{in: upstream.AppendMarker([]byte(`data: {"x":"`), 7, now), seq: 7, sent: now, ok: true},
+		{in: []byte("data: nothing"), ok: false},
+		{in: []byte("@@7@@"), ok: false},
+	}
+	for _, tt := range tests {
+		seq, sent, ok := upstream.Marker(tt.in)
+		assert.Equal(t, tt.ok, ok, "Marker(%q) ok", tt.in)
+		if ok {
+			assert.Equal(t, tt.seq, seq, "Marker(%q) seq", tt.in)
+			assert.True(t, tt.sent.Equal(sent), "Marker(%q) = %v, want %v", tt.in, sent, tt.sent)
+		}
+	}
+}

@@ -1,0 +1,300 @@
+package dialects
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// DefaultAnthropicMaxTokens is the max_tokens a request translated to
+// Anthropic gets when the caller set none: Anthropic requires the field.
+const DefaultAnthropicMaxTokens = 4096
+
+// effortOf is the OpenAI reasoning effort of r: its own, or the one whose
+// budget is nearest its Anthropic budget.
+func effortOf(r *ReasoningConfig) string {
+	switch {
+	case r.Effort != "":
+		return r.Effort
+	case r.BudgetTokens >= thinkingBudget["high"]:
+		return "high"
+	case r.BudgetTokens >= thinkingBudget["medium"]:
+		return "medium"
+	}
+	return "low"
+}
+
+// thinkingBudget maps an OpenAI reasoning effort to an Anthropic budget.
+var thinkingBudget = map[string]int{"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384}
+
+func (anthropicDialect) Overlay(body []byte, model string, s Sampling) ([]byte, error) {
+	out, err := overlayFields(body, func(func(string) bool) []field {
+		var set []field
+		if model != "" {
+			set = append(set, field{"model", model})
+		}
+		if s.Temperature != nil {
+			set = append(set, field{"temperature", *s.Temperature})
+		}
+		if s.TopP != nil {
+			set = append(set, field{"top_p", *s.TopP})
+		}
+		if s.MaxTokens != nil {
+			set = append(set, field{"max_tokens", *s.MaxTokens})
+		}
+		return set // Anthropic has no seed
+	})
+	if err != nil {
+		return nil, fmt.Errorf("overlay anthropic request: %w", err)
+	}
+	return out, nil
+}
+
+func anthropicParts(parts []Part) []anthropicBlock {
+	var out []anthropicBlock
+	for _, p := range parts {
+		switch p.Type {
+		case PartText:
+			if p.Text != "" { // Anthropic rejects empty text blocks
+				out = append(out, anthropicBlock{Type: "text", Text: p.Text})
+			}
+		case PartImage:
+			if mt, data, ok := dataURL(p.ImageURL); ok {
+				out = append(out, anthropicBlock{Type: "image", Source: &imageSource{Type: "base64", MediaType: mt, Data: data}})
+			} else {
+				out = append(out, anthropicBlock{Type: "image", Source: &imageSource{Type: "url", URL: p.ImageURL}})
+			}
+		}
+	}
+	return out
+}
+
+// anthropicAssistantBlocks writes an assistant message. Unsigned reasoning
+// is kept only when keepUnsigned (a response to a caller, who may echo it);
+// an upstream would reject it.
+func anthropicAssistantBlocks(m Message, keepUnsigned bool) []anthropicBlock {
+	var out []anthropicBlock
+	thinking := m.Thinking
+	if len(thinking) == 0 && m.Reasoning != "" {
+		thinking = []Thinking{{Text: m.Reasoning}}
+	}
+	for _, t := range thinking {
+		switch {
+		case t.Redacted != "":
+			out = append(out, anthropicBlock{Type: "redacted_thinking", Data: t.Redacted})
+		case t.Signature != "" || keepUnsigned:
+			text, sig := t.Text, t.Signature
+			out = append(out, anthropicBlock{Type: "thinking", Thinking: &text, Signature: &sig})
+		}
+	}
+	out = append(out, anthropicParts(m.Content)...)
+	if m.Refusal != "" && textOf(m.Content) == "" {
+		out = append(out, anthropicBlock{Type: "text", Text: m.Refusal})
+	}
+	for _, tc := range m.ToolCalls {
+		out = append(out, anthropicBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: rawArgs(tc.Arguments)})
+	}
+	return out
+}
+
+// EncodeRequest writes a non-streaming Messages request. System and
+// developer messages, wherever they are, become system blocks in order;
+// tool results join the user turn; consecutive turns of a role merge.
+func (anthropicDialect) EncodeRequest(req Request) ([]byte, error) {
+	type msg struct {
+		Role    string           `json:"role"`
+		Content []anthropicBlock `json:"content"`
+	}
+	type thinking struct {
+		Type         string `json:"type"`
+		BudgetTokens int    `json:"budget_tokens"`
+	}
+	out := struct {
+		Model       string            `json:"model"`
+		System      []anthropicBlock  `json:"system,omitempty"`
+		Messages    []msg             `json:"messages"`
+		Tools       []anthropicTool   `json:"tools,omitempty"`
+		MaxTokens   int               `json:"max_tokens"`
+		Temperature *float64          `json:"temperature,omitempty"`
+		TopP        *float64          `json:"top_p,omitempty"`
+		Thinking    *thinking         `json:"thinking,omitempty"`
+		ToolChoice  map[string]string `json:"tool_choice,omitempty"`
+		Stop        []string          `json:"stop_sequences,omitempty"`
+	}{Model: req.Model, ToolChoice: anthropicToolChoice(req.ToolChoice), Stop: req.Stop, Messages: []msg{}, MaxTokens: DefaultAnthropicMaxTokens,
+		Temperature: req.Sampling.Temperature, TopP: req.Sampling.TopP}
+	if req.Sampling.MaxTokens != nil {
+		out.MaxTokens = *req.Sampling.MaxTokens
+	}
+	if r := req.Reasoning; r != nil {
+		budget := r.BudgetTokens
+		if budget == 0 {
+			budget = thinkingBudget[r.Effort]
+		}
+		if budget > 0 {
+			out.Thinking = &thinking{Type: "enabled", BudgetTokens: budget}
+			if out.MaxTokens <= budget {
+				out.MaxTokens = budget + DefaultAnthropicMaxTokens
+			}
+		}
+	}
+	add := func(role string, blocks []anthropicBlock) {
+		if n := len(out.Messages); n > 0 && out.Messages[n-1].Role == role {
+			out.Messages[n-1].Content = append(out.Messages[n-1].Content, blocks...)
+			return
+		}
+		out.Messages = append(out.Messages, msg{Role: role, Content: blocks})
+	}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case RoleSystem, RoleDeveloper:
+			out.System = append(out.System, anthropicParts(m.Content)...)
+		case RoleAssistant:
+			add(RoleAssistant, anthropicAssistantBlocks(m, false))
+		case RoleTool:
+			content, _ := json.Marshal(anthropicParts(m.Content))
+			if len(m.Content) == 1 && m.Content[0].Type == PartText || len(m.Content) == 0 {
+				content, _ = json.Marshal(textOf(m.Content))
+			}
+			add(RoleUser, []anthropicBlock{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: content}})
+		default:
+			// An empty turn (a Responses item with no content) has no
+			// Anthropic form; Anthropic rejects empty text blocks.
+			if blocks := anthropicParts(m.Content); len(blocks) > 0 {
+				add(RoleUser, blocks)
+			}
+		}
+	}
+	for _, t := range req.Tools {
+		schema := t.Parameters
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		out.Tools = append(out.Tools, anthropicTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encode anthropic request: %w", err)
+	}
+	return b, nil
+}
+
+func anthropicStop(finish string) string {
+	switch finish {
+	case FinishLength:
+		return "max_tokens"
+	case FinishToolCalls:
+		return "tool_use"
+	case FinishContentFilter:
+		return "refusal"
+	}
+	return "end_turn"
+}
+
+// anthropicStopOf is resp's stop_reason; a refusal with no other text is
+// Anthropic's refusal whatever finish reason came with it.
+func anthropicStopOf(resp Response) string {
+	if resp.Message.Refusal != "" && textOf(resp.Message.Content) == "" && len(resp.Message.ToolCalls) == 0 {
+		return "refusal"
+	}
+	return anthropicStop(resp.FinishReason)
+}
+
+func anthropicUsageOf(u Usage) map[string]int {
+	in := max(u.InputTokens-u.CacheReadTokens-u.CacheWriteTokens, 0)
+	return map[string]int{
+		"input_tokens": in, "output_tokens": u.OutputTokens,
+		"cache_creation_input_tokens": u.CacheWriteTokens, "cache_read_input_tokens": u.CacheReadTokens,
+	}
+}
+
+func anthropicMessageOf(resp Response, content []anthropicBlock) map[string]any {
+	if content == nil {
+		content = []anthropicBlock{}
+	}
+	return map[string]any{
+		"id": orDefault(resp.ID, "msg_evalflow"), "type": "message", "role": RoleAssistant,
+		"model": resp.Model, "content": content,
+		"stop_reason": anthropicStopOf(resp), "stop_sequence": nil,
+		"usage": anthropicUsageOf(resp.Usage),
+	}
+}
+
+// EncodeResponse writes a Message object. Reasoning without a signature is
+// sent as an unsigned thinking block, so the caller shows it and echoes it.
+func (anthropicDialect) EncodeResponse(resp Response) ([]byte, error) {
+	b, err := json.Marshal(anthropicMessageOf(resp, anthropicAssistantBlocks(resp.Message, true)))
+	if err != nil {
+		return nil, fmt.Errorf("encode anthropic response: %w", err)
+	}
+	return b, nil
+}
+
+// WriteStream writes message_start, each block's start, deltas and stop,
+// message_delta and message_stop.
+func (anthropicDialect) WriteStream(w io.Writer, resp Response) error {
+	s := &sse{w: w}
+	start := anthropicMessageOf(resp, nil)
+	start["stop_reason"] = nil
+	u := anthropicUsageOf(resp.Usage)
+	startUsage := map[string]int{}
+	for k, v := range u {
+		startUsage[k] = v
+	}
+	startUsage["output_tokens"] = 0
+	start["usage"] = startUsage
+	s.event("message_start", map[string]any{"type": "message_start", "message": start})
+	for i, b := range anthropicAssistantBlocks(resp.Message, true) {
+		delta := func(d map[string]any) {
+			s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d})
+		}
+		head := b
+		switch b.Type {
+		case "text":
+			head.Text = ""
+			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
+			for _, p := range pieces(b.Text, 4) {
+				delta(map[string]any{"type": "text_delta", "text": p})
+			}
+		case "thinking":
+			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
+				"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+			for _, p := range pieces(*b.Thinking, 4) {
+				delta(map[string]any{"type": "thinking_delta", "thinking": p})
+			}
+			if *b.Signature != "" {
+				delta(map[string]any{"type": "signature_delta", "signature": *b.Signature})
+			}
+		case "tool_use":
+			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
+				"content_block": map[string]any{"type": "tool_use", "id": b.ID, "name": b.Name, "input": map[string]any{}}})
+			for _, p := range pieces(string(b.Input), 3) {
+				delta(map[string]any{"type": "input_json_delta", "partial_json": p})
+			}
+		default:
+			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": head})
+		}
+		s.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+	}
+	s.event("message_delta", map[string]any{"type": "message_delta",
+		"delta": map[string]any{"stop_reason": anthropicStopOf(resp), "stop_sequence": nil},
+		"usage": u})
+	s.event("message_stop", map[string]any{"type": "message_stop"})
+	return s.err
+}
+
+// EstimateTokens is the translate arm's answer to count_tokens: the
+// characters of every message, tool definition and tool call, over four,
+// rounded up. It is meant for compaction triggers, not billing.
+func EstimateTokens(req Request) int {
+	chars := 0
+	for _, m := range req.Messages {
+		chars += len(textOf(m.Content)) + len(m.Reasoning) + len(m.Refusal)
+		for _, tc := range m.ToolCalls {
+			chars += len(tc.Name) + len(tc.Arguments)
+		}
+	}
+	for _, t := range req.Tools {
+		chars += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	return (chars + 3) / 4
+}

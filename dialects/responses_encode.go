@@ -1,0 +1,297 @@
+package dialects
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+func (responsesDialect) Overlay(body []byte, model string, s Sampling) ([]byte, error) {
+	out, err := overlayFields(body, func(func(string) bool) []field {
+		var set []field
+		if model != "" {
+			set = append(set, field{"model", model})
+		}
+		if s.Temperature != nil {
+			set = append(set, field{"temperature", *s.Temperature})
+		}
+		if s.TopP != nil {
+			set = append(set, field{"top_p", *s.TopP})
+		}
+		if s.MaxTokens != nil {
+			set = append(set, field{"max_output_tokens", *s.MaxTokens})
+		}
+		return set // Responses has no seed
+	})
+	if err != nil {
+		return nil, fmt.Errorf("overlay responses request: %w", err)
+	}
+	return out, nil
+}
+
+func responsesInputParts(parts []Part, textType string) []map[string]any {
+	out := []map[string]any{}
+	for _, p := range parts {
+		switch p.Type {
+		case PartText:
+			out = append(out, map[string]any{"type": textType, "text": p.Text})
+		case PartImage:
+			out = append(out, map[string]any{"type": "input_image", "image_url": p.ImageURL, "detail": "auto"})
+		}
+	}
+	return out
+}
+
+// responsesReasoningItem writes a reasoning block as an item; ok is false
+// for reasoning a Responses upstream cannot take back (no item id).
+func responsesReasoningItem(t Thinking, n int, forCaller bool) (map[string]any, bool) {
+	if t.ID == "" && !forCaller {
+		return nil, false
+	}
+	it := map[string]any{"type": "reasoning", "id": orDefault(t.ID, fmt.Sprintf("rs_evalflow_%d", n)),
+		"summary": []map[string]any{}}
+	if t.Text != "" {
+		it["summary"] = []map[string]any{{"type": "summary_text", "text": t.Text}}
+	}
+	if t.Encrypted != "" {
+		it["encrypted_content"] = t.Encrypted
+	}
+	return it, true
+}
+
+func thinkingOf(m Message) []Thinking {
+	if len(m.Thinking) == 0 && m.Reasoning != "" {
+		return []Thinking{{Text: m.Reasoning}}
+	}
+	return m.Thinking
+}
+
+// EncodeRequest writes a non-streaming Responses request. System messages
+// stay in place as system items.
+func (responsesDialect) EncodeRequest(req Request) ([]byte, error) {
+	input := []map[string]any{}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case RoleAssistant:
+			for i, t := range m.Thinking {
+				if it, ok := responsesReasoningItem(t, i, false); ok {
+					input = append(input, it)
+				}
+			}
+			if text := textOf(m.Content); text != "" {
+				input = append(input, map[string]any{"type": "message", "role": RoleAssistant, "content": text})
+			}
+			for _, tc := range m.ToolCalls {
+				args := tc.Arguments
+				if args == "" {
+					args = "{}"
+				}
+				input = append(input, map[string]any{"type": "function_call", "call_id": tc.ID, "name": tc.Name, "arguments": args})
+			}
+		case RoleTool:
+			input = append(input, map[string]any{"type": "function_call_output", "call_id": m.ToolCallID, "output": textOf(m.Content)})
+		default:
+			input = append(input, map[string]any{"type": "message", "role": m.Role, "content": responsesInputParts(m.Content, "input_text")})
+		}
+	}
+	out := map[string]any{"model": req.Model, "input": input}
+	var tools []responsesTool
+	for _, t := range req.Tools {
+		tools = append(tools, responsesTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	if len(tools) > 0 {
+		out["tools"] = tools
+	}
+	if tc := responsesToolChoice(req.ToolChoice); tc != nil {
+		out["tool_choice"] = tc
+	}
+	if v := req.Sampling.Temperature; v != nil {
+		out["temperature"] = *v
+	}
+	if v := req.Sampling.TopP; v != nil {
+		out["top_p"] = *v
+	}
+	if v := req.Sampling.MaxTokens; v != nil {
+		out["max_output_tokens"] = *v
+	}
+	if r := req.Reasoning; r != nil {
+		out["reasoning"] = map[string]any{"effort": effortOf(r), "summary": "auto"}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encode responses request: %w", err)
+	}
+	return b, nil
+}
+
+// responsesOutput is the output items of resp, complete.
+func responsesOutput(resp Response) []map[string]any {
+	out := []map[string]any{}
+	for i, t := range thinkingOf(resp.Message) {
+		if it, ok := responsesReasoningItem(t, i, true); ok {
+			out = append(out, it)
+		}
+	}
+	text := textOf(resp.Message.Content)
+	if text != "" || resp.Message.Refusal != "" || len(resp.Message.ToolCalls) == 0 {
+		var content []map[string]any
+		if text != "" || resp.Message.Refusal == "" {
+			content = append(content, map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}})
+		}
+		if resp.Message.Refusal != "" {
+			content = append(content, map[string]any{"type": "refusal", "refusal": resp.Message.Refusal})
+		}
+		out = append(out, map[string]any{"type": "message", "id": "msg_" + orDefault(resp.ID, "evalflow"),
+			"status": "completed", "role": RoleAssistant, "content": content})
+	}
+	for i, tc := range resp.Message.ToolCalls {
+		args := tc.Arguments
+		if args == "" {
+			args = "{}"
+		}
+		out = append(out, map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", i), "call_id": tc.ID,
+			"name": tc.Name, "arguments": args, "status": "completed"})
+	}
+	return out
+}
+
+func responsesObject(resp Response, status string, output []map[string]any) map[string]any {
+	u := resp.Usage
+	obj := map[string]any{
+		"id": orDefault(resp.ID, "resp_evalflow"), "object": "response", "created_at": 0,
+		"status": status, "model": resp.Model, "output": output,
+		"parallel_tool_calls": true, "tool_choice": "auto", "tools": []any{},
+		"error": nil, "incomplete_details": nil,
+		"usage": map[string]any{
+			"input_tokens": u.InputTokens, "input_tokens_details": map[string]int{"cached_tokens": u.CacheReadTokens},
+			"output_tokens": u.OutputTokens, "output_tokens_details": map[string]int{"reasoning_tokens": u.ReasoningTokens},
+			"total_tokens": u.InputTokens + u.OutputTokens,
+		},
+	}
+	switch resp.FinishReason {
+	case FinishLength:
+		obj["incomplete_details"] = map[string]string{"reason": "max_output_tokens"}
+	case FinishContentFilter:
+		if resp.Message.Refusal == "" {
+			obj["incomplete_details"] = map[string]string{"reason": "content_filter"}
+		}
+	}
+	if obj["incomplete_details"] != nil && status == "completed" {
+		obj["status"] = "incomplete"
+	}
+	return obj
+}
+
+// EncodeResponse writes a Response object.
+func (responsesDialect) EncodeResponse(resp Response) ([]byte, error) {
+	b, err := json.Marshal(responsesObject(resp, "completed", responsesOutput(resp)))
+	if err != nil {
+		return nil, fmt.Errorf("encode responses response: %w", err)
+	}
+	return b, nil
+}
+
+// WriteStream writes response.created … response.completed, each output
+// item added, streamed in deltas, and done.
+func (responsesDialect) WriteStream(w io.Writer, resp Response) error {
+	s := &sse{w: w}
+	seq := 0
+	emit := func(typ string, fields map[string]any) {
+		fields["type"] = typ
+		fields["sequence_number"] = seq
+		seq++
+		s.event(typ, fields)
+	}
+	output := responsesOutput(resp)
+	emit("response.created", map[string]any{"response": responsesObject(resp, "in_progress", []map[string]any{})})
+	emit("response.in_progress", map[string]any{"response": responsesObject(resp, "in_progress", []map[string]any{})})
+	for i, item := range output {
+		id, _ := item["id"].(string)
+		added := map[string]any{}
+		for k, v := range item {
+			added[k] = v
+		}
+		switch item["type"] {
+		case "reasoning":
+			added["summary"] = []any{}
+			emit("response.output_item.added", map[string]any{"output_index": i, "item": added})
+			for si, sum := range item["summary"].([]map[string]any) {
+				text := sum["text"].(string)
+				base := func() map[string]any {
+					return map[string]any{"item_id": id, "output_index": i, "summary_index": si}
+				}
+				f := base()
+				f["part"] = map[string]any{"type": "summary_text", "text": ""}
+				emit("response.reasoning_summary_part.added", f)
+				for _, p := range pieces(text, 4) {
+					f := base()
+					f["delta"] = p
+					emit("response.reasoning_summary_text.delta", f)
+				}
+				f = base()
+				f["text"] = text
+				emit("response.reasoning_summary_text.done", f)
+				f = base()
+				f["part"] = map[string]any{"type": "summary_text", "text": text}
+				emit("response.reasoning_summary_part.done", f)
+			}
+		case "message":
+			added["content"] = []any{}
+			added["status"] = "in_progress"
+			emit("response.output_item.added", map[string]any{"output_index": i, "item": added})
+			for ci, part := range item["content"].([]map[string]any) {
+				base := func() map[string]any {
+					return map[string]any{"item_id": id, "output_index": i, "content_index": ci}
+				}
+				f := base()
+				if part["type"] == "refusal" {
+					refusal := part["refusal"].(string)
+					f["part"] = map[string]any{"type": "refusal", "refusal": ""}
+					emit("response.content_part.added", f)
+					for _, p := range pieces(refusal, 2) {
+						f := base()
+						f["delta"] = p
+						emit("response.refusal.delta", f)
+					}
+					f = base()
+					f["refusal"] = refusal
+					emit("response.refusal.done", f)
+				} else {
+					text := part["text"].(string)
+					f["part"] = map[string]any{"type": "output_text", "text": "", "annotations": []any{}, "logprobs": []any{}}
+					emit("response.content_part.added", f)
+					for _, p := range pieces(text, 4) {
+						f := base()
+						f["delta"] = p
+						f["logprobs"] = []any{}
+						emit("response.output_text.delta", f)
+					}
+					f = base()
+					f["text"] = text
+					f["logprobs"] = []any{}
+					emit("response.output_text.done", f)
+				}
+				f = base()
+				f["part"] = part
+				emit("response.content_part.done", f)
+			}
+		case "function_call":
+			args := item["arguments"].(string)
+			added["arguments"] = ""
+			added["status"] = "in_progress"
+			emit("response.output_item.added", map[string]any{"output_index": i, "item": added})
+			for _, p := range pieces(args, 3) {
+				emit("response.function_call_arguments.delta", map[string]any{"item_id": id, "output_index": i, "delta": p})
+			}
+			emit("response.function_call_arguments.done", map[string]any{"item_id": id, "output_index": i, "arguments": args, "name": item["name"]})
+		}
+		emit("response.output_item.done", map[string]any{"output_index": i, "item": item})
+	}
+	final := responsesObject(resp, "completed", output)
+	typ := "response.completed"
+	if final["status"] == "incomplete" {
+		typ = "response.incomplete"
+	}
+	emit(typ, map[string]any{"response": final})
+	return s.err
+}

@@ -1,0 +1,74 @@
+package harness_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/evalflow/evalflow/harness"
+)
+
+func newNetns(t *testing.T, subnet string) *harness.Netns {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("network namespaces need root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("iproute2 is not installed")
+	}
+	n, err := harness.NewNetns(context.Background(), subnet, harness.Local{})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, n.Close()) })
+	return n
+}
+
+func TestNetnsReachesOnlyTheHostAddress(t *testing.T) {
+	n := newNetns(t, "10.213.250.0")
+	assert.True(t, harness.IsRemote(n))
+
+	loop, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer loop.Close()
+	onVeth, err := net.Listen("tcp", net.JoinHostPort(n.HostIP, "0"))
+	require.NoError(t, err)
+	defer onVeth.Close()
+	for _, ln := range []net.Listener{loop, onVeth} {
+		go func() { _ = http.Serve(ln, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})) }()
+	}
+
+	tests := []struct {
+		addr string
+		want int
+	}{
+		{loop.Addr().String(), 1},   // the host's loopback is not the namespace's
+		{onVeth.Addr().String(), 0}, // the host's veth address is reachable
+	}
+	for _, tt := range tests {
+		res, err := n.Run(context.Background(), harness.Spec{
+			Key: "netns/0/0/0", Command: []string{"bash", "-c", "exec 3<>/dev/tcp/${0%:*}/${0##*:}", tt.addr},
+		})
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, res.ExitCode, "connect to %s from the namespace: %s", tt.addr, res.Stderr)
+	}
+}
+
+func TestNetnsCloseRemovesNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("network namespaces need root")
+	}
+	n, err := harness.NewNetns(context.Background(), "10.213.251.0", harness.Local{})
+	require.NoError(t, err)
+	require.NoError(t, n.Close())
+	out, err := exec.Command("ip", "netns", "list").Output()
+	require.NoError(t, err)
+	assert.NotContains(t, string(out), n.Name)
+
+	_, err = harness.NewNetns(context.Background(), "10.213.251.1", harness.Local{})
+	assert.Error(t, err, "a subnet not on a /30 boundary")
+}

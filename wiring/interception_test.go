@@ -1,0 +1,71 @@
+package wiring
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/tunnel"
+)
+
+// remoteRuntime is a runtime that says its harnesses are remote.
+type remoteRuntime struct{ *harness.Local }
+
+func (remoteRuntime) Remote() bool { return true }
+
+func TestInterceptionTunnel(t *testing.T) {
+	token := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(token, []byte("tok-from-file\n"), 0o600))
+	tests := []struct {
+		name      string
+		c         Interception
+		multiplex bool
+		remote    bool
+		want      tunnel.Tunnel
+		wantErr   string
+	}{
+		{"default local", Interception{}, true, false, tunnel.Local{}, ""},
+		{"local runtime ignores frp", Interception{Type: "frp", FRPServer: "frps.example:7000"}, false, false, tunnel.Local{}, ""},
+		{"custom", Interception{Type: "custom", URL: "https://evals.example", Port: 8765}, false, true, tunnel.Custom{URL: "https://evals.example", Port: 8765}, ""},
+		{"custom with multiplex", Interception{Type: "custom", URL: "https://evals.example", Port: 8765}, true, true, nil, "multiplex"},
+		{"custom without port", Interception{Type: "custom", URL: "https://evals.example"}, false, true, nil, "port"},
+		{"frp", Interception{Type: "frp", FRPServer: "frps.example", FRPTokenFile: token}, true, true,
+			&tunnel.FRP{ServerAddr: "frps.example", ServerPort: 7000, Token: "tok-from-file"}, ""},
+		{"frp without server", Interception{Type: "frp"}, false, true, nil, "address is required"},
+		{"ssh without known hosts or key", Interception{Type: "ssh", SSHServer: "h:22", SSHUser: "u", SSHKnownHosts: "/k"}, false, true, nil, "key file or the agent"},
+		{"remote runtime needs a tunnel", Interception{}, false, true, nil, "cannot reach"},
+		{"unknown", Interception{Type: "ngrok"}, false, true, nil, "unknown type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var rt harness.Runtime = &harness.Local{}
+			if tt.remote {
+				rt = remoteRuntime{&harness.Local{}}
+			}
+			err := tt.c.Validate(tt.multiplex)
+			got, terr := tt.c.Tunnel(rt)
+			if tt.wantErr != "" {
+				if err == nil {
+					err = terr
+				}
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.NoError(t, terr)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestInterceptionErrorsHoldNoToken(t *testing.T) {
+	c := Interception{Type: "frp", FRPServer: "frps.example:notaport", FRPToken: "sekret-token"}
+	err := c.Validate(false)
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "sekret-token")
+}
