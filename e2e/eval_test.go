@@ -104,6 +104,7 @@ func TestEvalEndToEnd(t *testing.T) {
 	var res workflows.Result
 	require.NoError(t, c.GetWorkflow(ctx, runID, "").Get(ctx, &res))
 
+	require.Zero(t, res.Failed, "failed rollouts: %+v", res.FailedSamples)
 	recs := mustList(t, store, runID)
 	require.Len(t, recs, tasks, "exactly one stored rollout per task")
 	seen := map[int64]bool{}

@@ -43,6 +43,9 @@ func printSummary(w io.Writer, r workflows.Result, runsDir string) {
 		errs += " (" + strings.Join(kinds, ", ") + ")"
 	}
 	fmt.Fprintf(tw, "errors\t%s\n", errs)
+	for _, f := range r.FailedSamples {
+		fmt.Fprintf(tw, "  %s\t%s: %s\n", f.Key, f.Kind, f.Error)
+	}
 	fmt.Fprintf(tw, "tokens\t%d in, %d out\n", r.InputTokens, r.OutputTokens)
 	fmt.Fprintf(tw, "rollout time\t%dms mean, %dms max\n", r.MeanRolloutMS, r.MaxRolloutMS)
 	fmt.Fprintf(tw, "wall time\t%s\n", r.WallTime)

@@ -28,7 +28,19 @@ type Aggregates struct {
 	TasksDone int64 `json:"tasks_done"`
 	// PassAtKSum[j] sums pass@(j+1) over finished tasks.
 	PassAtKSum []float64 `json:"pass_at_k_sum,omitempty"`
+	// FailedSamples keeps the first failures, to show what went wrong.
+	FailedSamples []FailedRollout `json:"failed_samples,omitempty"`
 }
+
+// FailedRollout is one failed rollout, as an example of its kind.
+type FailedRollout struct {
+	Key   string `json:"key"`
+	Kind  string `json:"kind"`
+	Error string `json:"error,omitempty"`
+}
+
+// maxFailedSamples bounds Aggregates.FailedSamples.
+const maxFailedSamples = 10
 
 // KindCount is how many rollouts failed with one error kind.
 type KindCount struct {
@@ -50,6 +62,9 @@ func (a *Aggregates) add(s activities.Summary) {
 	} else {
 		a.Failed++
 		a.addError(s.ErrorKind)
+		if len(a.FailedSamples) < maxFailedSamples {
+			a.FailedSamples = append(a.FailedSamples, FailedRollout{Key: s.Key, Kind: s.ErrorKind, Error: s.Error})
+		}
 	}
 	if s.Reused {
 		a.Reused++
@@ -142,21 +157,23 @@ type Progress struct {
 
 // Result is a finished run's summary.
 type Result struct {
-	RunID        string      `json:"run_id"`
-	Taskset      string      `json:"taskset"`
-	Model        string      `json:"model"`
-	Tasks        int64       `json:"tasks"`
-	Rollouts     int64       `json:"rollouts"`
-	OK           int64       `json:"ok"`
-	Failed       int64       `json:"failed"`
-	Reused       int64       `json:"reused"`
-	MeanReward   float64     `json:"mean_reward"`
-	StdReward    float64     `json:"std_reward"`
-	PassAtK      []PassAt    `json:"pass_at_k,omitempty"`
-	Errors       []KindCount `json:"errors,omitempty"`
-	Turns        int64       `json:"turns"`
-	InputTokens  int64       `json:"input_tokens"`
-	OutputTokens int64       `json:"output_tokens"`
+	RunID      string      `json:"run_id"`
+	Taskset    string      `json:"taskset"`
+	Model      string      `json:"model"`
+	Tasks      int64       `json:"tasks"`
+	Rollouts   int64       `json:"rollouts"`
+	OK         int64       `json:"ok"`
+	Failed     int64       `json:"failed"`
+	Reused     int64       `json:"reused"`
+	MeanReward float64     `json:"mean_reward"`
+	StdReward  float64     `json:"std_reward"`
+	PassAtK    []PassAt    `json:"pass_at_k,omitempty"`
+	Errors     []KindCount `json:"errors,omitempty"`
+	// FailedSamples are the first failed rollouts, with their errors.
+	FailedSamples []FailedRollout `json:"failed_samples,omitempty"`
+	Turns         int64           `json:"turns"`
+	InputTokens   int64           `json:"input_tokens"`
+	OutputTokens  int64           `json:"output_tokens"`
 	// MeanRolloutMS and MaxRolloutMS time rollouts, harness start to end.
 	MeanRolloutMS int64     `json:"mean_rollout_ms"`
 	MaxRolloutMS  int64     `json:"max_rollout_ms"`
@@ -170,7 +187,7 @@ func (a Aggregates) result(cfg RunConfig, tasks int64, started, ended time.Time,
 	r := Result{
 		RunID: cfg.RunID, Taskset: cfg.Taskset, Model: cfg.Model, Tasks: tasks,
 		Rollouts: a.Rollouts, OK: a.OK, Failed: a.Failed, Reused: a.Reused,
-		MeanReward: a.Mean(), StdReward: a.Std(), Errors: a.Errors,
+		MeanReward: a.Mean(), StdReward: a.Std(), Errors: a.Errors, FailedSamples: a.FailedSamples,
 		Turns: a.Turns, InputTokens: a.InputTokens, OutputTokens: a.OutputTokens,
 		MaxRolloutMS: a.MaxMS, StartedAt: started, EndedAt: ended,
 		WallTime: ended.Sub(started).Round(time.Millisecond).String(), Segments: segments,

@@ -66,7 +66,7 @@ type Limits struct {
 const (
 	DefaultRolloutsPerTask    = 1
 	DefaultMaxConcurrent      = 32
-	DefaultMaxAttempts        = 3
+	DefaultMaxAttempts        = 5
 	DefaultContinueAsNewAfter = 500
 	DefaultHarnessTimeout     = 10 * time.Minute
 	DefaultHeartbeatTimeout   = 30 * time.Second
