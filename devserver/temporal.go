@@ -146,6 +146,11 @@ func newTemporal(cfg Config, p ports, logger log.Logger) (temporal.Server, error
 		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
 			// Custom search attributes are read fresh, so a just-registered one works at once.
 			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
+			// One partition per task queue: a single-host server gains
+			// nothing from more, and tasks on a partition no poller sits on
+			// wait to be forwarded, which delays rollouts by seconds.
+			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
+			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
 		}),
 	)
 	if err != nil {

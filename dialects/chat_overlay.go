@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 )
 
@@ -112,40 +111,106 @@ func overlayFields(body []byte, pick func(has func(string) bool) []field) ([]byt
 
 // topLevelFields finds the byte span of every top-level value of a JSON object,
 // by key, and the offset where a new field goes: after the last value, or after
-// the opening brace of an empty object. Values are skipped, not decoded.
+// the opening brace of an empty object. The body is validated in one pass
+// (json.Valid, no allocation); then values are skipped by looking only for
+// the bytes that end them, never copied or decoded.
 func topLevelFields(body []byte) (map[string][][2]int, int, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, 0, err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, 0, errors.New("body is not a JSON object")
-	}
-	fields := make(map[string][][2]int)
-	insert := int(dec.InputOffset())
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
+	if !json.Valid(body) {
+		var v json.RawMessage
+		if err := json.Unmarshal(body, &v); err != nil {
 			return nil, 0, err
 		}
-		key, ok := tok.(string)
-		if !ok {
-			return nil, 0, fmt.Errorf("unexpected token %v", tok)
+		return nil, 0, errors.New("invalid JSON")
+	}
+	i := skipSpace(body, 0)
+	if body[i] != '{' {
+		return nil, 0, errors.New("body is not a JSON object")
+	}
+	i++
+	fields := make(map[string][][2]int, 8)
+	insert := i
+	for {
+		i = skipSpace(body, i)
+		switch body[i] {
+		case '}':
+			return fields, insert, nil
+		case ',':
+			i = skipSpace(body, i+1)
 		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, 0, fmt.Errorf("field %q: %w", key, err)
+		ks := i
+		i = skipString(body, i)
+		raw := body[ks+1 : i-1]
+		key := string(raw)
+		if bytes.IndexByte(raw, '\\') >= 0 {
+			if err := json.Unmarshal(body[ks:i], &key); err != nil {
+				return nil, 0, fmt.Errorf("key: %w", err)
+			}
 		}
-		end := int(dec.InputOffset())
-		fields[key] = append(fields[key], [2]int{end - len(raw), end})
-		insert = end
+		i = skipSpace(body, skipSpace(body, i)+1) // past the colon
+		vs := i
+		i = skipValue(body, i)
+		fields[key] = append(fields[key], [2]int{vs, i})
+		insert = i
 	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, 0, err
+}
+
+// The skippers below read JSON already validated.
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, 0, errors.New("trailing data after JSON object")
+	return i
+}
+
+// skipString returns the offset after the string starting at b[i].
+func skipString(b []byte, i int) int {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return len(b)
+		}
+		j += k
+		n := 0 // backslashes right before the quote: an odd count escapes it
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1
+		}
+		j++
 	}
-	return fields, insert, nil
+}
+
+// skipValue returns the offset after the value starting at b[i].
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); {
+			switch b[j] {
+			case '"':
+				j = skipString(b, j)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+			j++
+		}
+		return len(b)
+	default:
+		j := i
+		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+			j++
+		}
+		return j
+	}
 }

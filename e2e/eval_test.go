@@ -78,7 +78,7 @@ func TestEvalEndToEnd(t *testing.T) {
 	const runID, tasks = "e2e-run", 128
 	cfg := workflows.RunConfig{
 		RunID: runID, Taskset: "sample", Tasks: tasks, MaxConcurrent: 32, Model: "mock-e2e",
-		Limits: workflows.Limits{ContinueAsNewAfter: 50, HeartbeatTimeout: 5 * time.Second},
+		Limits: workflows.Limits{ContinueAsNewAfter: 50},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -26,9 +26,10 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request, e *entry, d diale
 	start := time.Now()
 	turn := trace.Turn{Dialect: d.Name(), Route: r.URL.Path, StartedAt: start}
 	index := e.begin()
+	delivered := false
 	defer func() {
 		turn.Latency = time.Since(start)
-		turn = e.record(index, turn)
+		turn = e.record(index, turn, delivered)
 		if s.cfg.OnTurn != nil {
 			s.cfg.OnTurn(e.rollout.Key, turn)
 		}
@@ -79,6 +80,10 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request, e *entry, d diale
 			if err := stream.Add(data); err != nil && turn.Error == "" {
 				turn.Error = err.Error()
 			}
+			if stream.Done() && !delivered {
+				e.deliver()
+				delivered = true
+			}
 			return stream.Done()
 		})
 		turn.Response = stream.Response()
@@ -94,7 +99,9 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request, e *entry, d diale
 		_, relayErr = io.Copy(w, io.TeeReader(upstream, &tee))
 		if relayErr == nil {
 			// The caller has the whole answer before it is parsed for the
-			// trace; Unregister waits for the turn.
+			// trace; Turns and Unregister wait for the turn.
+			e.deliver()
+			delivered = true
 			_ = http.NewResponseController(w).Flush()
 			recordJSON(&turn, d, resp.StatusCode, tee.Bytes())
 		}

@@ -141,8 +141,20 @@ type entry struct {
 	mu    sync.Mutex
 	turns []trace.Turn
 	begun int // turns started, recorded or not
-	// idle are closed once every begun turn is recorded.
-	idle []chan struct{}
+	// delivered counts calls whose caller has the whole answer but whose
+	// turn is not recorded yet: the relay flushes an answer's last byte
+	// before it parses the answer for the trace.
+	delivered int
+	// settled are closed when delivered falls to 0.
+	settled []chan struct{}
+}
+
+// deliver notes that a call's caller has its whole answer; the call's
+// record must pass wasDelivered.
+func (e *entry) deliver() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.delivered++
 }
 
 // begin numbers a turn when its call arrives, so turns keep the order of
@@ -155,7 +167,8 @@ func (e *entry) begin() int {
 }
 
 // record keeps turn t, numbered index by begin, in index order.
-func (e *entry) record(index int, t trace.Turn) trace.Turn {
+// wasDelivered says whether the call called deliver.
+func (e *entry) record(index int, t trace.Turn, wasDelivered bool) trace.Turn {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t.Index = index
@@ -164,26 +177,29 @@ func (e *entry) record(index int, t trace.Turn) trace.Turn {
 		i--
 	}
 	e.turns = slices.Insert(e.turns, i, t)
-	if len(e.turns) == e.begun {
-		for _, c := range e.idle {
-			close(c)
+	if wasDelivered {
+		e.delivered--
+		if e.delivered == 0 {
+			for _, c := range e.settled {
+				close(c)
+			}
+			e.settled = nil
 		}
-		e.idle = nil
 	}
 	return t
 }
 
-// settle waits, at most d, until every begun turn is recorded: a relay
-// flushes the answer's last byte before it parses the answer for the
-// trace, so a harness may be done before its last turn is recorded.
+// settle waits, at most d, until every call whose caller has its answer has
+// recorded its turn, so that a harness that is done finds all its turns.
+// Calls still answering are not waited for.
 func (e *entry) settle(d time.Duration) {
 	e.mu.Lock()
-	if len(e.turns) == e.begun {
+	if e.delivered == 0 {
 		e.mu.Unlock()
 		return
 	}
 	c := make(chan struct{})
-	e.idle = append(e.idle, c)
+	e.settled = append(e.settled, c)
 	e.mu.Unlock()
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -273,7 +289,7 @@ func (s *Server) Register(r Rollout) (string, error) {
 }
 
 // settleTimeout bounds how long Unregister waits for calls still recording.
-const settleTimeout = 5 * time.Second
+const settleTimeout = 2 * time.Second
 
 // Unregister removes a rollout and returns its turns, once the calls in
 // flight have recorded theirs (see settleTimeout). Its secret stops working.
@@ -292,7 +308,8 @@ func (s *Server) Unregister(key string) ([]trace.Turn, bool) {
 	return e.snapshot(), true
 }
 
-// Turns returns the turns recorded so far for a rollout.
+// Turns returns the turns recorded so far for a rollout, including those of
+// calls already answered (see Unregister).
 func (s *Server) Turns(key string) ([]trace.Turn, bool) {
 	s.mu.RLock()
 	e, ok := s.byKey[key]
@@ -300,6 +317,7 @@ func (s *Server) Turns(key string) ([]trace.Turn, bool) {
 	if !ok {
 		return nil, false
 	}
+	e.settle(settleTimeout)
 	return e.snapshot(), true
 }
 

@@ -32,8 +32,11 @@ const (
 // sharedTransport is tuned for many concurrent rollouts calling a few hosts.
 var sharedTransport = func() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 1024
-	t.MaxIdleConnsPerHost = 256
+	// Keep an idle connection for every rollout that may call at once: with
+	// fewer, a burst above the limit closes connections on return and opens
+	// new ones on the next call (512 concurrent callers in bench/).
+	t.MaxIdleConns = 4096
+	t.MaxIdleConnsPerHost = 1024
 	t.IdleConnTimeout = 90 * time.Second
 	t.ResponseHeaderTimeout = 0 // a model may think for minutes before the headers
 	return t

@@ -111,7 +111,7 @@ func latencySection(ctx context.Context, o options, logf func(string, ...any)) (
 		name    string
 		bytes   int
 		n, warm int
-	}{{"4KB", 4 << 10, 3000, 200}, {"1MB", 1 << 20, 200, 10}}
+	}{{"4KB", 4 << 10, 3000, 200}, {"1MB", 1 << 20, 100, 10}}
 	if o.quick {
 		sizes[0].n, sizes[1].n = 300, 20
 	}
@@ -164,7 +164,7 @@ func throughputSection(ctx context.Context, o options, logf func(string, ...any)
 	}
 	defer a.close()
 	ts := a.chatTargets(targets.Body(targets.Chat, 4<<10, false))
-	window, steps := 1500*time.Millisecond, 6
+	window, steps := 1500*time.Millisecond, 5
 	if o.quick {
 		window, steps = 500*time.Millisecond, 2
 	}
