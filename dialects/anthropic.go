@@ -109,8 +109,8 @@ func anthropicBlocks(raw json.RawMessage) ([]anthropicBlock, error) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		s, err := unquote(raw)
+		if err != nil {
 			return nil, fmt.Errorf("content: %w", err)
 		}
 		return []anthropicBlock{{Type: "text", Text: s}}, nil

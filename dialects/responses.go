@@ -110,8 +110,8 @@ func responsesContent(raw json.RawMessage) ([]Part, string, error) {
 		return nil, "", nil
 	}
 	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		s, err := unquote(raw)
+		if err != nil {
 			return nil, "", fmt.Errorf("content: %w", err)
 		}
 		if s == "" {
@@ -192,8 +192,8 @@ func responsesInput(raw json.RawMessage) ([]Message, error) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		s, err := unquote(raw)
+		if err != nil {
 			return nil, fmt.Errorf("input: %w", err)
 		}
 		return []Message{{Role: RoleUser, Content: []Part{{Type: PartText, Text: s}}}}, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -43,7 +42,7 @@ func TestEvalPerHarnessDialect(t *testing.T) {
 				UpstreamDialect: tt.upstream, // no base URL: the mock, in this dialect
 				MaxRollouts:     8,
 				Multiplex:       8,
-				DefaultHarness:  []string{os.Args[0], "agent"},
+				DefaultHarness:  agentCommand,
 				Logger:          slog.New(slog.DiscardHandler),
 			})
 			require.NoError(t, err)

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,7 +66,7 @@ func TestEvalEndToEnd(t *testing.T) {
 			MaxRollouts:    32,
 			Multiplex:      32,
 			Runtime:        runtime,
-			DefaultHarness: []string{os.Args[0], "agent"},
+			DefaultHarness: agentCommand,
 			Logger:         logger,
 		})
 		require.NoError(t, err)

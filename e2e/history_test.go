@@ -28,7 +28,7 @@ func TestCaptureReplayHistories(t *testing.T) {
 	_, c := startServer(t)
 	w, err := wiring.NewWorker(c, wiring.Config{
 		TaskQueue: "capture", RunsDir: t.TempDir(), MaxRollouts: 4,
-		DefaultHarness: []string{os.Args[0], "agent"}, Logger: slog.New(slog.DiscardHandler),
+		DefaultHarness: agentCommand, Logger: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
 	require.NoError(t, w.Start())

@@ -4,19 +4,41 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/evalflow/evalflow/harness/agent"
 	"github.com/evalflow/evalflow/tunnel/tunneltest"
 )
 
-// TestMain doubles as the built-in agent: workers started by these tests run
-// this test binary with the "agent" argument as their harness.
+// agentCommand is the built-in agent the tests' workers run as harness: the
+// small cmd/evalflow-agent binary, built once, or else this test binary,
+// which doubles as the agent when called with "agent".
+var agentCommand = []string{os.Args[0], "agent"}
+
 func TestMain(m *testing.M) {
 	tunneltest.ServeFRPSIfAsked() // a child frps for the tunnel tests
 	if len(os.Args) > 1 && os.Args[1] == "agent" {
 		os.Exit(agent.Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	dir, err := os.MkdirTemp("", "evalflow-e2e-agent-")
+	if err == nil {
+		bin := filepath.Join(dir, "evalflow-agent")
+		// Not under -race: the agent is not the code under test here, and a
+		// lean binary starts fast when a hundred rollouts run at once.
+		out, err := exec.Command("go", "build", "-o", bin, "../cmd/evalflow-agent").CombinedOutput()
+		if err == nil {
+			agentCommand = []string{bin}
+		} else {
+			fmt.Fprintf(os.Stderr, "e2e: building the agent failed, using the test binary: %v\n%s", err, out)
+		}
+	}
+	code := m.Run()
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+	os.Exit(code)
 }

@@ -40,7 +40,7 @@ func newTrainCluster(t *testing.T, workers int) *trainCluster {
 	for range workers {
 		w, err := wiring.NewWorker(c, wiring.Config{
 			TaskQueue: tc.queue, RunsDir: tc.runsDir, MaxRollouts: 16, Runtime: tc.runtime,
-			DefaultHarness: []string{os.Args[0], "agent"}, Logger: slog.New(slog.DiscardHandler),
+			DefaultHarness: agentCommand, Logger: slog.New(slog.DiscardHandler),
 		})
 		require.NoError(t, err)
 		require.NoError(t, w.Start())

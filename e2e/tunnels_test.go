@@ -139,7 +139,7 @@ func runThroughTunnel(t *testing.T, c client.Client, r tunnelRun) (workflows.Res
 	w, err := wiring.NewWorker(c, wiring.Config{
 		TaskQueue: r.queue, RunsDir: runsDir, BaseURL: r.upstream + "/v1",
 		MaxRollouts: r.concurrency, Multiplex: r.multiplex, Runtime: r.rt,
-		DefaultHarness: []string{os.Args[0], "agent"},
+		DefaultHarness: agentCommand,
 		Interception:   wiring.Interception{Use: r.tun, HealthInterval: r.health},
 		Logger:         slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
@@ -242,10 +242,8 @@ func TestEvalAllInFlightThroughFRP(t *testing.T) {
 	tun := &tunnel.FRP{ServerAddr: frps.Addr, ServerPort: frps.Port, Token: frps.Token}
 
 	// The model holds every first call until all rollouts have made one, so
-	// all are in flight at once; frps is asked then what it holds. (64, not
-	// 128: on the embedded server under -race, 128 held rollouts do not all
-	// reach Run in minutes; the pool's own test takes 128 acquires to frps.)
-	const rollouts, multiplex = 64, 16
+	// all are in flight at once; frps is asked then what it holds.
+	const rollouts, multiplex = 128, 32
 	var calls atomic.Int64
 	gate := make(chan struct{})
 	var (

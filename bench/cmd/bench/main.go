@@ -89,7 +89,11 @@ func run(args []string, log io.Writer) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	res.Machine = machine()
+	render := slices.Equal(o.only, []string{"render"})
+	if !render {
+		res.Machine = machine()
+		res.Machine.LoadBefore = loadavg()
+	}
 	logf := func(format string, a ...any) { fmt.Fprintf(log, time.Now().Format("15:04:05 ")+format+"\n", a...) }
 	for _, s := range o.only {
 		start := time.Now()
@@ -127,6 +131,9 @@ func run(args []string, log io.Writer) error {
 	if slices.Contains(o.only, "latency") || slices.Contains(o.only, "orchestration") {
 		res.GeneratedAt = time.Now().UTC().Format(time.RFC3339)
 	}
+	if !render {
+		res.Machine.LoadAfter = loadavg()
+	}
 	b, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return err
@@ -157,6 +164,22 @@ type Machine struct {
 	CPU        string `json:"cpu"`
 	Go         string `json:"go"`
 	OS         string `json:"os"`
+	// LoadBefore and LoadAfter are /proc/loadavg's 1, 5 and 15 minute
+	// averages when the run began and ended: other work on the cores.
+	LoadBefore string `json:"load_before"`
+	LoadAfter  string `json:"load_after"`
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func machine() Machine {

@@ -187,8 +187,16 @@ func throughputSection(ctx context.Context, o options, logf func(string, ...any)
 		for step := range steps {
 			for _, t := range rotate(ts, step+1) {
 				rate := (lo[t.Name] + hi[t.Name]) / 2
+				ok := func(res loadgen.LoadResult) bool {
+					return res.Errors == 0 && res.Latency.P99 < bound && res.RPS >= 0.95*rate
+				}
 				res := loadgen.Load(ctx, c, t, clients, rate, window)
-				if res.Errors == 0 && res.Latency.P99 < bound && res.RPS >= 0.95*rate {
+				if !ok(res) {
+					// A burst from another process can fail one window at
+					// any rate: a rate fails only when two windows fail.
+					res = loadgen.Load(ctx, c, t, clients, rate, window)
+				}
+				if ok(res) {
 					lo[t.Name] = rate
 					byName[t.Name].Under5ms = res
 				} else {

@@ -41,8 +41,8 @@ func markdown(r *Results) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	m := r.Machine
-	p("Machine: %d CPUs (GOMAXPROCS %d), %s, %s, %s. Generated %s. Everything on loopback, in one process unless said.\n\n",
-		m.CPUs, m.GOMAXPROCS, m.CPU, m.Go, m.OS, r.GeneratedAt)
+	p("Machine: %d CPUs (GOMAXPROCS %d), %s, %s, %s; load average when the run began / ended: %s / %s. Generated %s. Everything on loopback, in one process unless said.\n\n",
+		m.CPUs, m.GOMAXPROCS, m.CPU, m.Go, m.OS, m.LoadBefore, m.LoadAfter, r.GeneratedAt)
 
 	if len(r.Latency) > 0 {
 		p("### 1. Added latency, non-streaming\n\n")
@@ -64,15 +64,20 @@ func markdown(r *Results) string {
 	}
 	if len(r.Throughput) > 0 {
 		p("### 2. Throughput, 4 KB, zero-latency mock\n\n")
-		p("`go run ./bench/cmd/bench -only throughput` — closed loop (each client sends as soon as answered), then the highest paced (open-loop) rate whose p99, counted from when each request was due, stays under 5 ms (binary search, 1.5 s per step, targets in turn).\n\n")
-		p("| clients | target | closed-loop req/s | closed p99 µs | max req/s with p99 < 5 ms | its p99 µs | vs reverseproxy |\n|---:|---|---:|---:|---:|---:|---:|\n")
+		p("`go run ./bench/cmd/bench -only throughput` — closed loop (each client sends as soon as answered), then the highest paced (open-loop) rate whose p99, counted from when each request was due, stays under 5 ms (binary search over five steps of 1.5 s, a step failing only when two windows fail, targets in turn).\n\n")
+		p("| clients | target | closed-loop req/s | vs reverseproxy | closed p99 µs | max req/s with p99 < 5 ms | vs reverseproxy | its p99 µs | errors |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, t := range r.Throughput {
-			ratio := "—"
-			if rp := findThroughput(r, t.Clients, tProxy); rp != nil && rp.Under5ms.RPS > 0 && t.Target != tProxy {
-				ratio = fmt.Sprintf("%.0f%%", 100*t.Under5ms.RPS/rp.Under5ms.RPS)
+			closed, paced := "—", "—"
+			if rp := findThroughput(r, t.Clients, tProxy); rp != nil && t.Target != tProxy {
+				if rp.Closed.RPS > 0 {
+					closed = fmt.Sprintf("%.0f%%", 100*t.Closed.RPS/rp.Closed.RPS)
+				}
+				if rp.Under5ms.RPS > 0 {
+					paced = fmt.Sprintf("%.0f%%", 100*t.Under5ms.RPS/rp.Under5ms.RPS)
+				}
 			}
-			p("| %d | %s | %.0f | %.0f | %.0f | %.0f | %s |\n", t.Clients, t.Target, t.Closed.RPS, t.Closed.Latency.P99,
-				t.Under5ms.RPS, t.Under5ms.Latency.P99, ratio)
+			p("| %d | %s | %.0f | %s | %.0f | %.0f | %s | %.0f | %d |\n", t.Clients, t.Target, t.Closed.RPS, closed, t.Closed.Latency.P99,
+				t.Under5ms.RPS, paced, t.Under5ms.Latency.P99, t.Closed.Errors)
 		}
 		p("\nTarget: relay ≥ 90%% of the reverse proxy.\n\n")
 	}
@@ -85,18 +90,25 @@ func markdown(r *Results) string {
 				s.TTFT.P50, s.TTFT.P99, pair(s.Target, s.AddedTTFT.P50, s.AddedTTFT.P99), s.Delay.P50, s.Delay.P99,
 				pair(s.Target, s.AddedDelay.P50, s.AddedDelay.P99))
 		}
-		p("\nTargets: TTFT p99 ≤ 1 ms added, event gap p99 ≤ 200 µs added; no event lost, merged or late.\n\n")
+		p("\nTargets: TTFT p99 ≤ 1 ms added, event gap p99 ≤ 200 µs added; no event lost, merged or late.")
+		for _, s := range r.Streaming {
+			if s.Target == tRelay {
+				p(" Relay (chat): TTFT %s; event delay %s; %d lost, %d merged.", verdict(s.AddedTTFT.P99, 1000, "µs"),
+					verdict(s.AddedDelay.P99, 200, "µs"), s.Lost, s.Merged)
+			}
+		}
+		p("\n\n")
 	}
 	if c := r.Capacity; c != nil {
 		p("### 3b. Concurrent streams and the interception worker's memory\n\n")
-		p("`go run ./bench/cmd/bench -only capacity` — the interception server runs in its own process (`bench serve`); %d events %d ms apart per stream, starts spread over 2 s. RSS is read from /proc while every stream is open. Idle RSS: %d MB. %s\n\n",
+		p("`go run ./bench/cmd/bench -only capacity` — the interception server runs in its own process (`bench serve`); %d events %d ms apart per stream, starts spread over 2 s. RSS is read from /proc while every stream is open. Idle RSS: %d MB. Each %s\n\n",
 			c.Events, c.GapMS, c.IdleRSS>>20, c.Note)
 		p("| streams | completed | errors | lost | merged | TTFT p99 ms | event delay p99 ms | RSS MB | peak RSS MB |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, l := range c.Levels {
 			p("| %d | %d | %d | %d | %d | %.1f | %.1f | %d | %d |\n", l.Streams, l.Completed, l.Errors, l.Lost, l.Merged,
 				l.TTFT.P99/1000, l.Delay.P99/1000, l.RSS>>20, l.PeakRSS>>20)
 		}
-		p("\nMost concurrent streams with no lost or merged event: %d (the highest level tried). Target: < 1 GB at 10,000.\n\n", c.MaxClean)
+		p("\nMost concurrent streams with no lost or merged event: %d (levels tried: %s). Target: RSS < 1 GB at 10,000.\n\n", c.MaxClean, levels(c))
 	}
 	if len(r.Orchestration) > 0 {
 		p("### 4. Orchestration, no-op harness (`true`), zero-latency mock\n\n")
@@ -133,10 +145,10 @@ func markdown(r *Results) string {
 	}
 	if len(r.GoBench) > 0 {
 		p("### 6. Per-request cost of the handler\n\n")
-		p("`go test -run '^$' -bench . -benchmem ./bench/` — the interception handler called in process (`ServeHTTP`), the upstream answering from memory; `reverseproxy` is httputil.ReverseProxy on the same in-memory upstream.\n\n")
-		p("| benchmark | ns/op | B/op | allocs/op |\n|---|---:|---:|---:|\n")
+		p("`go test -run '^$' -bench . -benchmem ./bench/` — the interception handler called in process (`ServeHTTP`), the upstream answering from memory; `reverseproxy` is httputil.ReverseProxy on the same in-memory upstream. CPU ns/op is the process's user and system time per request, GC included.\n\n")
+		p("| benchmark | ns/op | CPU ns/op | B/op | allocs/op |\n|---|---:|---:|---:|---:|\n")
 		for _, g := range r.GoBench {
-			p("| %s | %.0f | %.0f | %.0f |\n", g.Name, g.NsPerOp, g.BytesPerOp, g.AllocsPerOp)
+			p("| %s | %.0f | %.0f | %.0f | %.0f |\n", g.Name, g.NsPerOp, g.CPUNsPerOp, g.BytesPerOp, g.AllocsPerOp)
 		}
 		p("\n")
 	}
@@ -227,6 +239,8 @@ func readGoBench(path string) ([]GoBenchRow, error) {
 				row.BytesPerOp = v
 			case "allocs/op":
 				row.AllocsPerOp = v
+			case "cpu-ns/op":
+				row.CPUNsPerOp = v
 			}
 		}
 		rows = append(rows, row)
@@ -262,6 +276,15 @@ func beforeAfter(before, after *Results) string {
 			return t.Under5ms.RPS, true
 		}
 	}
+	closedRatio := func(clients int) func(*Results) (float64, bool) {
+		return func(r *Results) (float64, bool) {
+			t, rp := findThroughput(r, clients, tRelay), findThroughput(r, clients, tProxy)
+			if t == nil || rp == nil || rp.Closed.RPS == 0 {
+				return 0, false
+			}
+			return 100 * t.Closed.RPS / rp.Closed.RPS, true
+		}
+	}
 	stream := func(target string, ttft bool) func(*Results) (float64, bool) {
 		return func(r *Results) (float64, bool) {
 			for _, s := range r.Streaming {
@@ -285,6 +308,16 @@ func beforeAfter(before, after *Results) string {
 			return 0, false
 		}
 	}
+	orchBase := func(n int) func(*Results) (float64, bool) {
+		return func(r *Results) (float64, bool) {
+			for _, o := range r.Orchestration {
+				if o.System == "errgroup" && o.Rollouts == n {
+					return o.WallSeconds, true
+				}
+			}
+			return 0, false
+		}
+	}
 	gb := func(name string, field int) func(*Results) (float64, bool) {
 		return func(r *Results) (float64, bool) {
 			for _, g := range r.GoBench {
@@ -300,11 +333,14 @@ func beforeAfter(before, after *Results) string {
 		{"relay added latency p99, 4 KB", lat("4KB", tRelay, true), "µs"},
 		{"relay added latency p50, 1 MB", lat("1MB", tRelay, false), "µs"},
 		{"relay added latency p99, 1 MB", lat("1MB", tRelay, true), "µs"},
+		{"relay closed-loop req/s as % of the reverse proxy's, 64 clients", closedRatio(64), "%"},
+		{"relay closed-loop req/s as % of the reverse proxy's, 512 clients", closedRatio(512), "%"},
 		{"relay req/s with p99 < 5 ms, 64 clients", tput(64, tRelay), "req/s"},
 		{"relay req/s with p99 < 5 ms, 512 clients", tput(512, tRelay), "req/s"},
 		{"relay added TTFT p99", stream(tRelay, true), "µs"},
 		{"relay added event delay p99", stream(tRelay, false), "µs"},
 		{"1,000 rollouts on Temporal", orch(1000), "s"},
+		{"1,000 rollouts by the errgroup (baseline)", orchBase(1000), "s"},
 		{"handler, chat 4 KB JSON: time", gb("Relay/chat/4KB/json", 0), "ns/op"},
 		{"handler, chat 4 KB JSON: memory", gb("Relay/chat/4KB/json", 1), "B/op"},
 		{"handler, chat 4 KB JSON: allocations", gb("Relay/chat/4KB/json", 2), "allocs/op"},
@@ -326,4 +362,12 @@ func beforeAfter(before, after *Results) string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+func levels(c *Capacity) string {
+	var ls []string
+	for _, l := range c.Levels {
+		ls = append(ls, strconv.Itoa(l.Streams))
+	}
+	return strings.Join(ls, ", ")
 }

@@ -102,4 +102,7 @@ type GoBenchRow struct {
 	NsPerOp     float64 `json:"ns_per_op"`
 	BytesPerOp  float64 `json:"bytes_per_op"`
 	AllocsPerOp float64 `json:"allocs_per_op"`
+	// CPUNsPerOp is the process's CPU time per op, which other processes
+	// taking the cores do not inflate as they do ns/op.
+	CPUNsPerOp float64 `json:"cpu_ns_per_op"`
 }
