@@ -28,26 +28,7 @@ func effortOf(r *ReasoningConfig) string {
 var thinkingBudget = map[string]int{"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384}
 
 func (anthropicDialect) Overlay(body []byte, model string, s Sampling) ([]byte, error) {
-	out, err := overlayFields(body, func(func(string) bool) []field {
-		var set []field
-		if model != "" {
-			set = append(set, field{"model", model})
-		}
-		if s.Temperature != nil {
-			set = append(set, field{"temperature", *s.Temperature})
-		}
-		if s.TopP != nil {
-			set = append(set, field{"top_p", *s.TopP})
-		}
-		if s.MaxTokens != nil {
-			set = append(set, field{"max_tokens", *s.MaxTokens})
-		}
-		return set // Anthropic has no seed
-	})
-	if err != nil {
-		return nil, fmt.Errorf("overlay anthropic request: %w", err)
-	}
-	return out, nil
+	return overlaySeedless("anthropic", body, model, s, "max_tokens")
 }
 
 func anthropicParts(parts []Part) []anthropicBlock {

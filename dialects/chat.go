@@ -204,22 +204,31 @@ func (cm chatMessage) message() (Message, error) {
 	return m, nil
 }
 
+// scalarContent reads content given as null, absent or a JSON string; ok is
+// false when raw is something else (an array of parts).
+func scalarContent(raw json.RawMessage) (parts []Part, ok bool, err error) {
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, true, nil
+	}
+	if raw[0] != '"' {
+		return nil, false, nil
+	}
+	s, err := unquote(raw)
+	if err != nil {
+		return nil, true, fmt.Errorf("content: %w", err)
+	}
+	if s == "" {
+		return nil, true, nil
+	}
+	return []Part{{Type: PartText, Text: s}}, true, nil
+}
+
 // parseChatContent reads message content: a string, an array of parts, or
 // null. Refusal parts (assistant messages) are returned apart.
 func parseChatContent(raw json.RawMessage) ([]Part, string, error) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil, "", nil
-	}
-	if raw[0] == '"' {
-		s, err := unquote(raw)
-		if err != nil {
-			return nil, "", fmt.Errorf("content: %w", err)
-		}
-		if s == "" {
-			return nil, "", nil
-		}
-		return []Part{{Type: PartText, Text: s}}, "", nil
+	if parts, ok, err := scalarContent(raw); ok {
+		return parts, "", err
 	}
 	var cps []chatPart
 	if err := json.Unmarshal(raw, &cps); err != nil {

@@ -214,3 +214,29 @@ func skipValue(b []byte, i int) int {
 		return j
 	}
 }
+
+// overlaySeedless sets model, temperature, top_p and the max-tokens field
+// named maxTokens: the overlay of dialects that have no seed (Anthropic,
+// Responses).
+func overlaySeedless(dialect string, body []byte, model string, s Sampling, maxTokens string) ([]byte, error) {
+	out, err := overlayFields(body, func(func(string) bool) []field {
+		var set []field
+		if model != "" {
+			set = append(set, field{"model", model})
+		}
+		if s.Temperature != nil {
+			set = append(set, field{"temperature", *s.Temperature})
+		}
+		if s.TopP != nil {
+			set = append(set, field{"top_p", *s.TopP})
+		}
+		if s.MaxTokens != nil {
+			set = append(set, field{maxTokens, *s.MaxTokens})
+		}
+		return set
+	})
+	if err != nil {
+		return nil, fmt.Errorf("overlay %s request: %w", dialect, err)
+	}
+	return out, nil
+}

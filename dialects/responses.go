@@ -106,18 +106,8 @@ type responsesResponse struct {
 // parts are returned apart.
 func responsesContent(raw json.RawMessage) ([]Part, string, error) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil, "", nil
-	}
-	if raw[0] == '"' {
-		s, err := unquote(raw)
-		if err != nil {
-			return nil, "", fmt.Errorf("content: %w", err)
-		}
-		if s == "" {
-			return nil, "", nil
-		}
-		return []Part{{Type: PartText, Text: s}}, "", nil
+	if parts, ok, err := scalarContent(raw); ok {
+		return parts, "", err
 	}
 	var ps []responsesText
 	if err := json.Unmarshal(raw, &ps); err != nil {

@@ -7,26 +7,7 @@ import (
 )
 
 func (responsesDialect) Overlay(body []byte, model string, s Sampling) ([]byte, error) {
-	out, err := overlayFields(body, func(func(string) bool) []field {
-		var set []field
-		if model != "" {
-			set = append(set, field{"model", model})
-		}
-		if s.Temperature != nil {
-			set = append(set, field{"temperature", *s.Temperature})
-		}
-		if s.TopP != nil {
-			set = append(set, field{"top_p", *s.TopP})
-		}
-		if s.MaxTokens != nil {
-			set = append(set, field{"max_output_tokens", *s.MaxTokens})
-		}
-		return set // Responses has no seed
-	})
-	if err != nil {
-		return nil, fmt.Errorf("overlay responses request: %w", err)
-	}
-	return out, nil
+	return overlaySeedless("responses", body, model, s, "max_output_tokens")
 }
 
 func responsesInputParts(parts []Part, textType string) []map[string]any {
