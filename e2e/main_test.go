@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,13 +16,11 @@ import (
 // agentCommand is the built-in agent the tests' workers run as harness: the
 // small cmd/evalflow-agent binary, built once, or else this test binary,
 // which doubles as the agent when called with "agent".
-var agentCommand = []string{os.Args[0], "agent"}
+var agentCommand = []string{os.Args[0], agent.Subcommand}
 
 func TestMain(m *testing.M) {
 	tunneltest.ServeFRPSIfAsked() // a child frps for the tunnel tests
-	if len(os.Args) > 1 && os.Args[1] == "agent" {
-		os.Exit(agent.Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
-	}
+	agent.ServeIfAsked()
 	dir, err := os.MkdirTemp("", "evalflow-e2e-agent-")
 	if err == nil {
 		bin := filepath.Join(dir, "evalflow-agent")

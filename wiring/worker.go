@@ -23,6 +23,7 @@ import (
 
 	"github.com/evalflow/evalflow/activities"
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/harness/agent"
 	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
@@ -108,7 +109,7 @@ func NewWorker(c client.Client, cfg Config) (*Worker, error) {
 		if err != nil {
 			return nil, fmt.Errorf("find own executable for the built-in agent: %w", err)
 		}
-		cfg.DefaultHarness = []string{exe, "agent"}
+		cfg.DefaultHarness = []string{exe, agent.Subcommand}
 	}
 	if cfg.Runtime == nil {
 		cfg.Runtime = &harness.Local{Dir: cfg.WorkDir}

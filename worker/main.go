@@ -20,13 +20,13 @@ import (
 )
 
 func main() {
+	// The built-in agent is this binary's hidden "agent" command: rollouts run
+	// it as a subprocess.
+	agent.ServeIfAsked()
 	os.Exit(run())
 }
 
 func run() int {
-	if len(os.Args) > 1 && os.Args[1] == "agent" {
-		return agent.Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	app := &cli.App{
