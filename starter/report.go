@@ -58,11 +58,8 @@ func printSummary(w io.Writer, r workflows.Result, runsDir string) {
 // their own table.
 func printResult(ctx context.Context, c client.Client, cctx *cli.Context, runID string) error {
 	runsDir := cctx.String(runsDirFlag.Name)
-	if store, err := results.Open(runsDir); err == nil {
-		var raw json.RawMessage
-		if err := store.ReadSummary(ctx, runID, &raw); err == nil {
-			return printRaw(raw, runsDir)
-		}
+	if printStored(cctx, runID) {
+		return nil
 	}
 	if c == nil {
 		return fmt.Errorf("run %s has no summary in %s/ and no Temporal server answers", runID, runsDir)
@@ -72,6 +69,20 @@ func printResult(ctx context.Context, c client.Client, cctx *cli.Context, runID 
 		return fmt.Errorf("run %s: %w", runID, err)
 	}
 	return printRaw(raw, runsDir)
+}
+
+// printStored prints a run's summary from the run store, if it holds one.
+func printStored(cctx *cli.Context, runID string) bool {
+	runsDir := cctx.String(runsDirFlag.Name)
+	store, err := results.Open(runsDir)
+	if err != nil {
+		return false
+	}
+	var raw json.RawMessage
+	if err := store.ReadSummary(cctx.Context, runID, &raw); err != nil {
+		return false
+	}
+	return printRaw(raw, runsDir) == nil
 }
 
 // printRaw prints an eval's Result or a training run's TrainResult.

@@ -20,9 +20,9 @@ func statusCommand() *cli.Command {
 		ArgsUsage: "<run-id>",
 		Flags:     []cli.Flag{addressFlag, namespaceFlag, runsDirFlag},
 		Action: func(cctx *cli.Context) error {
-			runID := cctx.Args().First()
-			if runID == "" {
-				return errNoRunID
+			runID, err := runArg(cctx)
+			if err != nil {
+				return err
 			}
 			s, err := connect(cctx, connectOptions{})
 			if err != nil {
@@ -76,9 +76,13 @@ func resultsCommand() *cli.Command {
 		ArgsUsage: "<run-id>",
 		Flags:     []cli.Flag{addressFlag, namespaceFlag, runsDirFlag},
 		Action: func(cctx *cli.Context) error {
-			runID := cctx.Args().First()
-			if runID == "" {
-				return errNoRunID
+			runID, err := runArg(cctx)
+			if err != nil {
+				return err
+			}
+			// The run store answers without a server; dial only without it.
+			if printStored(cctx, runID) {
+				return nil
 			}
 			s, err := connect(cctx, connectOptions{})
 			if err != nil {
@@ -90,6 +94,15 @@ func resultsCommand() *cli.Command {
 			return printResult(ctx, s.client, cctx, runID)
 		},
 	}
+}
+
+// runArg is the command's <run-id> argument.
+func runArg(cctx *cli.Context) (string, error) {
+	runID := cctx.Args().First()
+	if runID == "" {
+		return "", errNoRunID
+	}
+	return runID, nil
 }
 
 func statusWord(s enumspb.WorkflowExecutionStatus) string {
