@@ -28,7 +28,7 @@ func effortOf(r *ReasoningConfig) string {
 var thinkingBudget = map[string]int{"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384}
 
 func (anthropicDialect) Overlay(body []byte, model string, s Sampling) ([]byte, error) {
-	return overlaySeedless("anthropic", body, model, s, "max_tokens")
+	return overlaySeedless("anthropic", body, anthropicRequestShape, model, s, "max_tokens")
 }
 
 func anthropicParts(parts []Part) []anthropicBlock {

@@ -6,15 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/evalflow/evalflow/jsonshape"
 )
 
-// OverlayChat sets model and the sampling fields s sets on a chat completions
-// request body and keeps every other byte as the caller sent it: unknown
+// OverlayChat checks a chat completions request body (valid JSON, of the
+// shape ParseChatRequest reads) and sets model and the sampling fields s
+// sets on it, keeping every other byte as the caller sent it: unknown
 // fields, key order, whitespace and the messages array are untouched. A
 // max-tokens limit goes into max_completion_tokens when the caller used that
 // name, into max_tokens otherwise.
 func OverlayChat(body []byte, model string, s Sampling) ([]byte, error) {
-	out, err := overlayFields(body, func(has func(string) bool) []field {
+	out, err := overlayFields(body, chatRequestShape, func(has func(string) bool) []field {
 		var set []field
 		if model != "" {
 			set = append(set, field{"model", model})
@@ -51,9 +54,13 @@ type field struct {
 	value any
 }
 
-// overlayFields replaces or appends the top-level fields pick returns and
-// keeps every other byte of body. pick is told which keys are present.
-func overlayFields(body []byte, pick func(has func(string) bool) []field) ([]byte, error) {
+// overlayFields checks body against shape, then replaces or appends the
+// top-level fields pick returns and keeps every other byte of body. pick is
+// told which keys are present.
+func overlayFields(body []byte, shape *jsonshape.Shape, pick func(has func(string) bool) []field) ([]byte, error) {
+	if err := shape.Check(body); err != nil {
+		return nil, err
+	}
 	fields, end, err := topLevelFields(body)
 	if err != nil {
 		return nil, err
@@ -111,17 +118,10 @@ func overlayFields(body []byte, pick func(has func(string) bool) []field) ([]byt
 
 // topLevelFields finds the byte span of every top-level value of a JSON object,
 // by key, and the offset where a new field goes: after the last value, or after
-// the opening brace of an empty object. The body is validated in one pass
-// (json.Valid, no allocation); then values are skipped by looking only for
-// the bytes that end them, never copied or decoded.
+// the opening brace of an empty object. body must be valid JSON: values are
+// skipped by looking only for the bytes that end them, never copied or
+// decoded.
 func topLevelFields(body []byte) (map[string][][2]int, int, error) {
-	if !json.Valid(body) {
-		var v json.RawMessage
-		if err := json.Unmarshal(body, &v); err != nil {
-			return nil, 0, err
-		}
-		return nil, 0, errors.New("invalid JSON")
-	}
 	i := skipSpace(body, 0)
 	if body[i] != '{' {
 		return nil, 0, errors.New("body is not a JSON object")
@@ -218,8 +218,8 @@ func skipValue(b []byte, i int) int {
 // overlaySeedless sets model, temperature, top_p and the max-tokens field
 // named maxTokens: the overlay of dialects that have no seed (Anthropic,
 // Responses).
-func overlaySeedless(dialect string, body []byte, model string, s Sampling, maxTokens string) ([]byte, error) {
-	out, err := overlayFields(body, func(func(string) bool) []field {
+func overlaySeedless(dialect string, body []byte, shape *jsonshape.Shape, model string, s Sampling, maxTokens string) ([]byte, error) {
+	out, err := overlayFields(body, shape, func(func(string) bool) []field {
 		var set []field
 		if model != "" {
 			set = append(set, field{"model", model})

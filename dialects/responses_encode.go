@@ -7,7 +7,7 @@ import (
 )
 
 func (responsesDialect) Overlay(body []byte, model string, s Sampling) ([]byte, error) {
-	return overlaySeedless("responses", body, model, s, "max_output_tokens")
+	return overlaySeedless("responses", body, responsesRequestShape, model, s, "max_output_tokens")
 }
 
 func responsesInputParts(parts []Part, textType string) []map[string]any {

@@ -283,15 +283,22 @@ func (m *member) close() error {
 // free again and its secret stops working. An unknown key returns nil.
 func (p *Pool) Release(key string) []trace.Turn {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	s, ok := p.slots[key]
 	if !ok {
+		p.mu.Unlock()
 		return nil
 	}
 	delete(p.slots, key)
 	delete(p.exposedAt, key)
-	turns, _ := p.servers[s.Server].srv.Unregister(key)
-	return turns
+	e := p.servers[s.Server].srv.detach(key)
+	p.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	// Waiting for calls in flight and parsing the turns (record.go) need
+	// not hold up the pool.
+	e.settle(settleTimeout)
+	return e.snapshot()
 }
 
 // Servers is how many servers the pool has started.

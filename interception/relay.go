@@ -27,10 +27,12 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request, e *entry, d diale
 	turn := trace.Turn{Dialect: d.Name(), Route: r.URL.Path, StartedAt: start}
 	index := e.begin()
 	delivered := false
+	var raw *rawTurn // the relay arm's turn, parsed when read (record.go)
 	defer func() {
 		turn.Latency = time.Since(start)
-		turn = e.record(index, turn, delivered)
+		e.record(index, turn, raw, delivered)
 		if s.cfg.OnTurn != nil {
+			turn = e.turn(index)
 			s.cfg.OnTurn(e.rollout.Key, turn)
 		}
 		s.cfg.Logger.Debug("model call", "rollout", e.rollout.Key, "route", turn.Route,
@@ -45,23 +47,25 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request, e *entry, d diale
 	if !ok {
 		return
 	}
-	req, err := d.ParseRequest(body)
-	if err != nil {
-		fail(http.StatusBadRequest, "", "We could not parse the JSON body of your request: "+err.Error())
-		return
-	}
-	turn.Request = overlaid(req, e.rollout)
-	turn.Streamed = req.Stream
-
 	if up := upstreamDialect(s.cfg.Upstream); up.Name() != d.Name() {
+		req, err := d.ParseRequest(body)
+		if err != nil {
+			fail(http.StatusBadRequest, "", "We could not parse the JSON body of your request: "+err.Error())
+			return
+		}
+		turn.Request = overlaid(req, e.rollout)
+		turn.Streamed = req.Stream
 		s.translate(w, r, e, d, up, &turn, fail)
 		return
 	}
+	// The overlay checks the body's syntax and shape; the typed parse waits
+	// until the turn is read.
 	out, err := d.Overlay(body, e.rollout.Model, e.rollout.Sampling)
 	if err != nil {
 		fail(http.StatusBadRequest, "", "We could not parse the JSON body of your request: "+err.Error())
 		return
 	}
+	raw = &rawTurn{dialect: d, request: body}
 	resp, ok := s.send(w, r, e, &turn, d.Path(), r.Header, out, fail)
 	if !ok {
 		return
@@ -75,6 +79,7 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request, e *entry, d diale
 
 	var relayErr error
 	if isEventStream(resp.Header.Get("Content-Type")) {
+		turn.Streamed = true // until the request is parsed
 		stream := d.NewStream()
 		relayErr = relaySSE(w, upstream, func(data []byte) bool {
 			if err := stream.Add(data); err != nil && turn.Error == "" {
@@ -98,12 +103,12 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request, e *entry, d diale
 		}
 		_, relayErr = io.Copy(w, io.TeeReader(upstream, &tee))
 		if relayErr == nil {
-			// The caller has the whole answer before it is parsed for the
-			// trace; Turns and Unregister wait for the turn.
+			// The caller has the whole answer before the turn is recorded;
+			// Turns and Unregister wait for it.
 			e.deliver()
 			delivered = true
 			_ = http.NewResponseController(w).Flush()
-			recordJSON(&turn, d, resp.StatusCode, tee.Bytes())
+			raw.answered, raw.status, raw.answer = true, resp.StatusCode, tee.Bytes()
 		}
 	}
 	turn.TTFT = upstream.ttft
@@ -176,41 +181,6 @@ func (s *Server) relayFailed(w http.ResponseWriter, r *http.Request, d dialects.
 		_, _ = w.Write(d.StreamError("The upstream stream broke off: " + up.err.Error()))
 		_ = http.NewResponseController(w).Flush()
 	}
-}
-
-// recordJSON parses a non-streaming answer into the turn.
-func recordJSON(turn *trace.Turn, d dialects.Dialect, status int, body []byte) {
-	if status < 200 || status > 299 {
-		turn.Error = d.ParseError(status, body).Error()
-		return
-	}
-	resp, err := d.ParseResponse(body)
-	if err != nil {
-		turn.Error = err.Error()
-		return
-	}
-	turn.Response = resp
-}
-
-// overlaid is the request as the upstream saw it.
-func overlaid(req dialects.Request, r Rollout) dialects.Request {
-	if r.Model != "" {
-		req.Model = r.Model
-	}
-	s := r.Sampling
-	if s.Temperature != nil {
-		req.Sampling.Temperature = s.Temperature
-	}
-	if s.TopP != nil {
-		req.Sampling.TopP = s.TopP
-	}
-	if s.MaxTokens != nil {
-		req.Sampling.MaxTokens = s.MaxTokens
-	}
-	if s.Seed != nil {
-		req.Sampling.Seed = s.Seed
-	}
-	return req
 }
 
 // attemptsOf reads the attempt count off an upstream error that knows it.

@@ -79,7 +79,8 @@ type Config struct {
 	MaxBodyBytes int64
 	Logger       *slog.Logger
 	// OnTurn, when set, is called with every turn after it is recorded, from
-	// the request's goroutine.
+	// the request's goroutine. Setting it puts the relay arm's parse of the
+	// turn (record.go) back on the request's path: it is for tests.
 	OnTurn func(rolloutKey string, turn trace.Turn)
 	// GatewayToken enables the rollout gateway routes (gateway.go) for
 	// callers presenting it; empty disables them. A credential: never log it.
@@ -139,11 +140,14 @@ type entry struct {
 	secret  []byte
 
 	mu    sync.Mutex
-	turns []trace.Turn
-	begun int // turns started, recorded or not
+	turns []trace.Turn // in Index order
+	// unparsed holds, by turn index, the raw bytes of relayed turns whose
+	// typed Request and Response are not parsed yet (record.go).
+	unparsed map[int]rawTurn
+	begun    int // turns started, recorded or not
 	// delivered counts calls whose caller has the whole answer but whose
 	// turn is not recorded yet: the relay flushes an answer's last byte
-	// before it parses the answer for the trace.
+	// before it records the turn.
 	delivered int
 	// settled are closed when delivered falls to 0.
 	settled []chan struct{}
@@ -166,9 +170,10 @@ func (e *entry) begin() int {
 	return e.begun - 1
 }
 
-// record keeps turn t, numbered index by begin, in index order.
-// wasDelivered says whether the call called deliver.
-func (e *entry) record(index int, t trace.Turn, wasDelivered bool) trace.Turn {
+// record keeps turn t, numbered index by begin, in index order, with the
+// raw bytes of its typed fields when raw is not nil. wasDelivered says
+// whether the call called deliver.
+func (e *entry) record(index int, t trace.Turn, raw *rawTurn, wasDelivered bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t.Index = index
@@ -177,6 +182,12 @@ func (e *entry) record(index int, t trace.Turn, wasDelivered bool) trace.Turn {
 		i--
 	}
 	e.turns = slices.Insert(e.turns, i, t)
+	if raw != nil {
+		if e.unparsed == nil {
+			e.unparsed = make(map[int]rawTurn)
+		}
+		e.unparsed[index] = *raw
+	}
 	if wasDelivered {
 		e.delivered--
 		if e.delivered == 0 {
@@ -186,7 +197,6 @@ func (e *entry) record(index int, t trace.Turn, wasDelivered bool) trace.Turn {
 			e.settled = nil
 		}
 	}
-	return t
 }
 
 // settle waits, at most d, until every call whose caller has its answer has
@@ -207,12 +217,6 @@ func (e *entry) settle(d time.Duration) {
 	case <-c:
 	case <-t.C:
 	}
-}
-
-func (e *entry) snapshot() []trace.Turn {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.turns)
 }
 
 // Listen starts a server on cfg.Tunnel's bind host at a free port.
@@ -294,18 +298,26 @@ const settleTimeout = 2 * time.Second
 // Unregister removes a rollout and returns its turns, once the calls in
 // flight have recorded theirs (see settleTimeout). Its secret stops working.
 func (s *Server) Unregister(key string) ([]trace.Turn, bool) {
-	s.mu.Lock()
-	e, ok := s.byKey[key]
-	if ok {
-		delete(s.byKey, key)
-		delete(s.bySecret, sha256.Sum256(e.secret))
-	}
-	s.mu.Unlock()
-	if !ok {
+	e := s.detach(key)
+	if e == nil {
 		return nil, false
 	}
 	e.settle(settleTimeout)
 	return e.snapshot(), true
+}
+
+// detach removes a rollout and returns its entry, nil when it is not
+// registered. Its secret stops working at once; its turns stay readable.
+func (s *Server) detach(key string) *entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.byKey[key]
+	if !ok {
+		return nil
+	}
+	delete(s.byKey, key)
+	delete(s.bySecret, sha256.Sum256(e.secret))
+	return e
 }
 
 // Turns returns the turns recorded so far for a rollout, including those of

@@ -120,11 +120,17 @@ type Interception struct {
 	// Rotate is how many requests a rollout serves; 4096 when 0.
 	Rotate int
 
-	mu      sync.Mutex
-	calls   int
-	keys    []string
-	secret  string
-	serial  int
+	mu     sync.Mutex
+	calls  int
+	keys   []string
+	secret string
+	serial int
+
+	// drops unregister rotated-out rollouts in the background: reading
+	// their turns parses them (issue 6), a cost the process still pays
+	// but no client waits for.
+	drops   sync.WaitGroup
+	countMu sync.Mutex
 	turns   int
 	errored int
 }
@@ -171,20 +177,26 @@ func (i *Interception) rotate() error {
 	i.keys = append(i.keys, key)
 	i.secret = secret
 	if len(i.keys) > 3 {
-		i.drop(i.keys[0])
+		key := i.keys[0]
+		i.drops.Go(func() { i.drop(key) })
 		i.keys = i.keys[1:]
 	}
 	return nil
 }
 
+// drop unregisters a rollout and counts its turns.
 func (i *Interception) drop(key string) {
 	turns, _ := i.Srv.Unregister(key)
-	i.turns += len(turns)
+	errored := 0
 	for _, t := range turns {
 		if t.Error != "" || t.Status != http.StatusOK {
-			i.errored++
+			errored++
 		}
 	}
+	i.countMu.Lock()
+	defer i.countMu.Unlock()
+	i.turns += len(turns)
+	i.errored += errored
 }
 
 // Header returns the headers of the next call, rotating the rollout when due.
@@ -210,15 +222,20 @@ func (i *Interception) Target(name, dialect string, body []byte) loadgen.Target 
 }
 
 // Turns unregisters every rollout and returns how many turns were recorded
-// and how many of them record an error or a status other than 200.
+// and how many of them record an error or a status other than 200, once
+// the rollouts rotated out earlier are dropped too. Call it when no load
+// runs.
 func (i *Interception) Turns() (turns, errored int) {
 	i.mu.Lock()
-	defer i.mu.Unlock()
 	for _, k := range i.keys {
 		i.drop(k)
 	}
 	i.keys = nil
 	_ = i.rotate()
+	i.mu.Unlock()
+	i.drops.Wait()
+	i.countMu.Lock()
+	defer i.countMu.Unlock()
 	return i.turns, i.errored
 }
 

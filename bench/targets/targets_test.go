@@ -130,3 +130,21 @@ func TestStreamsArriveWhole(t *testing.T) {
 		})
 	}
 }
+
+// TestTurnsCountsRotatedRollouts checks that Turns counts every call, those
+// of rollouts dropped in the background included.
+func TestTurnsCountsRotatedRollouts(t *testing.T) {
+	const calls = 40
+	base := mock(t, upstream.Config{BodyBytes: 200})
+	i := relay(t, targets.Chat, base)
+	i.Rotate = 3
+	c := loadgen.NewClient(4)
+	tg := i.Target("relay", targets.Chat, targets.Body(targets.Chat, 200, false))
+	for range calls {
+		_, err := c.Do(context.Background(), tg)
+		require.NoError(t, err)
+	}
+	turns, errored := i.Turns()
+	assert.Equal(t, calls, turns)
+	assert.Zero(t, errored)
+}

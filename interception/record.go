@@ -1,0 +1,155 @@
+package interception
+
+import (
+	"slices"
+
+	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/trace"
+)
+
+// rawTurn is what a relayed turn keeps instead of its typed Request and
+// Response until someone reads it: parsing is left off the relay's hot path
+// (issue 6), and most turns are read once, when their rollout ends.
+type rawTurn struct {
+	dialect dialects.Dialect
+	// request is the caller's body, before the overlay.
+	request []byte
+	// answered is set for a non-streaming answer relayed whole: status and
+	// answer are the upstream's.
+	answered bool
+	status   int
+	answer   []byte
+}
+
+// materialize fills t's typed fields from raw as the translate arm records
+// them up front: the request as the upstream saw it (with r's model and
+// sampling), and the answer or its error. A request that does not parse
+// leaves an error prefixed "trace: ", and t is still returned.
+func materialize(t trace.Turn, raw rawTurn, r Rollout) trace.Turn {
+	if raw.answered {
+		recordJSON(&t, raw.dialect, raw.status, raw.answer)
+	}
+	req, err := raw.dialect.ParseRequest(raw.request)
+	if err != nil {
+		msg := "trace: parse request: " + err.Error()
+		if t.Error != "" {
+			msg += "; " + t.Error
+		}
+		t.Error = msg
+		return t
+	}
+	t.Request = overlaid(req, r)
+	t.Streamed = req.Stream
+	return t
+}
+
+// recordJSON parses a non-streaming answer into the turn.
+func recordJSON(turn *trace.Turn, d dialects.Dialect, status int, body []byte) {
+	if status < 200 || status > 299 {
+		turn.Error = d.ParseError(status, body).Error()
+		return
+	}
+	resp, err := d.ParseResponse(body)
+	if err != nil {
+		turn.Error = err.Error()
+		return
+	}
+	turn.Response = resp
+}
+
+// overlaid is the request as the upstream saw it.
+func overlaid(req dialects.Request, r Rollout) dialects.Request {
+	if r.Model != "" {
+		req.Model = r.Model
+	}
+	s := r.Sampling
+	if s.Temperature != nil {
+		req.Sampling.Temperature = s.Temperature
+	}
+	if s.TopP != nil {
+		req.Sampling.TopP = s.TopP
+	}
+	if s.MaxTokens != nil {
+		req.Sampling.MaxTokens = s.MaxTokens
+	}
+	if s.Seed != nil {
+		req.Sampling.Seed = s.Seed
+	}
+	return req
+}
+
+// unparsedTurn is a turn of a copy to materialize: at is its position in
+// the copy.
+type unparsedTurn struct {
+	at  int
+	raw rawTurn
+}
+
+// snapshot returns a copy of the turns, every one materialized.
+func (e *entry) snapshot() []trace.Turn {
+	e.mu.Lock()
+	turns := slices.Clone(e.turns)
+	todo := e.unparsedIn(turns)
+	e.mu.Unlock()
+	e.fill(turns, todo)
+	return turns
+}
+
+// turn returns the recorded turn numbered index, materialized.
+func (e *entry) turn(index int) trace.Turn {
+	e.mu.Lock()
+	i, _ := e.find(index)
+	turns := []trace.Turn{e.turns[i]}
+	todo := e.unparsedIn(turns)
+	e.mu.Unlock()
+	e.fill(turns, todo)
+	return turns[0]
+}
+
+// find is the position of the turn numbered index in e.turns; e.mu is held.
+func (e *entry) find(index int) (int, bool) {
+	return slices.BinarySearchFunc(e.turns, index, func(t trace.Turn, index int) int { return t.Index - index })
+}
+
+// unparsedIn lists the turns of a copy of e.turns still to materialize;
+// e.mu is held.
+func (e *entry) unparsedIn(turns []trace.Turn) []unparsedTurn {
+	if len(e.unparsed) == 0 {
+		return nil
+	}
+	var todo []unparsedTurn
+	for i, t := range turns {
+		if raw, ok := e.unparsed[t.Index]; ok {
+			todo = append(todo, unparsedTurn{at: i, raw: raw})
+		}
+	}
+	return todo
+}
+
+// fill materializes the turns todo of the copy turns without holding e.mu,
+// so that calls recording turns meanwhile are not held up, then keeps the
+// results in place of the raw bytes. Two readers may race to parse the same
+// turn: both results are alike, and the first one kept wins.
+func (e *entry) fill(turns []trace.Turn, todo []unparsedTurn) {
+	if len(todo) == 0 {
+		return
+	}
+	for _, u := range todo {
+		turns[u.at] = materialize(turns[u.at], u.raw, e.rollout)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, u := range todo {
+		t := turns[u.at]
+		if _, ok := e.unparsed[t.Index]; !ok {
+			continue // another reader kept its result
+		}
+		delete(e.unparsed, t.Index)
+		if i, ok := e.find(t.Index); ok {
+			e.turns[i] = t
+		}
+	}
+	if len(e.unparsed) == 0 {
+		e.unparsed = nil // a map keeps its buckets after deletes
+	}
+}
