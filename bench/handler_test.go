@@ -16,6 +16,7 @@ import (
 
 	"github.com/evalflow/evalflow/bench/targets"
 	"github.com/evalflow/evalflow/bench/upstream"
+	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/interception"
 )
 
@@ -29,10 +30,10 @@ type memUpstream struct {
 func (m *memUpstream) Dialect() string { return m.dialect }
 
 func (m *memUpstream) Do(ctx context.Context, path string, body []byte) (*http.Response, error) {
-	return m.Relay(ctx, path, nil, body)
+	return m.Relay(ctx, path, nil, dialects.Body{body})
 }
 
-func (m *memUpstream) Relay(_ context.Context, _ string, _ http.Header, _ []byte) (*http.Response, error) {
+func (m *memUpstream) Relay(_ context.Context, _ string, _ http.Header, _ dialects.Body) (*http.Response, error) {
 	return m.response(), nil
 }
 

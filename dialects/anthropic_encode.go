@@ -27,7 +27,7 @@ func effortOf(r *ReasoningConfig) string {
 // thinkingBudget maps an OpenAI reasoning effort to an Anthropic budget.
 var thinkingBudget = map[string]int{"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384}
 
-func (anthropicDialect) Overlay(body []byte, model string, s Sampling) ([]byte, error) {
+func (anthropicDialect) Overlay(body []byte, model string, s Sampling) (Body, error) {
 	return overlaySeedless("anthropic", body, anthropicRequestShape, model, s, "max_tokens")
 }
 

@@ -27,8 +27,8 @@ func (chatDialect) ParseResponse(body []byte) (Response, error) { return ParseCh
 func (chatDialect) NewStream() Stream                           { return &ChatStream{} }
 func (chatDialect) ParseError(status int, body []byte) error    { return ParseChatError(status, body) }
 
-func (chatDialect) Overlay(body []byte, model string, s Sampling) ([]byte, error) {
-	return OverlayChat(body, model, s)
+func (chatDialect) Overlay(body []byte, model string, s Sampling) (Body, error) {
+	return overlayChat(body, model, s)
 }
 
 func (chatDialect) WriteError(w http.ResponseWriter, status int, code, message string) {

@@ -17,6 +17,15 @@ import (
 // max-tokens limit goes into max_completion_tokens when the caller used that
 // name, into max_tokens otherwise.
 func OverlayChat(body []byte, model string, s Sampling) ([]byte, error) {
+	out, err := overlayChat(body, model, s)
+	if err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// overlayChat is OverlayChat keeping the caller's bytes in place.
+func overlayChat(body []byte, model string, s Sampling) (Body, error) {
 	out, err := overlayFields(body, chatRequestShape, func(has func(string) bool) []field {
 		var set []field
 		if model != "" {
@@ -55,9 +64,10 @@ type field struct {
 }
 
 // overlayFields checks body against shape, then replaces or appends the
-// top-level fields pick returns and keeps every other byte of body. pick is
-// told which keys are present.
-func overlayFields(body []byte, shape *jsonshape.Shape, pick func(has func(string) bool) []field) ([]byte, error) {
+// top-level fields pick returns and keeps every other byte of body, in
+// place: the result's pieces are slices of body and the new values. pick
+// is told which keys are present.
+func overlayFields(body []byte, shape *jsonshape.Shape, pick func(has func(string) bool) []field) (Body, error) {
 	if err := shape.Check(body); err != nil {
 		return nil, err
 	}
@@ -106,14 +116,16 @@ func overlayFields(body []byte, shape *jsonshape.Shape, pick func(has func(strin
 	}
 	sort.Slice(edits, func(i, j int) bool { return edits[i].start < edits[j].start })
 
-	out := make([]byte, 0, len(body)+len(appended)+64)
+	out := make(Body, 0, 2*len(edits)+1)
 	pos := 0
 	for _, e := range edits {
-		out = append(out, body[pos:e.start]...)
-		out = append(out, e.text...)
+		if e.start > pos {
+			out = append(out, body[pos:e.start])
+		}
+		out = append(out, e.text)
 		pos = e.end
 	}
-	return append(out, body[pos:]...), nil
+	return append(out, body[pos:]), nil
 }
 
 // topLevelFields finds the byte span of every top-level value of a JSON object,
@@ -218,7 +230,7 @@ func skipValue(b []byte, i int) int {
 // overlaySeedless sets model, temperature, top_p and the max-tokens field
 // named maxTokens: the overlay of dialects that have no seed (Anthropic,
 // Responses).
-func overlaySeedless(dialect string, body []byte, shape *jsonshape.Shape, model string, s Sampling, maxTokens string) ([]byte, error) {
+func overlaySeedless(dialect string, body []byte, shape *jsonshape.Shape, model string, s Sampling, maxTokens string) (Body, error) {
 	out, err := overlayFields(body, shape, func(func(string) bool) []field {
 		var set []field
 		if model != "" {

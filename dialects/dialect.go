@@ -30,9 +30,11 @@ type Dialect interface {
 	// ParseError reads an error body in this dialect's shape.
 	ParseError(status int, body []byte) error
 
-	// Overlay sets model and the sampling fields s sets, in this dialect's
-	// field names, keeping every other byte of body.
-	Overlay(body []byte, model string, s Sampling) ([]byte, error)
+	// Overlay checks body (valid JSON of the shape ParseRequest reads: what
+	// ParseRequest refuses, Overlay refuses) and sets model and the sampling
+	// fields s sets, in this dialect's field names, keeping every other
+	// byte of body where it is.
+	Overlay(body []byte, model string, s Sampling) (Body, error)
 	// EncodeRequest writes a request for an upstream of this dialect.
 	EncodeRequest(req Request) ([]byte, error)
 	// EncodeResponse writes a non-streaming response for a caller.

@@ -6,7 +6,7 @@ import (
 	"io"
 )
 
-func (responsesDialect) Overlay(body []byte, model string, s Sampling) ([]byte, error) {
+func (responsesDialect) Overlay(body []byte, model string, s Sampling) (Body, error) {
 	return overlaySeedless("responses", body, responsesRequestShape, model, s, "max_output_tokens")
 }
 

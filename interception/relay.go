@@ -144,7 +144,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fail func(int,
 
 // send calls the upstream, answering 502 itself when it cannot be reached.
 func (s *Server) send(w http.ResponseWriter, r *http.Request, e *entry, turn *trace.Turn, path string, h http.Header,
-	body []byte, fail func(int, string, string)) (*http.Response, bool) {
+	body dialects.Body, fail func(int, string, string)) (*http.Response, bool) {
 	resp, err := relay(r.Context(), s.cfg.Upstream, path, h, body)
 	if err != nil {
 		turn.Attempts = attemptsOf(err)

@@ -42,8 +42,9 @@ const (
 // errors before any byte reaches the caller.
 //
 // An Upstream may also have a Dialect() string method naming the dialect it
-// speaks (chat when it has none), and a Relay(ctx, path, header, body) method
-// that also forwards the caller's request headers on the relay arm.
+// speaks (chat when it has none), and a Relay(ctx, path, header, body
+// dialects.Body) method that also forwards the caller's request headers on
+// the relay arm and sends the body's pieces without joining them.
 type Upstream interface {
 	Do(ctx context.Context, path string, body []byte) (*http.Response, error) // path after /v1, e.g. "/chat/completions"
 }
@@ -59,13 +60,13 @@ func upstreamDialect(u Upstream) dialects.Dialect {
 }
 
 // relay sends body with the caller's headers when u can forward them.
-func relay(ctx context.Context, u Upstream, path string, h http.Header, body []byte) (*http.Response, error) {
+func relay(ctx context.Context, u Upstream, path string, h http.Header, body dialects.Body) (*http.Response, error) {
 	if r, ok := u.(interface {
-		Relay(context.Context, string, http.Header, []byte) (*http.Response, error)
+		Relay(context.Context, string, http.Header, dialects.Body) (*http.Response, error)
 	}); ok {
 		return r.Relay(ctx, path, h, body)
 	}
-	return u.Do(ctx, path, body)
+	return u.Do(ctx, path, body.Bytes())
 }
 
 // Config configures a Pool and the servers in it. Zero fields take defaults.

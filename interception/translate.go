@@ -25,7 +25,7 @@ func (s *Server) translate(w http.ResponseWriter, r *http.Request, e *entry, d, 
 		fail(http.StatusBadRequest, "", "The request cannot be sent to the upstream: "+err.Error())
 		return
 	}
-	resp, ok := s.send(w, r, e, turn, up.Path(), nil, body, fail)
+	resp, ok := s.send(w, r, e, turn, up.Path(), nil, dialects.Body{body}, fail)
 	if !ok {
 		return
 	}

@@ -3,7 +3,6 @@
 package providers
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -105,14 +104,15 @@ func (e *RetryError) Attempts() int { return e.Count }
 // connection error, a *RetryError is returned. The response carries
 // AttemptsHeader.
 func (o *Client) Do(ctx context.Context, path string, body []byte) (*http.Response, error) {
-	return o.Relay(ctx, path, nil, body)
+	return o.Relay(ctx, path, nil, dialects.Body{body})
 }
 
 // Relay is Do with the caller's request headers: the ones that describe the
 // request (anthropic-version, anthropic-beta, openai-beta, …) are forwarded,
 // auth is replaced by the upstream's own, and hop-by-hop, length and
-// encoding headers are dropped.
-func (o *Client) Relay(ctx context.Context, path string, h http.Header, body []byte) (*http.Response, error) {
+// encoding headers are dropped. The body's pieces are sent as they are,
+// not joined first.
+func (o *Client) Relay(ctx context.Context, path string, h http.Header, body dialects.Body) (*http.Response, error) {
 	name := o.Dialect()
 	client := o.Client
 	if client == nil {
@@ -124,9 +124,13 @@ func (o *Client) Relay(ctx context.Context, path string, h http.Header, body []b
 	}
 	url := strings.TrimRight(o.BaseURL, "/") + path
 	for attempt := 1; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, http.NoBody)
 		if err != nil {
 			return nil, fmt.Errorf("%s request: %w", name, err)
+		}
+		if n := body.Len(); n > 0 {
+			req.Body, req.ContentLength = io.NopCloser(body.Reader()), int64(n)
+			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body.Reader()), nil }
 		}
 		forwardHeaders(req.Header, h)
 		req.Header.Set("Content-Type", "application/json")
