@@ -116,7 +116,7 @@ func anthropicBlocks(raw json.RawMessage) ([]anthropicBlock, error) {
 		return []anthropicBlock{{Type: "text", Text: s}}, nil
 	}
 	var bs []anthropicBlock
-	if err := json.Unmarshal(raw, &bs); err != nil {
+	if err := unmarshal(raw, &bs); err != nil {
 		return nil, fmt.Errorf("content: %w", err)
 	}
 	return bs, nil
@@ -143,7 +143,7 @@ func (b anthropicBlock) part() (Part, bool) {
 // tool messages ahead of the rest of the turn.
 func (anthropicDialect) ParseRequest(body []byte) (Request, error) {
 	var ar anthropicRequest
-	if err := json.Unmarshal(body, &ar); err != nil {
+	if err := unmarshal(body, &ar); err != nil {
 		return Request{}, fmt.Errorf("decode anthropic request: %w", err)
 	}
 	req := Request{
@@ -266,7 +266,7 @@ func anthropicFinish(stop string) string {
 // ParseResponse reads a Message object.
 func (anthropicDialect) ParseResponse(body []byte) (Response, error) {
 	var ar anthropicResponse
-	if err := json.Unmarshal(body, &ar); err != nil {
+	if err := unmarshal(body, &ar); err != nil {
 		return Response{}, fmt.Errorf("decode anthropic response: %w", err)
 	}
 	if ar.Type == "error" {
@@ -315,7 +315,7 @@ func (anthropicDialect) ParseError(status int, body []byte) error {
 			Message string `json:"message"`
 		} `json:"error"`
 	}
-	if json.Unmarshal(body, &env) == nil && env.Error != nil {
+	if unmarshal(body, &env) == nil && env.Error != nil {
 		return &AnthropicError{Status: status, Type: env.Error.Type, Message: env.Error.Message}
 	}
 	msg := truncateText(string(bytes.TrimSpace(body)), maxErrorText)

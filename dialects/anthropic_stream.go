@@ -45,7 +45,7 @@ func (s *AnthropicStream) Add(data []byte) error {
 		return nil
 	}
 	var ev anthropicEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
+	if err := unmarshal(data, &ev); err != nil {
 		return fmt.Errorf("decode anthropic event: %w", err)
 	}
 	switch ev.Type {

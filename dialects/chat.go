@@ -112,7 +112,7 @@ type chatResponse struct {
 // vocabulary. Content parts it has no type for (audio, files) are skipped.
 func ParseChatRequest(body []byte) (Request, error) {
 	var cr chatRequest
-	if err := json.Unmarshal(body, &cr); err != nil {
+	if err := unmarshal(body, &cr); err != nil {
 		return Request{}, fmt.Errorf("decode chat request: %w", err)
 	}
 	req := Request{
@@ -156,7 +156,7 @@ func ParseChatRequest(body []byte) (Request, error) {
 // the first choice is kept.
 func ParseChatResponse(body []byte) (Response, error) {
 	var cr chatResponse
-	if err := json.Unmarshal(body, &cr); err != nil {
+	if err := unmarshal(body, &cr); err != nil {
 		return Response{}, fmt.Errorf("decode chat response: %w", err)
 	}
 	resp := Response{ID: cr.ID, Model: cr.Model, Usage: cr.Usage.usage()}
@@ -231,7 +231,7 @@ func parseChatContent(raw json.RawMessage) ([]Part, string, error) {
 		return parts, "", err
 	}
 	var cps []chatPart
-	if err := json.Unmarshal(raw, &cps); err != nil {
+	if err := unmarshal(raw, &cps); err != nil {
 		return nil, "", fmt.Errorf("content: %w", err)
 	}
 	var parts []Part
@@ -261,6 +261,6 @@ func unquote(raw []byte) (string, error) {
 		return string(raw[1 : len(raw)-1]), nil
 	}
 	var s string
-	err := json.Unmarshal(raw, &s)
+	err := unmarshal(raw, &s)
 	return s, err
 }

@@ -154,7 +154,7 @@ func topLevelFields(body []byte) (map[string][][2]int, int, error) {
 		raw := body[ks+1 : i-1]
 		key := string(raw)
 		if bytes.IndexByte(raw, '\\') >= 0 {
-			if err := json.Unmarshal(body[ks:i], &key); err != nil {
+			if err := unmarshal(body[ks:i], &key); err != nil {
 				return nil, 0, fmt.Errorf("key: %w", err)
 			}
 		}

@@ -56,7 +56,7 @@ func (s *ChatStream) Add(data []byte) error {
 		return nil
 	}
 	var c chatChunk
-	if err := json.Unmarshal(data, &c); err != nil {
+	if err := unmarshal(data, &c); err != nil {
 		return fmt.Errorf("decode chat chunk: %w", err)
 	}
 	if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) {

@@ -110,7 +110,7 @@ func responsesContent(raw json.RawMessage) ([]Part, string, error) {
 		return parts, "", err
 	}
 	var ps []responsesText
-	if err := json.Unmarshal(raw, &ps); err != nil {
+	if err := unmarshal(raw, &ps); err != nil {
 		return nil, "", fmt.Errorf("content: %w", err)
 	}
 	var parts []Part
@@ -121,7 +121,7 @@ func responsesContent(raw json.RawMessage) ([]Part, string, error) {
 			parts = append(parts, Part{Type: PartText, Text: p.Text})
 		case "input_image":
 			var u string
-			if json.Unmarshal(p.ImageURL, &u) == nil && u != "" {
+			if unmarshal(p.ImageURL, &u) == nil && u != "" {
 				parts = append(parts, Part{Type: PartImage, ImageURL: u})
 			}
 		case "refusal":
@@ -151,7 +151,7 @@ func (it responsesItem) thinking() (Thinking, error) {
 // messages, function calls) folds into one assistant message.
 func (responsesDialect) ParseRequest(body []byte) (Request, error) {
 	var rr responsesRequest
-	if err := json.Unmarshal(body, &rr); err != nil {
+	if err := unmarshal(body, &rr); err != nil {
 		return Request{}, fmt.Errorf("decode responses request: %w", err)
 	}
 	req := Request{Model: rr.Model, Stream: rr.Stream,
@@ -189,7 +189,7 @@ func responsesInput(raw json.RawMessage) ([]Message, error) {
 		return []Message{{Role: RoleUser, Content: []Part{{Type: PartText, Text: s}}}}, nil
 	}
 	var items []responsesItem
-	if err := json.Unmarshal(raw, &items); err != nil {
+	if err := unmarshal(raw, &items); err != nil {
 		return nil, fmt.Errorf("input: %w", err)
 	}
 	var out []Message
@@ -256,7 +256,7 @@ func responsesInput(raw json.RawMessage) ([]Message, error) {
 // ParseResponse reads a Response object. A failed response is an error.
 func (responsesDialect) ParseResponse(body []byte) (Response, error) {
 	var rr responsesResponse
-	if err := json.Unmarshal(body, &rr); err != nil {
+	if err := unmarshal(body, &rr); err != nil {
 		return Response{}, fmt.Errorf("decode responses response: %w", err)
 	}
 	return responsesResponseOf(rr)
@@ -344,7 +344,7 @@ func (s *ResponsesStream) Add(data []byte) error {
 		return nil
 	}
 	var ev responsesEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
+	if err := unmarshal(data, &ev); err != nil {
 		return fmt.Errorf("decode responses event: %w", err)
 	}
 	item := func() (*responsesStreamItem, error) {

@@ -1,7 +1,6 @@
 package dialects
 
 import (
-	"encoding/json"
 	"reflect"
 
 	"github.com/evalflow/evalflow/jsonshape"
@@ -54,7 +53,7 @@ func checkResponsesItem(o jsonshape.Object) error {
 		// The content is read only when the summary has no text.
 		var summary []responsesText
 		if raw := o.Raw("summary"); raw != nil {
-			_ = json.Unmarshal(raw, &summary) // its shape is checked already
+			_ = unmarshal(raw, &summary) // its shape is checked already
 		}
 		for _, s := range summary {
 			if s.Text != "" {

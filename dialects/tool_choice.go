@@ -14,7 +14,7 @@ func openAIToolChoice(raw json.RawMessage) *ToolChoice {
 		return nil
 	}
 	var mode string
-	if json.Unmarshal(raw, &mode) == nil {
+	if unmarshal(raw, &mode) == nil {
 		if mode == ToolChoiceAuto || mode == ToolChoiceNone || mode == ToolChoiceRequired {
 			return &ToolChoice{Mode: mode}
 		}
@@ -27,7 +27,7 @@ func openAIToolChoice(raw json.RawMessage) *ToolChoice {
 			Name string `json:"name"`
 		} `json:"function"`
 	}
-	if json.Unmarshal(raw, &obj) != nil || obj.Type != "function" {
+	if unmarshal(raw, &obj) != nil || obj.Type != "function" {
 		return nil
 	}
 	name := obj.Name
@@ -68,7 +68,7 @@ func anthropicToolChoiceOf(raw json.RawMessage) *ToolChoice {
 		Type string `json:"type"`
 		Name string `json:"name"`
 	}
-	if len(bytes.TrimSpace(raw)) == 0 || json.Unmarshal(raw, &obj) != nil {
+	if len(bytes.TrimSpace(raw)) == 0 || unmarshal(raw, &obj) != nil {
 		return nil
 	}
 	switch obj.Type {
@@ -104,13 +104,13 @@ func anthropicToolChoice(tc *ToolChoice) map[string]string {
 // stopOf reads chat's stop: a string or an array of strings.
 func stopOf(raw json.RawMessage) []string {
 	var one string
-	if json.Unmarshal(raw, &one) == nil {
+	if unmarshal(raw, &one) == nil {
 		if one == "" {
 			return nil
 		}
 		return []string{one}
 	}
 	var many []string
-	_ = json.Unmarshal(raw, &many)
+	_ = unmarshal(raw, &many)
 	return many
 }
