@@ -84,23 +84,36 @@ func (c *Client) Do(ctx context.Context, t Target) (time.Duration, error) {
 	return d, nil
 }
 
+// maxTries bounds the calls Interleaved makes for one sample.
+const maxTries = 3
+
 // Interleaved sends n requests to every target, one request at a time: each
 // round calls every target once, starting from a different target each
 // round, so that all targets see the same conditions. It returns the
-// latencies by target name after warm requests to each.
-func Interleaved(ctx context.Context, c Doer, targets []Target, n, warm int) (map[string][]time.Duration, error) {
-	out := make(map[string][]time.Duration, len(targets))
+// latencies by target name after warm requests to each, and the calls that
+// failed by target name: a failed call is tried again (at most maxTries
+// times in all) so that one broken connection does not end a run, and is
+// reported rather than hidden; a call failing every try ends the run.
+func Interleaved(ctx context.Context, c Doer, targets []Target, n, warm int) (latencies map[string][]time.Duration, failed map[string]int, err error) {
+	latencies = make(map[string][]time.Duration, len(targets))
+	failed = make(map[string]int)
 	for round := -warm; round < n; round++ {
 		for j := range targets {
 			t := targets[(j+max(round, 0))%len(targets)]
-			d, err := c.Do(ctx, t)
-			if err != nil {
-				return nil, err
+			var d time.Duration
+			for try := 1; ; try++ {
+				if d, err = c.Do(ctx, t); err == nil {
+					break
+				}
+				failed[t.Name]++
+				if try == maxTries || ctx.Err() != nil {
+					return nil, failed, err
+				}
 			}
 			if round >= 0 {
-				out[t.Name] = append(out[t.Name], d)
+				latencies[t.Name] = append(latencies[t.Name], d)
 			}
 		}
 	}
-	return out, nil
+	return latencies, failed, nil
 }

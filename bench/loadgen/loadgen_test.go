@@ -2,6 +2,7 @@ package loadgen_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -56,12 +57,41 @@ func TestInterleavedCallsEveryTargetInTurn(t *testing.T) {
 	a, na := counting(t)
 	b, nb := counting(t)
 	b.Name = "u"
-	lat, err := loadgen.Interleaved(context.Background(), loadgen.NewClient(2), []loadgen.Target{a, b}, 10, 2)
+	lat, failed, err := loadgen.Interleaved(context.Background(), loadgen.NewClient(2), []loadgen.Target{a, b}, 10, 2)
 	require.NoError(t, err)
+	assert.Empty(t, failed)
 	assert.Len(t, lat["t"], 10)
 	assert.Len(t, lat["u"], 10)
 	assert.Equal(t, int64(12), na.Load(), "warm-up calls count too")
 	assert.Equal(t, int64(12), nb.Load())
+}
+
+// flaky fails its calls numbered in fail (from 1), answering the others.
+type flaky struct {
+	calls int
+	fail  map[int]bool
+}
+
+func (f *flaky) Do(_ context.Context, t loadgen.Target) (time.Duration, error) {
+	f.calls++
+	if f.fail[f.calls] {
+		return 0, errors.New(t.Name + ": read answer: unexpected EOF")
+	}
+	return time.Duration(f.calls), nil
+}
+
+func TestInterleavedRetriesAndReportsFailures(t *testing.T) {
+	tg := loadgen.Target{Name: "t"}
+	f := &flaky{fail: map[int]bool{2: true, 3: true}}
+	lat, failed, err := loadgen.Interleaved(context.Background(), f, []loadgen.Target{tg}, 3, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []time.Duration{1, 4, 5}, lat["t"], "the failed calls' sample is the next try's")
+	assert.Equal(t, 2, failed["t"])
+
+	f = &flaky{fail: map[int]bool{2: true, 3: true, 4: true}}
+	_, failed, err = loadgen.Interleaved(context.Background(), f, []loadgen.Target{tg}, 3, 0)
+	require.ErrorContains(t, err, "unexpected EOF", "a call failing every try ends the run")
+	assert.Equal(t, 3, failed["t"])
 }
 
 func TestLoadStopsByItself(t *testing.T) {

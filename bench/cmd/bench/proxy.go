@@ -123,7 +123,7 @@ func latencySection(ctx context.Context, o options, logf func(string, ...any)) (
 			return nil, err
 		}
 		ts := append(a.chatTargets(targets.Body(targets.Chat, sz.bytes, false)), a.dialectTargets(sz.bytes, false)...)
-		lat, err := loadgen.Interleaved(ctx, c, ts, sz.n, sz.warm)
+		lat, failed, err := loadgen.Interleaved(ctx, c, ts, sz.n, sz.warm)
 		if err != nil {
 			a.close()
 			return nil, err
@@ -141,7 +141,8 @@ func latencySection(ctx context.Context, o options, logf func(string, ...any)) (
 		turns["translate"] = [2]int{n, e}
 		for _, t := range ts {
 			d, base := dialectOf(t.Name)
-			row := LatencyRow{Size: sz.name, Target: t.Name, Dialect: d, Latency: sum[t.Name], Added: sum[t.Name].AddedOver(sum[base])}
+			row := LatencyRow{Size: sz.name, Target: t.Name, Dialect: d, Latency: sum[t.Name], Added: sum[t.Name].AddedOver(sum[base]),
+				Failed: failed[t.Name]}
 			switch {
 			case t.Name == tTranslate:
 				row.Turns, row.Errored = turns["translate"][0], turns["translate"][1]

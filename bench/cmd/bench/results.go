@@ -30,6 +30,8 @@ type LatencyRow struct {
 	// equal the requests it served (warm-up included).
 	Turns   int `json:"turns_recorded,omitempty"`
 	Errored int `json:"turns_errored,omitempty"`
+	// Failed counts calls that failed and were tried again (loadgen.Interleaved).
+	Failed int `json:"failed_calls,omitempty"`
 }
 
 // ThroughputRow is one target at one number of clients.
