@@ -28,7 +28,7 @@ lint:
 # Benchmarks, each against its baselines in the same run (a few minutes on 2
 # cores): writes bench/results.json and the results section of BENCHMARKS.md.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./bench/ > bench/gobench.txt && cat bench/gobench.txt
+	$(GO) test -run '^$$' -bench . -benchmem ./bench/ ./dialects/ > bench/gobench.txt && cat bench/gobench.txt
 	$(GO) run ./bench/cmd/bench -gobench bench/gobench.txt
 
 # The 20,000-rollout eval (bounded histories, flat worker memory); takes

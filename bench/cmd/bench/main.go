@@ -61,7 +61,8 @@ func run(args []string, log io.Writer) error {
 	fs.StringVar(&o.out, "out", "bench/results.json", "results file; sections not run are kept from it")
 	fs.StringVar(&o.md, "md", "BENCHMARKS.md", "markdown file whose results section is regenerated; empty: none")
 	fs.StringVar(&o.gobench, "gobench", "", "output of go test -bench -benchmem to include")
-	fs.StringVar(&o.before, "before", "bench/results.before.json", "results taken before the optimizations, compared in the markdown; missing: no comparison")
+	fs.StringVar(&o.before, "before", "bench/results.before.json,bench/results.round1.json",
+		"comma-separated results of earlier rounds of optimization, oldest first, compared in the markdown; missing files are left out")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -142,12 +143,18 @@ func run(args []string, log io.Writer) error {
 		return fmt.Errorf("write results: %w", err)
 	}
 	if o.md != "" {
-		var before *Results
-		if b, err := os.ReadFile(o.before); err == nil {
-			before = &Results{}
-			if err := json.Unmarshal(b, before); err != nil {
-				return fmt.Errorf("read %s: %w", o.before, err)
+		var before []*Results
+		for _, name := range strings.Split(o.before, ",") {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				continue
 			}
+			r := &Results{}
+			if err := json.Unmarshal(b, r); err != nil {
+				return fmt.Errorf("read %s: %w", name, err)
+			}
+			r.source = name
+			before = append(before, r)
 		}
 		if err := writeMarkdown(o.md, res, before); err != nil {
 			return err

@@ -17,13 +17,13 @@ const (
 	endMarker   = "<!-- bench:end -->"
 )
 
-func writeMarkdown(path string, r, before *Results) error {
+func writeMarkdown(path string, r *Results, before []*Results) error {
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	body := markdown(r)
-	if before != nil {
+	if len(before) > 0 {
 		body += beforeAfter(before, r)
 	}
 	gen := beginMarker + "\n" + body + endMarker
@@ -145,7 +145,7 @@ func markdown(r *Results) string {
 	}
 	if len(r.GoBench) > 0 {
 		p("### 6. Per-request cost of the handler\n\n")
-		p("`go test -run '^$' -bench . -benchmem ./bench/` — the interception handler called in process (`ServeHTTP`), the upstream answering from memory; `reverseproxy` is httputil.ReverseProxy on the same in-memory upstream. CPU ns/op is the process's user and system time per request, GC included.\n\n")
+		p("`go test -run '^$' -bench . -benchmem ./bench/ ./dialects/` — Relay, Translate, ReverseProxy: the interception handler called in process (`ServeHTTP`), the upstream answering from memory; `reverseproxy` is httputil.ReverseProxy on the same in-memory upstream. CPU ns/op is the process's user and system time per request, GC included, and for Relay the trace's deferred parse of the turn too. Materialize: that parse alone, per turn. RequestCheck: per chat request, the relay arm's one-pass check (`check`, and `overlay`, which includes it) against the typed parse the trace does later (`parse`) and `json.Valid` alone.\n\n")
 		p("| benchmark | ns/op | CPU ns/op | B/op | allocs/op |\n|---|---:|---:|---:|---:|\n")
 		for _, g := range r.GoBench {
 			p("| %s | %.0f | %.0f | %.0f | %.0f |\n", g.Name, g.NsPerOp, g.CPUNsPerOp, g.BytesPerOp, g.AllocsPerOp)
@@ -248,8 +248,9 @@ func readGoBench(path string) ([]GoBenchRow, error) {
 	return rows, sc.Err()
 }
 
-// beforeAfter compares the headline figures of two results files.
-func beforeAfter(before, after *Results) string {
+// beforeAfter compares the headline figures of earlier results files,
+// oldest first, with this run's.
+func beforeAfter(before []*Results, after *Results) string {
 	type row struct {
 		name string
 		get  func(*Results) (float64, bool)
@@ -322,7 +323,8 @@ func beforeAfter(before, after *Results) string {
 		return func(r *Results) (float64, bool) {
 			for _, g := range r.GoBench {
 				if strings.HasPrefix(g.Name, name+"-") || g.Name == name {
-					return [3]float64{g.NsPerOp, g.BytesPerOp, g.AllocsPerOp}[field], true
+					v := [4]float64{g.NsPerOp, g.BytesPerOp, g.AllocsPerOp, g.CPUNsPerOp}[field]
+					return v, v != 0 // results from before CPU time was taken have none
 				}
 			}
 			return 0, false
@@ -333,6 +335,8 @@ func beforeAfter(before, after *Results) string {
 		{"relay added latency p99, 4 KB", lat("4KB", tRelay, true), "µs"},
 		{"relay added latency p50, 1 MB", lat("1MB", tRelay, false), "µs"},
 		{"relay added latency p99, 1 MB", lat("1MB", tRelay, true), "µs"},
+		{"reverse proxy added latency p50, 4 KB (baseline)", lat("4KB", tProxy, false), "µs"},
+		{"reverse proxy added latency p99, 1 MB (baseline)", lat("1MB", tProxy, true), "µs"},
 		{"relay closed-loop req/s as % of the reverse proxy's, 64 clients", closedRatio(64), "%"},
 		{"relay closed-loop req/s as % of the reverse proxy's, 512 clients", closedRatio(512), "%"},
 		{"relay req/s with p99 < 5 ms, 64 clients", tput(64, tRelay), "req/s"},
@@ -342,23 +346,43 @@ func beforeAfter(before, after *Results) string {
 		{"1,000 rollouts on Temporal", orch(1000), "s"},
 		{"1,000 rollouts by the errgroup (baseline)", orchBase(1000), "s"},
 		{"handler, chat 4 KB JSON: time", gb("Relay/chat/4KB/json", 0), "ns/op"},
+		{"handler, chat 4 KB JSON: CPU, the trace's deferred parse included", gb("Relay/chat/4KB/json", 3), "ns/op"},
 		{"handler, chat 4 KB JSON: memory", gb("Relay/chat/4KB/json", 1), "B/op"},
 		{"handler, chat 4 KB JSON: allocations", gb("Relay/chat/4KB/json", 2), "allocs/op"},
 		{"handler, chat 1 MB JSON: time", gb("Relay/chat/1MB/json", 0), "ns/op"},
+		{"handler, chat 1 MB JSON: CPU, the trace's deferred parse included", gb("Relay/chat/1MB/json", 3), "ns/op"},
 		{"handler, chat 1 MB JSON: memory", gb("Relay/chat/1MB/json", 1), "B/op"},
 		{"handler, chat 4 KB SSE: allocations", gb("Relay/chat/4KB/sse", 2), "allocs/op"},
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "### Before and after the optimizations\n\n")
-	fmt.Fprintf(&b, "Before: `bench/results.before.json` (%s), the tree as it was before the changes listed in the prose above; after: this run. Each is interleaved against its own baselines; the two runs are not interleaved with each other, so read a change smaller than the run-to-run noise of the baselines as no change.\n\n", before.GeneratedAt)
-	fmt.Fprintf(&b, "| figure | before | after | unit |\n|---|---:|---:|---|\n")
+	fmt.Fprintf(&b, "Each column is one `make bench` run, interleaved against its own baselines; the runs are not interleaved with each other, so read a change smaller than the run-to-run noise of the baselines as no change. ")
+	b.WriteString("The rounds of changes are in the prose above.\n\n")
+	var cols []string
+	for i, r := range before {
+		label := "before"
+		if i > 0 {
+			label = fmt.Sprintf("round %d", i)
+		}
+		cols = append(cols, label)
+		fmt.Fprintf(&b, "- %s: `%s` (%s)\n", label, r.source, r.GeneratedAt)
+	}
+	fmt.Fprintf(&b, "- now: this run\n\n")
+	fmt.Fprintf(&b, "| figure | %s | now | unit |\n|---|%s---:|---|\n", strings.Join(cols, " | "), strings.Repeat("---:|", len(cols)))
 	for _, r := range rows {
-		x, ok1 := r.get(before)
-		y, ok2 := r.get(after)
-		if !ok1 || !ok2 {
+		y, ok := r.get(after)
+		if !ok {
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %s |\n", r.name, x, y, r.unit)
+		fmt.Fprintf(&b, "| %s |", r.name)
+		for _, e := range before {
+			if x, ok := r.get(e); ok {
+				fmt.Fprintf(&b, " %.1f |", x)
+			} else {
+				b.WriteString(" — |")
+			}
+		}
+		fmt.Fprintf(&b, " %.1f | %s |\n", y, r.unit)
 	}
 	b.WriteString("\n")
 	return b.String()

@@ -7,6 +7,8 @@ import (
 
 // Results is bench/results.json.
 type Results struct {
+	// source is the file the results were read from, when they were.
+	source        string
 	GeneratedAt   string             `json:"generated_at"`
 	Machine       Machine            `json:"machine"`
 	Latency       []LatencyRow       `json:"latency"`
