@@ -148,7 +148,11 @@ func markdown(r *Results) string {
 		p("`go test -run '^$' -bench . -benchmem ./bench/ ./dialects/` — Relay, Translate, ReverseProxy: the interception handler called in process (`ServeHTTP`), the upstream answering from memory; `reverseproxy` is httputil.ReverseProxy on the same in-memory upstream. CPU ns/op is the process's user and system time per request, GC included, and for Relay the trace's deferred parse of the turn too. Materialize: that parse alone, per turn. RequestCheck: per chat request, the relay arm's one-pass check (`check`, and `overlay`, which includes it) against the typed parse the trace does later (`parse`) and `json.Valid` alone.\n\n")
 		p("| benchmark | ns/op | CPU ns/op | B/op | allocs/op |\n|---|---:|---:|---:|---:|\n")
 		for _, g := range r.GoBench {
-			p("| %s | %.0f | %.0f | %.0f | %.0f |\n", g.Name, g.NsPerOp, g.CPUNsPerOp, g.BytesPerOp, g.AllocsPerOp)
+			cpu := "—" // benchmarks that do not report it
+			if g.CPUNsPerOp > 0 {
+				cpu = fmt.Sprintf("%.0f", g.CPUNsPerOp)
+			}
+			p("| %s | %.0f | %s | %.0f | %.0f |\n", g.Name, g.NsPerOp, cpu, g.BytesPerOp, g.AllocsPerOp)
 		}
 		p("\n")
 	}
