@@ -52,7 +52,7 @@ func overlayChat(body []byte, model string, s Sampling) (Body, error) {
 		return set
 	})
 	if err != nil {
-		return nil, fmt.Errorf("overlay chat request: %w", err)
+		return nil, fmt.Errorf("chat request: %w", err)
 	}
 	return out, nil
 }
@@ -248,7 +248,7 @@ func overlaySeedless(dialect string, body []byte, shape *jsonshape.Shape, model 
 		return set
 	})
 	if err != nil {
-		return nil, fmt.Errorf("overlay %s request: %w", dialect, err)
+		return nil, fmt.Errorf("%s request: %w", dialect, err)
 	}
 	return out, nil
 }

@@ -68,6 +68,11 @@ func TestRequestShapeRefusesWhatParseRefuses(t *testing.T) {
 	}
 }
 
+func TestOverlayErrorSaysWhereAndWhat(t *testing.T) {
+	_, err := Anthropic.Overlay([]byte(`{"messages":[{"role":"user","content":[{"type":"tool_result","content":{}}]}]}`), "m", Sampling{})
+	assert.EqualError(t, err, "anthropic request: messages[0].content[0].content (at offset 71): want a string or an array, got an object")
+}
+
 // FuzzRequestShape holds each request shape to its parser: the shape
 // check refuses exactly what ParseRequest refuses, so the relay arm can
 // check a request in one pass and leave the parse to whoever reads the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -78,13 +79,13 @@ func (c *checker) pathString() string {
 
 func (c *checker) syntax(msg string) {
 	if c.err == nil {
-		c.err = &Error{Offset: c.i, Path: c.pathString(), Syntax: true, Msg: msg}
+		c.err = &Error{Offset: c.i, Syntax: true, Msg: msg} // the offset says where
 	}
 }
 
 // mismatch notes a value of the wrong type at offset at.
 func (c *checker) mismatch(at int, want *Shape, got string) {
-	c.fail(&Error{Offset: at, Path: c.pathString(), Msg: "cannot decode " + got + " into " + want.describe()})
+	c.fail(&Error{Offset: at, Path: c.pathString(), Msg: "want " + want.describe() + ", got " + got})
 }
 
 func (c *checker) fail(e *Error) {
@@ -99,14 +100,18 @@ func (c *checker) fail(e *Error) {
 	}
 }
 
+// describe says what s accepts in the words of JSON, for the people who
+// sent the document: it names no Go type.
 func (s *Shape) describe() string {
 	switch s.kind {
 	case kindUnion:
 		return s.name
-	case kindString, kindBool, kindSlice, kindStruct, kindMap:
-		return jsonKindName(s.kind) + " (" + s.name + ")"
+	case kindInt, kindUint:
+		return fmt.Sprintf("an integer that fits in %d bits", s.bits)
+	case kindFloat:
+		return "a number in range"
 	}
-	return s.name
+	return jsonKindName(s.kind)
 }
 
 func (c *checker) skipSpace() {

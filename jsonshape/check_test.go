@@ -131,6 +131,21 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+func TestCheckErrorSaysWhereAndWhat(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{`{"list":[{"type":"a"},{"type":7}]}`, "list[1].type (at offset 30): want a string, got a number"},
+		{`{"union":{}}`, "union (at offset 9): want a string or an array, got an object"},
+		{`{"i8":300}`, "i8 (at offset 6): want an integer that fits in 8 bits, got the number 300"},
+		{`{"s":"x"`, "invalid JSON at offset 8: unexpected end of JSON input"},
+		{`{"s" "x"}`, "invalid JSON at offset 5: invalid character '\"' after object key"},
+	}
+	for _, tt := range tests {
+		err := sampleShape.Check([]byte(tt.body))
+		require.Error(t, err, "Check(%q)", tt.body)
+		assert.Equal(t, tt.want, err.Error(), "Check(%q)", tt.body)
+	}
+}
+
 func TestCheckDepth(t *testing.T) {
 	for _, n := range []int{10000, 10001} {
 		b := []byte(strings.Repeat("[", n) + strings.Repeat("]", n))

@@ -242,9 +242,7 @@ func jsonKindName(k kind) string {
 		return "an array"
 	case kindStruct, kindMap:
 		return "an object"
-	case kindInt, kindUint:
-		return "an integer"
-	case kindFloat:
+	case kindInt, kindUint, kindFloat:
 		return "a number"
 	case kindBool:
 		return "a boolean"
@@ -257,11 +255,13 @@ type Error struct {
 	// Offset is the byte offset of the problem.
 	Offset int
 	// Path is where in the document, e.g. messages[2].content; empty at
-	// the top level.
+	// the top level and for syntax errors, whose offset says where.
 	Path string
 	// Syntax is set when the document is not valid JSON.
 	Syntax bool
-	Msg    string
+	// Msg says what is wrong, in JSON's words ("want an array, got a
+	// number"), never naming a Go type.
+	Msg string
 }
 
 func (e *Error) Error() string {
