@@ -22,6 +22,7 @@ type LoadResult struct {
 // loop). With rate > 0 requests are due at rate per second in total (open
 // loop) and a request's latency counts from when it was due, so a server
 // that falls behind shows it in the tail instead of slowing the clients.
+// The window ends when every client is done and t.Settle has run.
 func Load(ctx context.Context, c Doer, t Target, clients int, rate float64, d time.Duration) LoadResult {
 	var (
 		next   atomic.Int64
@@ -69,6 +70,9 @@ func Load(ctx context.Context, c Doer, t Target, clients int, rate float64, d ti
 		}()
 	}
 	wg.Wait()
+	if t.Settle != nil {
+		t.Settle()
+	}
 	elapsed := time.Since(start)
 	return LoadResult{
 		Clients: clients, Rate: rate, Requests: len(lat), Errors: int(errs.Load()),

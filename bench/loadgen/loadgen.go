@@ -26,6 +26,12 @@ type Target struct {
 	// Header returns the headers of one call; nil sends only Content-Type.
 	// It is called per request so that credentials may rotate.
 	Header func() http.Header
+	// Settle, when set, finishes the work the target deferred while it was
+	// answering (the interception server parses its trace after the
+	// caller has the answer). Load runs it after a window and counts its
+	// time in the window, so a target's throughput includes what it put
+	// off.
+	Settle func()
 }
 
 // Client sends requests to targets.
@@ -87,6 +93,10 @@ func (c *Client) Do(ctx context.Context, t Target) (time.Duration, error) {
 // maxTries bounds the calls Interleaved makes for one sample.
 const maxTries = 3
 
+// settleEvery is how many rounds Interleaved runs between settling the
+// targets' deferred work.
+const settleEvery = 16
+
 // Interleaved sends n requests to every target, one request at a time: each
 // round calls every target once, starting from a different target each
 // round, so that all targets see the same conditions. It returns the
@@ -94,6 +104,9 @@ const maxTries = 3
 // failed by target name: a failed call is tried again (at most maxTries
 // times in all) so that one broken connection does not end a run, and is
 // reported rather than hidden; a call failing every try ends the run.
+// Every settleEvery rounds, and outside any timing, it runs the targets'
+// Settle: a latency is what the caller waits for, and work a target put
+// off until after its answers must not land on the next target's call.
 func Interleaved(ctx context.Context, c Doer, targets []Target, n, warm int) (latencies map[string][]time.Duration, failed map[string]int, err error) {
 	latencies = make(map[string][]time.Duration, len(targets))
 	failed = make(map[string]int)
@@ -112,6 +125,13 @@ func Interleaved(ctx context.Context, c Doer, targets []Target, n, warm int) (la
 			}
 			if round >= 0 {
 				latencies[t.Name] = append(latencies[t.Name], d)
+			}
+		}
+		if (round+warm+1)%settleEvery == 0 {
+			for _, t := range targets {
+				if t.Settle != nil {
+					t.Settle()
+				}
 			}
 		}
 	}

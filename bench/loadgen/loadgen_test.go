@@ -80,6 +80,18 @@ func (f *flaky) Do(_ context.Context, t loadgen.Target) (time.Duration, error) {
 	return time.Duration(f.calls), nil
 }
 
+func TestInterleavedSettlesBetweenRounds(t *testing.T) {
+	a, na := counting(t)
+	settled := 0
+	a.Settle = func() {
+		settled++
+		assert.Zero(t, na.Load()%16, "settled after whole rounds only")
+	}
+	_, _, err := loadgen.Interleaved(context.Background(), loadgen.NewClient(1), []loadgen.Target{a}, 40, 8)
+	require.NoError(t, err)
+	assert.Equal(t, 3, settled, "48 rounds, settled every 16")
+}
+
 func TestInterleavedRetriesAndReportsFailures(t *testing.T) {
 	tg := loadgen.Target{Name: "t"}
 	f := &flaky{fail: map[int]bool{2: true, 3: true}}
@@ -111,6 +123,18 @@ func TestLoadStopsByItself(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestLoadCountsSettleInTheWindow(t *testing.T) {
+	tg, n := counting(t)
+	var atSettle int64 = -1
+	tg.Settle = func() {
+		atSettle = n.Load()
+		time.Sleep(300 * time.Millisecond) // deferred work being modelled, not synchronization
+	}
+	r := loadgen.Load(context.Background(), loadgen.NewClient(4), tg, 4, 0, 100*time.Millisecond)
+	assert.Equal(t, int64(r.Requests), atSettle, "Settle runs once every client is done")
+	assert.LessOrEqual(t, r.RPS, float64(r.Requests)/0.4, "the window includes Settle's time")
 }
 
 func TestStreamsCountsEveryEvent(t *testing.T) {

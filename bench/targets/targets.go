@@ -112,9 +112,9 @@ func ReverseProxy(base string) (*Server, error) {
 }
 
 // Interception is an interception server in front of the mock, its upstream
-// speaking upDialect. Its rollout rotates every Rotate requests (the last
-// two stay registered for requests in flight), as rollouts come and go, so
-// that recorded turns do not pile up.
+// speaking upDialect. Its rollout rotates every Rotate requests or
+// rotateBytes request bytes (the last three stay registered for requests in
+// flight), as rollouts come and go, so that recorded turns do not pile up.
 type Interception struct {
 	Srv *interception.Server
 	// Rotate is how many requests a rollout serves; 4096 when 0.
@@ -122,6 +122,7 @@ type Interception struct {
 
 	mu     sync.Mutex
 	calls  int
+	bytes  int // request bytes since the last rotation
 	keys   []string
 	secret string
 	serial int
@@ -169,6 +170,7 @@ func NewInterception(up interception.Upstream) (*Interception, error) {
 
 func (i *Interception) rotate() error {
 	i.serial++
+	i.bytes = 0
 	key := fmt.Sprintf("bench/0/%d/0", i.serial)
 	secret, err := i.Srv.Register(interception.Rollout{Key: key, Model: "bench"})
 	if err != nil {
@@ -200,15 +202,23 @@ func (i *Interception) drop(key string) {
 }
 
 // Header returns the headers of the next call, rotating the rollout when due.
-func (i *Interception) Header() http.Header {
+func (i *Interception) Header() http.Header { return i.header(0) }
+
+// rotateBytes also rotates a rollout once its calls carried this many
+// request bytes, so that large turns do not pile up either.
+const rotateBytes = 32 << 20
+
+// header is Header for a call carrying n request bytes.
+func (i *Interception) header(n int) http.Header {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.calls++
+	i.bytes += n
 	rot := i.Rotate
 	if rot <= 0 {
 		rot = 4096
 	}
-	if i.calls%rot == 0 {
+	if i.calls%rot == 0 || i.bytes >= rotateBytes {
 		if err := i.rotate(); err != nil {
 			panic(err) // Register fails only when the random source does
 		}
@@ -218,7 +228,9 @@ func (i *Interception) Header() http.Header {
 
 // Target is a target on the server's route of dialect.
 func (i *Interception) Target(name, dialect string, body []byte) loadgen.Target {
-	return loadgen.Target{Name: name, URL: i.Srv.LocalURL() + Path(dialect), Body: body, Header: i.Header}
+	return loadgen.Target{Name: name, URL: i.Srv.LocalURL() + Path(dialect), Body: body,
+		Header: func() http.Header { return i.header(len(body)) },
+		Settle: func() { i.Turns() }}
 }
 
 // Turns unregisters every rollout and returns how many turns were recorded

@@ -111,7 +111,7 @@ func latencySection(ctx context.Context, o options, logf func(string, ...any)) (
 		name    string
 		bytes   int
 		n, warm int
-	}{{"4KB", 4 << 10, 3000, 200}, {"1MB", 1 << 20, 100, 10}}
+	}{{"4KB", 4 << 10, 3000, 200}, {"1MB", 1 << 20, 400, 20}}
 	if o.quick {
 		sizes[0].n, sizes[1].n = 300, 20
 	}

@@ -46,7 +46,7 @@ func markdown(r *Results) string {
 
 	if len(r.Latency) > 0 {
 		p("### 1. Added latency, non-streaming\n\n")
-		p("`go run ./bench/cmd/bench -only latency` — one request at a time, every target in turn each round; request and answer bodies of the size given. Added = this target's percentile minus the mock's (`direct`) on the same dialect. Failed calls were tried again (the sample is the next try's).\n\n")
+		p("`go run ./bench/cmd/bench -only latency` — one request at a time, every target in turn each round; request and answer bodies of the size given. Added = this target's percentile minus the mock's (`direct`) on the same dialect. Failed calls were tried again (the sample is the next try's). Every 16 rounds, untimed, the interception servers parse the turns they recorded (the trace's deferred parse): a latency here is what the caller waits for; the parse's cost is in section 2's req/s and section 6.\n\n")
 		p("| body | target | dialect | p50 µs | p99 µs | added p50 µs | added p99 µs | failed calls |\n|---|---|---|---:|---:|---:|---:|---:|\n")
 		for _, l := range r.Latency {
 			p("| %s | %s | %s | %.1f | %.1f | %s | %s | %d |\n", l.Size, l.Target, l.Dialect, l.Latency.P50, l.Latency.P99,
@@ -64,7 +64,7 @@ func markdown(r *Results) string {
 	}
 	if len(r.Throughput) > 0 {
 		p("### 2. Throughput, 4 KB, zero-latency mock\n\n")
-		p("`go run ./bench/cmd/bench -only throughput` — closed loop (each client sends as soon as answered), then the highest paced (open-loop) rate whose p99, counted from when each request was due, stays under 5 ms (binary search over five steps of 1.5 s, a step failing only when two windows fail, targets in turn).\n\n")
+		p("`go run ./bench/cmd/bench -only throughput` — closed loop (each client sends as soon as answered), then the highest paced (open-loop) rate whose p99, counted from when each request was due, stays under 5 ms (binary search over five steps of 1.5 s, a step failing only when two windows fail, targets in turn). An interception target's window ends only once the server has parsed the turns it recorded in it (the trace's deferred parse), so its req/s pays for that work.\n\n")
 		p("| clients | target | closed-loop req/s | vs reverseproxy | closed p99 µs | max req/s with p99 < 5 ms | vs reverseproxy | its p99 µs | errors |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, t := range r.Throughput {
 			closed, paced := "—", "—"
