@@ -103,6 +103,9 @@ func anthropicToolChoice(tc *ToolChoice) map[string]string {
 
 // stopOf reads chat's stop: a string or an array of strings.
 func stopOf(raw json.RawMessage) []string {
+	if len(raw) == 0 {
+		return nil // absent: most requests; decoding nothing only builds an error
+	}
 	var one string
 	if unmarshal(raw, &one) == nil {
 		if one == "" {
