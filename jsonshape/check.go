@@ -411,26 +411,34 @@ func (c *checker) array(elem *Shape) {
 	for n := 0; ; n++ {
 		c.path[len(c.path)-1].index = n
 		c.value(elem)
-		if c.err != nil {
-			return
-		}
-		c.skipSpace()
-		if c.i >= len(c.b) {
-			c.syntax("unexpected end of JSON input")
-			return
-		}
-		switch c.b[c.i] {
-		case ',':
-			c.i++
-			c.skipSpace()
-		case ']':
-			c.i++
-			return
-		default:
-			c.syntax("invalid character " + quoteChar(c.b[c.i]) + " after array element")
+		if !c.more(']', "array element") {
 			return
 		}
 	}
+}
+
+// more reads what follows a value inside an array or object: true after a
+// comma, false after the closing byte or an error.
+func (c *checker) more(closing byte, after string) bool {
+	if c.err != nil {
+		return false
+	}
+	c.skipSpace()
+	if c.i >= len(c.b) {
+		c.syntax("unexpected end of JSON input")
+		return false
+	}
+	switch c.b[c.i] {
+	case ',':
+		c.i++
+		c.skipSpace()
+		return true
+	case closing:
+		c.i++
+		return false
+	}
+	c.syntax("invalid character " + quoteChar(c.b[c.i]) + " after " + after)
+	return false
 }
 
 // kept is the occurrence of a field the decoder keeps, and for a deferred
@@ -513,26 +521,12 @@ func (c *checker) object(s *Shape) {
 				c.kept[base+fi] = kept{start: vs, end: c.i, set: true}
 			}
 		}
-		if c.err != nil {
-			return
+		if !c.more('}', "object key:value pair") {
+			break
 		}
-		c.skipSpace()
-		if c.i >= len(c.b) {
-			c.syntax("unexpected end of JSON input")
-			return
-		}
-		switch c.b[c.i] {
-		case ',':
-			c.i++
-			c.skipSpace()
-			continue
-		case '}':
-			c.i++
-		default:
-			c.syntax("invalid character " + quoteChar(c.b[c.i]) + " after object key:value pair")
-			return
-		}
-		break
+	}
+	if c.err != nil {
+		return
 	}
 	c.path = c.path[:len(c.path)-1]
 	c.finish(s, base)

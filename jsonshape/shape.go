@@ -112,6 +112,11 @@ var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
 // fields, interfaces, which decode numbers into float64): shapes are
 // built once, at start-up, from fixed types.
 func Of(t reflect.Type, opts ...Option) *Shape {
+	b := newBuilder(opts)
+	return b.shape(t)
+}
+
+func newBuilder(opts []Option) *builder {
 	b := &builder{
 		done:   make(map[reflect.Type]*Shape),
 		unions: make(map[fieldKey][]reflect.Type),
@@ -120,7 +125,7 @@ func Of(t reflect.Type, opts ...Option) *Shape {
 	for _, o := range opts {
 		o(b)
 	}
-	return b.shape(t)
+	return b
 }
 
 func (b *builder) shape(t reflect.Type) *Shape {
@@ -279,13 +284,6 @@ func (e *Error) Error() string {
 // alternatives, each of a different JSON kind: what Union gives a field,
 // for a Hook to check a field against.
 func OneOf(alternatives []reflect.Type, opts ...Option) *Shape {
-	b := &builder{
-		done:   make(map[reflect.Type]*Shape),
-		unions: make(map[fieldKey][]reflect.Type),
-		hooks:  make(map[reflect.Type]func(Object) error),
-	}
-	for _, o := range opts {
-		o(b)
-	}
+	b := newBuilder(opts)
 	return b.union("value", alternatives)
 }
