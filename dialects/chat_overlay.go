@@ -26,7 +26,26 @@ func OverlayChat(body []byte, model string, s Sampling) ([]byte, error) {
 
 // overlayChat is OverlayChat keeping the caller's bytes in place.
 func overlayChat(body []byte, model string, s Sampling) (Body, error) {
-	out, err := overlayFields(body, chatRequestShape, func(has func(string) bool) []field {
+	maxTokens := func(has func(string) bool) []string {
+		hasNew, hasOld := has("max_completion_tokens"), has("max_tokens")
+		var names []string
+		if hasNew {
+			names = append(names, "max_completion_tokens")
+		}
+		if hasOld || !hasNew {
+			names = append(names, "max_tokens")
+		}
+		return names
+	}
+	return overlay(DialectChat, body, chatRequestShape, model, s, maxTokens, true)
+}
+
+// overlay checks body against shape and sets model, temperature, top_p,
+// the max-tokens fields maxTokens names (told which keys body has) and,
+// withSeed, seed: every dialect's overlay.
+func overlay(dialect string, body []byte, shape *jsonshape.Shape, model string, s Sampling,
+	maxTokens func(has func(string) bool) []string, withSeed bool) (Body, error) {
+	out, err := overlayFields(body, shape, func(has func(string) bool) []field {
 		var set []field
 		if model != "" {
 			set = append(set, field{"model", model})
@@ -38,21 +57,17 @@ func overlayChat(body []byte, model string, s Sampling) (Body, error) {
 			set = append(set, field{"top_p", *s.TopP})
 		}
 		if s.MaxTokens != nil {
-			hasNew, hasOld := has("max_completion_tokens"), has("max_tokens")
-			if hasNew {
-				set = append(set, field{"max_completion_tokens", *s.MaxTokens})
-			}
-			if hasOld || !hasNew {
-				set = append(set, field{"max_tokens", *s.MaxTokens})
+			for _, name := range maxTokens(has) {
+				set = append(set, field{name, *s.MaxTokens})
 			}
 		}
-		if s.Seed != nil {
+		if withSeed && s.Seed != nil {
 			set = append(set, field{"seed", *s.Seed})
 		}
 		return set
 	})
 	if err != nil {
-		return nil, fmt.Errorf("chat request: %w", err)
+		return nil, fmt.Errorf("%s request: %w", dialect, err)
 	}
 	return out, nil
 }
@@ -231,24 +246,5 @@ func skipValue(b []byte, i int) int {
 // named maxTokens: the overlay of dialects that have no seed (Anthropic,
 // Responses).
 func overlaySeedless(dialect string, body []byte, shape *jsonshape.Shape, model string, s Sampling, maxTokens string) (Body, error) {
-	out, err := overlayFields(body, shape, func(func(string) bool) []field {
-		var set []field
-		if model != "" {
-			set = append(set, field{"model", model})
-		}
-		if s.Temperature != nil {
-			set = append(set, field{"temperature", *s.Temperature})
-		}
-		if s.TopP != nil {
-			set = append(set, field{"top_p", *s.TopP})
-		}
-		if s.MaxTokens != nil {
-			set = append(set, field{maxTokens, *s.MaxTokens})
-		}
-		return set
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%s request: %w", dialect, err)
-	}
-	return out, nil
+	return overlay(dialect, body, shape, model, s, func(func(string) bool) []string { return []string{maxTokens} }, false)
 }

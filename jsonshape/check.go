@@ -417,6 +417,20 @@ func (c *checker) array(elem *Shape) {
 	}
 }
 
+// at reports whether the next byte is want, noting a syntax error (where,
+// the place in the grammar) when it is not.
+func (c *checker) at(want byte, where string) bool {
+	switch {
+	case c.i >= len(c.b):
+		c.syntax("unexpected end of JSON input")
+		return false
+	case c.b[c.i] != want:
+		c.syntax("invalid character " + quoteChar(c.b[c.i]) + " " + where)
+		return false
+	}
+	return true
+}
+
 // more reads what follows a value inside an array or object: true after a
 // comma, false after the closing byte or an error.
 func (c *checker) more(closing byte, after string) bool {
@@ -469,12 +483,7 @@ func (c *checker) object(s *Shape) {
 	}
 	c.path = append(c.path, pathElem{})
 	for {
-		if c.i >= len(c.b) {
-			c.syntax("unexpected end of JSON input")
-			return
-		}
-		if c.b[c.i] != '"' {
-			c.syntax("invalid character " + quoteChar(c.b[c.i]) + " looking for beginning of object key string")
+		if !c.at('"', "looking for beginning of object key string") {
 			return
 		}
 		ks := c.i
@@ -484,12 +493,7 @@ func (c *checker) object(s *Shape) {
 		}
 		key := c.b[ks+1 : c.i-1]
 		c.skipSpace()
-		if c.i >= len(c.b) {
-			c.syntax("unexpected end of JSON input")
-			return
-		}
-		if c.b[c.i] != ':' {
-			c.syntax("invalid character " + quoteChar(c.b[c.i]) + " after object key")
+		if !c.at(':', "after object key") {
 			return
 		}
 		c.i++
