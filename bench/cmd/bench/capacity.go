@@ -51,21 +51,22 @@ func serveMain(args []string) int {
 	return 0
 }
 
-// child is a running serve process.
+// child is a running process of this binary, talking over stdin and stdout.
 type child struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	out    *bufio.Reader
-	url    string
-	secret string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+	// first is the first line the child wrote: it is ready.
+	first string
 }
 
-func startChild(ctx context.Context, base string) (*child, error) {
+// spawn runs this binary with args and waits for its first line.
+func spawn(ctx context.Context, what string, args ...string) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, exe, "serve", "-upstream", base)
+	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -76,25 +77,40 @@ func startChild(ctx context.Context, base string) (*child, error) {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start interception process: %w", err)
+		return nil, fmt.Errorf("start %s process: %w", what, err)
 	}
 	c := &child{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
-	line, err := c.out.ReadString('\n')
-	if err != nil {
+	if c.first, err = c.out.ReadString('\n'); err != nil {
 		_ = cmd.Process.Kill()
-		return nil, fmt.Errorf("interception process: %w", err)
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("%s process: %w", what, err)
 	}
-	f := strings.Fields(line)
-	if len(f) != 2 {
-		_ = cmd.Process.Kill()
-		return nil, fmt.Errorf("interception process said %q", line)
-	}
-	c.url, c.secret = f[0], f[1]
 	return c, nil
 }
 
+// serveChild is a running serve process: an interception server.
+type serveChild struct {
+	*child
+	url    string
+	secret string
+}
+
+func startChild(ctx context.Context, base string) (*serveChild, error) {
+	c, err := spawn(ctx, "interception", "serve", "-upstream", base)
+	if err != nil {
+		return nil, err
+	}
+	f := strings.Fields(c.first)
+	if len(f) != 2 {
+		_ = c.cmd.Process.Kill()
+		_ = c.cmd.Wait()
+		return nil, fmt.Errorf("interception process said %q", c.first)
+	}
+	return &serveChild{child: c, url: f[0], secret: f[1]}, nil
+}
+
 // stop closes the child's stdin and returns the turns it recorded.
-func (c *child) stop() (turns, errored int, err error) {
+func (c *serveChild) stop() (turns, errored int, err error) {
 	_ = c.stdin.Close()
 	line, rerr := c.out.ReadString('\n')
 	werr := c.cmd.Wait()

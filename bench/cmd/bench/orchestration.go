@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -119,29 +118,13 @@ func scaleSection(ctx context.Context, o options, logf func(string, ...any)) (*S
 		return nil, err
 	}
 	defer srv.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
 	const queue = "bench-scale"
-	cmd := exec.CommandContext(ctx, exe, "worker", "-address", srv.Srv.Address(), "-queue", queue,
+	w, err := spawn(ctx, "worker", "worker", "-address", srv.Srv.Address(), "-queue", queue,
 		"-runs", filepath.Join(dir, "runs"), "-concurrency", strconv.Itoa(concurrency))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
-	if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
-		return nil, fmt.Errorf("worker process: %w", err)
-	}
+	defer func() { _ = w.stdin.Close(); _ = w.cmd.Wait() }()
 
 	const runID = "bench-scale"
 	cfg := orchestration.Config{Rollouts: n, Concurrency: concurrency}
@@ -152,7 +135,7 @@ func scaleSection(ctx context.Context, o options, logf func(string, ...any)) (*S
 		return nil, err
 	}
 	out := &Scale{Rollouts: n, Concurrency: concurrency}
-	pid := cmd.Process.Pid
+	pid := w.cmd.Process.Pid
 	next := int64(1000)
 	doneCh := make(chan error, 1)
 	var res workflows.Result
