@@ -63,6 +63,20 @@ type connectOptions struct {
 	worker string
 }
 
+// connectForRun connects as the commands that start or resume a run do:
+// with an embedded server and an in-process worker when nothing answers,
+// saying so when that worker falls back to the offline mock model.
+func connectForRun(cctx *cli.Context) (*session, error) {
+	s, err := connect(cctx, connectOptions{embed: true, worker: cctx.String("worker")})
+	if err != nil {
+		return nil, err
+	}
+	if s.worker != nil && s.worker.UsingMock {
+		fmt.Fprintln(os.Stderr, "No provider configured (--base-url / OPENAI_BASE_URL): using the offline mock model.")
+	}
+	return s, nil
+}
+
 // connect dials --address, or starts an embedded server there when nothing
 // answers at a local address and the command allows it.
 func connect(cctx *cli.Context, opts connectOptions) (*session, error) {

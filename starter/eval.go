@@ -40,14 +40,11 @@ func runEval(cctx *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := connect(cctx, connectOptions{embed: true, worker: cctx.String("worker")})
+	s, err := connectForRun(cctx)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if s.worker != nil && s.worker.UsingMock {
-		fmt.Fprintln(os.Stderr, "No provider configured (--base-url / OPENAI_BASE_URL): using the offline mock model.")
-	}
 
 	ctx := cctx.Context
 	done, err := startOrAttach(ctx, s.client, cctx.String(taskQueueFlag.Name), cfg)

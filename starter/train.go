@@ -40,14 +40,11 @@ func trainCommand() *cli.Command {
 				return err
 			}
 			train := workflows.TrainConfig{Epochs: cctx.Int("epochs"), MaxFailures: cctx.Float64("max-failures")}
-			s, err := connect(cctx, connectOptions{embed: true, worker: cctx.String("worker")})
+			s, err := connectForRun(cctx)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			if s.worker != nil && s.worker.UsingMock {
-				fmt.Fprintln(os.Stderr, "No provider configured (--base-url / OPENAI_BASE_URL): using the offline mock model.")
-			}
 			tq := cctx.String(taskQueueFlag.Name)
 			if cctx.Bool("pull") {
 				if _, err := pull.Start(cctx.Context, s.client, tq, cfg, train); err != nil {
@@ -80,11 +77,11 @@ func resumeCommand() *cli.Command {
 			&cli.BoolFlag{Name: "force", Usage: "resume with the changed flags given"},
 		),
 		Action: func(cctx *cli.Context) error {
-			runID := cctx.Args().First()
-			if runID == "" {
-				return errNoRunID
+			runID, err := runArg(cctx)
+			if err != nil {
+				return err
 			}
-			s, err := connect(cctx, connectOptions{embed: true, worker: cctx.String("worker")})
+			s, err := connectForRun(cctx)
 			if err != nil {
 				return err
 			}
