@@ -16,9 +16,11 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/rubrics"
 	"github.com/evalflow/evalflow/trace"
 )
@@ -42,58 +44,58 @@ type Activities struct {
 }
 
 // DescribeTaskset opens a taskset and reports its size.
-func (a *Activities) DescribeTaskset(ctx context.Context, in DescribeTasksetInput) (DescribeTasksetResult, error) {
+func (a *Activities) DescribeTaskset(ctx context.Context, in rollout.DescribeTasksetInput) (rollout.DescribeTasksetResult, error) {
 	ts, err := a.Tasksets.Open(in.Taskset)
 	if err != nil {
-		return DescribeTasksetResult{}, configErr(err)
+		return rollout.DescribeTasksetResult{}, configErr(err)
 	}
-	return DescribeTasksetResult{Len: ts.Len()}, nil
+	return rollout.DescribeTasksetResult{Len: ts.Len()}, nil
 }
 
 // Acquire waits for capacity on this worker and registers the rollout on an
 // interception server. Retried Acquires of the same key are idempotent.
-func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireResult, error) {
+func (a *Activities) Acquire(ctx context.Context, in rollout.AcquireInput) (rollout.AcquireResult, error) {
 	key := in.Rollout.Key()
 	if s, ok, err := a.stored(ctx, in.Rollout); err != nil {
-		return AcquireResult{}, err
+		return rollout.AcquireResult{}, err
 	} else if ok {
-		return AcquireResult{Done: &s}, nil
+		return rollout.AcquireResult{Done: &s}, nil
 	}
 	if err := a.Capacity.Take(ctx, key, func() { activity.RecordHeartbeat(ctx, "waiting for capacity") }); err != nil {
-		return AcquireResult{}, err
+		return rollout.AcquireResult{}, err
 	}
-	slot, err := a.Pool.Acquire(ctx, interception.Rollout{Key: key, Model: in.Rollout.Model, Sampling: in.Rollout.Sampling})
+	slot, err := a.Pool.Acquire(ctx, interception.Rollout{Key: key, Model: in.Rollout.Model, Sampling: dialects.Sampling(in.Rollout.Sampling)})
 	if err != nil {
 		a.Capacity.Give(key)
-		return AcquireResult{}, fmt.Errorf("acquire slot: %w", err)
+		return rollout.AcquireResult{}, fmt.Errorf("acquire slot: %w", err)
 	}
-	return AcquireResult{HostQueue: a.HostQueue, Server: slot.Server}, nil
+	return rollout.AcquireResult{HostQueue: a.HostQueue, Server: slot.Server}, nil
 }
 
 // Expose makes the slot's interception server reachable and returns its URL.
 // Tunnel failures are retryable TunnelErrors, visible as retries in the UI.
-func (a *Activities) Expose(ctx context.Context, in ExposeInput) (ExposeResult, error) {
+func (a *Activities) Expose(ctx context.Context, in rollout.ExposeInput) (rollout.ExposeResult, error) {
 	if _, ok := a.Pool.Slot(in.Key); !ok {
-		return ExposeResult{}, temporal.NewNonRetryableApplicationError("slot "+in.Key+" is not held by this worker", ErrSlotLost, nil)
+		return rollout.ExposeResult{}, temporal.NewNonRetryableApplicationError("slot "+in.Key+" is not held by this worker", rollout.ErrTypeSlotLost, nil)
 	}
 	stop := heartbeat(ctx)
 	url, err := a.Pool.Expose(ctx, in.Key)
 	stop()
 	if err != nil {
-		return ExposeResult{}, temporal.NewApplicationErrorWithCause("expose interception server", ErrTunnel, err)
+		return rollout.ExposeResult{}, temporal.NewApplicationErrorWithCause("expose interception server", rollout.ErrTypeTunnel, err)
 	}
-	return ExposeResult{BaseURL: url}, nil
+	return rollout.ExposeResult{BaseURL: url}, nil
 }
 
 // Release frees a slot whose rollout will not run.
-func (a *Activities) Release(ctx context.Context, in ReleaseInput) error {
+func (a *Activities) Release(ctx context.Context, in rollout.ReleaseInput) error {
 	a.Pool.Release(in.Key)
 	a.Capacity.Give(in.Key)
 	return nil
 }
 
 // Finish writes a run's summary to the run store.
-func (a *Activities) Finish(ctx context.Context, in FinishInput) error {
+func (a *Activities) Finish(ctx context.Context, in rollout.FinishInput) error {
 	return a.Store.WriteSummary(ctx, in.RunID, in.Summary)
 }
 
@@ -101,34 +103,34 @@ func (a *Activities) Finish(ctx context.Context, in FinishInput) error {
 // and returns a small summary. A rollout already in the store is not run
 // again. The harness's own failures are results; infrastructure failures are
 // errors the workflow retries.
-func (a *Activities) Run(ctx context.Context, in RunInput) (Summary, error) {
+func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (rollout.Summary, error) {
 	ref := in.Rollout
 	key := ref.Key()
 	a.Capacity.Running(key)
 	defer a.Capacity.Give(key)
 	if s, ok, err := a.stored(ctx, ref); err != nil {
-		return Summary{}, err
+		return rollout.Summary{}, err
 	} else if ok {
 		a.Pool.Release(key)
 		return s, nil
 	}
 	slot, ok := a.Pool.Slot(key)
 	if !ok {
-		return Summary{}, temporal.NewNonRetryableApplicationError("slot "+key+" is not held by this worker", ErrSlotLost, nil)
+		return rollout.Summary{}, temporal.NewNonRetryableApplicationError("slot "+key+" is not held by this worker", rollout.ErrTypeSlotLost, nil)
 	}
 	defer a.Pool.Release(key)
 
 	ts, err := a.Tasksets.Open(ref.Taskset)
 	if err != nil {
-		return Summary{}, configErr(err)
+		return rollout.Summary{}, configErr(err)
 	}
 	task, err := ts.Task(ctx, ref.Index)
 	if err != nil {
-		return Summary{}, taskErr(ctx, ref.Taskset, ref.Index, err)
+		return rollout.Summary{}, taskErr(ctx, ref.Taskset, ref.Index, err)
 	}
 	rubric, err := rubrics.Parse(ref.Rubric)
 	if err != nil {
-		return Summary{}, configErr(err)
+		return rollout.Summary{}, configErr(err)
 	}
 	command := ref.Harness.Command
 	if len(command) == 0 {
@@ -156,20 +158,20 @@ func (a *Activities) Run(ctx context.Context, in RunInput) (Summary, error) {
 	if err == nil && ctx.Err() == nil && (res.ExitCode != 0 || res.TimedOut) {
 		if terr := a.Pool.CheckTunnel(ctx, key); terr != nil {
 			a.Pool.Release(key)
-			return Summary{}, temporal.NewApplicationErrorWithCause("tunnel lost during the rollout", ErrTunnel, terr)
+			return rollout.Summary{}, temporal.NewApplicationErrorWithCause("tunnel lost during the rollout", rollout.ErrTypeTunnel, terr)
 		}
 	}
 	turns := a.Pool.Release(key)
 	switch {
 	case errors.Is(err, exec.ErrNotFound):
-		return Summary{}, configErr(fmt.Errorf("harness command %q not found", command[0]))
+		return rollout.Summary{}, configErr(fmt.Errorf("harness command %q not found", command[0]))
 	case ctx.Err() != nil:
-		return Summary{}, ctx.Err()
+		return rollout.Summary{}, ctx.Err()
 	case err != nil:
-		return Summary{}, temporal.NewApplicationErrorWithCause("harness runtime", ErrRuntime, err)
+		return rollout.Summary{}, temporal.NewApplicationErrorWithCause("harness runtime", rollout.ErrTypeRuntime, err)
 	}
 	if upstreamFailed(res, turns) {
-		return Summary{}, temporal.NewApplicationError(fmt.Sprintf("the model provider kept failing (last status %d)", turns[len(turns)-1].Status), ErrUpstream)
+		return rollout.Summary{}, temporal.NewApplicationError(fmt.Sprintf("the model provider kept failing (last status %d)", turns[len(turns)-1].Status), rollout.ErrTypeUpstream)
 	}
 
 	answer := res.Answer
@@ -179,7 +181,7 @@ func (a *Activities) Run(ctx context.Context, in RunInput) (Summary, error) {
 	score := rubric.Score(task, answer)
 	rec := results.Record{
 		Key: key, RunID: ref.RunID, Epoch: ref.Epoch, Index: ref.Index, K: ref.K, TaskID: task.ID,
-		Status: StatusOK, Reward: score.Reward, Turns: len(turns),
+		Status: rollout.StatusOK, Reward: score.Reward, Turns: len(turns),
 		DurationMS: res.Duration.Milliseconds(), Attempt: ref.Attempt, FinishedAt: time.Now().UTC(),
 	}
 	for _, t := range turns {
@@ -187,7 +189,7 @@ func (a *Activities) Run(ctx context.Context, in RunInput) (Summary, error) {
 		rec.OutputTokens += t.Response.Usage.OutputTokens
 	}
 	if kind, msg := classify(res, turns); kind != "" {
-		rec.Status, rec.ErrorKind, rec.Error, rec.Reward = StatusError, kind, msg, 0
+		rec.Status, rec.ErrorKind, rec.Error, rec.Reward = rollout.StatusError, kind, msg, 0
 	}
 	tr := &trace.Rollout{
 		Key: key, TaskID: task.ID, Turns: turns, Reward: rec.Reward, Score: score.Detail,
@@ -199,7 +201,7 @@ func (a *Activities) Run(ctx context.Context, in RunInput) (Summary, error) {
 	}
 	stored, _, err := a.Store.Put(ctx, rec, tr)
 	if err != nil {
-		return Summary{}, fmt.Errorf("write run store: %w", err)
+		return rollout.Summary{}, fmt.Errorf("write run store: %w", err)
 	}
 	return summaryOf(stored), nil
 }
@@ -207,13 +209,13 @@ func (a *Activities) Run(ctx context.Context, in RunInput) (Summary, error) {
 // stored returns the rollout's stored summary when the run store holds a
 // result to reuse: any result, or only a success when the rollout reruns
 // failures.
-func (a *Activities) stored(ctx context.Context, ref RolloutRef) (Summary, bool, error) {
+func (a *Activities) stored(ctx context.Context, ref rollout.Ref) (rollout.Summary, bool, error) {
 	rec, ok, err := a.Store.Get(ctx, ref.RunID, ref.Key())
 	if err != nil {
-		return Summary{}, false, fmt.Errorf("read run store: %w", err)
+		return rollout.Summary{}, false, fmt.Errorf("read run store: %w", err)
 	}
-	if !ok || (ref.RetryFailed && rec.Status != StatusOK) {
-		return Summary{}, false, nil
+	if !ok || (ref.RetryFailed && rec.Status != rollout.StatusOK) {
+		return rollout.Summary{}, false, nil
 	}
 	s := summaryOf(rec)
 	s.Reused = true
@@ -224,19 +226,19 @@ func (a *Activities) stored(ctx context.Context, ref RolloutRef) (Summary, bool,
 func classify(res harness.Result, turns []trace.Turn) (kind, msg string) {
 	for _, t := range turns {
 		if t.Status == 400 && isContextLength(t.Error) {
-			return KindContextLength, shortErr(t.Error)
+			return rollout.KindContextLength, shortErr(t.Error)
 		}
 	}
 	switch {
 	case res.TimedOut:
-		return KindTimeout, "harness timed out"
+		return rollout.KindTimeout, "harness timed out"
 	case res.ExitCode == 2:
-		return KindMaxTurns, "harness reached its turn limit"
+		return rollout.KindMaxTurns, "harness reached its turn limit"
 	case res.ExitCode != 0:
-		return KindHarnessExit, fmt.Sprintf("harness exited with code %d: %s", res.ExitCode, shortErr(lastLine(res.Stderr)))
+		return rollout.KindHarnessExit, fmt.Sprintf("harness exited with code %d: %s", res.ExitCode, shortErr(lastLine(res.Stderr)))
 	}
 	if len(turns) > 0 && turns[len(turns)-1].Response.Message.Refusal != "" {
-		return KindRefusal, shortErr(turns[len(turns)-1].Response.Message.Refusal)
+		return rollout.KindRefusal, shortErr(turns[len(turns)-1].Response.Message.Refusal)
 	}
 	return "", ""
 }
@@ -258,8 +260,8 @@ func isContextLength(msg string) bool {
 		strings.Contains(m, "context window") || strings.Contains(m, "input is too long")
 }
 
-func summaryOf(r results.Record) Summary {
-	return Summary{
+func summaryOf(r results.Record) rollout.Summary {
+	return rollout.Summary{
 		Key: r.Key, Index: r.Index, K: r.K, Reward: r.Reward, Status: r.Status,
 		ErrorKind: r.ErrorKind, Error: r.Error, Turns: r.Turns,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, DurationMS: r.DurationMS,
@@ -304,7 +306,7 @@ func taskErr(ctx context.Context, taskset string, index int64, err error) error 
 }
 
 func configErr(err error) error {
-	return temporal.NewNonRetryableApplicationError(err.Error(), ErrConfig, nil)
+	return temporal.NewNonRetryableApplicationError(err.Error(), rollout.ErrTypeConfig, nil)
 }
 
 func shortErr(s string) string {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/trace"
 )
 
@@ -20,15 +21,15 @@ func TestClassify(t *testing.T) {
 	}{
 		{"success", harness.Result{}, []trace.Turn{ok}, ""},
 		{"no model call", harness.Result{}, nil, ""},
-		{"harness exit", harness.Result{ExitCode: 1, Stderr: "boom\nlast line"}, []trace.Turn{ok}, KindHarnessExit},
-		{"turn limit", harness.Result{ExitCode: 2}, []trace.Turn{ok, ok}, KindMaxTurns},
-		{"timeout", harness.Result{ExitCode: -1, TimedOut: true}, nil, KindTimeout},
-		{"context length", harness.Result{ExitCode: 1}, []trace.Turn{{Status: 400, Error: "This model's maximum context length is 8192 tokens"}}, KindContextLength},
-		{"refusal", harness.Result{}, []trace.Turn{{Status: 200, Response: dialects.Response{Message: dialects.Message{Refusal: "I can't help with that."}}}}, KindRefusal},
+		{"harness exit", harness.Result{ExitCode: 1, Stderr: "boom\nlast line"}, []trace.Turn{ok}, rollout.KindHarnessExit},
+		{"turn limit", harness.Result{ExitCode: 2}, []trace.Turn{ok, ok}, rollout.KindMaxTurns},
+		{"timeout", harness.Result{ExitCode: -1, TimedOut: true}, nil, rollout.KindTimeout},
+		{"context length", harness.Result{ExitCode: 1}, []trace.Turn{{Status: 400, Error: "This model's maximum context length is 8192 tokens"}}, rollout.KindContextLength},
+		{"refusal", harness.Result{}, []trace.Turn{{Status: 200, Response: dialects.Response{Message: dialects.Message{Refusal: "I can't help with that."}}}}, rollout.KindRefusal},
 	} {
 		kind, msg := classify(tc.res, tc.turns)
 		assert.Equal(t, tc.want, kind, "%s: classify = %q (%s)", tc.name, kind, msg)
-		if tc.want == KindHarnessExit {
+		if tc.want == rollout.KindHarnessExit {
 			assert.Contains(t, msg, "last line", "the error names the harness's last words")
 		}
 	}
@@ -50,9 +51,4 @@ func TestUpstreamFailureIsInfrastructure(t *testing.T) {
 		assert.Equal(t, tc.want, got, "upstreamFailed(exit %d, status %d)", tc.res.ExitCode, tc.status)
 	}
 	assert.False(t, upstreamFailed(harness.Result{ExitCode: 1}, nil))
-}
-
-func TestRolloutKey(t *testing.T) {
-	ref := RolloutRef{RunID: "run-1", Epoch: 2, Index: 17, K: 3}
-	assert.Equal(t, "run-1/2/17/3", ref.Key())
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/evalflow/evalflow/activities"
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -54,7 +54,7 @@ func TestEvalPerHarnessDialect(t *testing.T) {
 			runID := "e2e-dialect-" + tt.harness
 			cfg := workflows.RunConfig{
 				RunID: runID, Taskset: "sample", Tasks: tasks, MaxConcurrent: 8, Model: "mock",
-				Harness: activities.HarnessConfig{Dialect: tt.harness},
+				Harness: rollout.HarnessConfig{Dialect: tt.harness},
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()

@@ -14,9 +14,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/evalflow/evalflow/activities"
 	"github.com/evalflow/evalflow/pull"
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -69,7 +69,7 @@ func trainConfig(runID string, broken string) workflows.TrainInput {
 		Config: workflows.RunConfig{
 			RunID: runID, Taskset: "sample", Tasks: 50, RolloutsPerTask: 4, MaxConcurrent: 24,
 			Seed: 7, Shuffle: true, Model: "mock",
-			Harness: activities.HarnessConfig{Command: shellHarness(broken)},
+			Harness: rollout.HarnessConfig{Command: shellHarness(broken)},
 			Limits:  workflows.Limits{ContinueAsNewAfter: 120},
 		},
 		Train: workflows.TrainConfig{Epochs: 2},
@@ -163,7 +163,7 @@ func TestTrainFailsPastMaxFailuresThenResumes(t *testing.T) {
 	recs := mustList(t, tc.store, "train-fail")
 	require.Len(t, recs, 20)
 	for _, r := range recs {
-		require.Equal(t, results.StatusOK, r.Status, "failed rollouts are rerun on resume: %s", r.Key)
+		require.Equal(t, rollout.StatusOK, r.Status, "failed rollouts are rerun on resume: %s", r.Key)
 	}
 }
 
@@ -211,7 +211,7 @@ func TestPullersGetDisjointPositions(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, res.Rollouts, 3)
 	for _, s := range res.Rollouts {
-		require.Equal(t, activities.StatusOK, s.Status)
+		require.Equal(t, rollout.StatusOK, s.Status)
 		require.NotEmpty(t, s.Trace)
 		require.FileExists(t, filepath.Join(tc.store.Dir("pull-run"), s.Trace))
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/trace"
 )
 
@@ -23,12 +24,12 @@ func ExampleStore_Put() {
 	}
 
 	rec := results.Record{
-		Key:    results.Key("run-1", 0, 42, 0),
+		Key:    rollout.Key("run-1", 0, 42, 0),
 		RunID:  "run-1",
 		Index:  42,
 		TaskID: "gsm8k-42",
 		Reward: 1,
-		Status: results.StatusOK,
+		Status: rollout.StatusOK,
 	}
 	stored, existed, err := store.Put(ctx, rec, &trace.Rollout{Key: rec.Key, Reward: 1})
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/evalflow/evalflow/rollout"
 )
 
 // rolloutsFile is the run's append-only record log.
@@ -45,7 +47,7 @@ func (r *run) add(rec Record, size int64) {
 	r.offset += size
 	r.lines++
 	if i, dup := r.byKey[rec.Key]; dup {
-		if r.recs[i].Status == StatusError {
+		if r.recs[i].Status == rollout.StatusError {
 			r.recs[i] = rec
 		}
 		return

@@ -1,19 +1,12 @@
 package results
 
 import (
-	"strconv"
 	"time"
-)
-
-// Statuses of a Record.
-const (
-	StatusOK    = "ok"
-	StatusError = "error"
 )
 
 // Record is one rollout's result: one line of runs/<run-id>/rollouts.jsonl.
 type Record struct {
-	// Key is the rollout's stable key, run/epoch/index/k (see Key).
+	// Key is the rollout's stable key, run/epoch/index/k (rollout.Key).
 	Key    string  `json:"key"`
 	RunID  string  `json:"run_id"`
 	Epoch  int     `json:"epoch"`
@@ -21,7 +14,7 @@ type Record struct {
 	K      int     `json:"k"`
 	TaskID string  `json:"task_id"`
 	Reward float64 `json:"reward"`
-	// Status is StatusOK or StatusError.
+	// Status is rollout.StatusOK or rollout.StatusError.
 	Status string `json:"status"`
 	// ErrorKind classifies an error: harness_exit, timeout, context_length, ...
 	ErrorKind    string `json:"error_kind,omitempty"`
@@ -34,9 +27,4 @@ type Record struct {
 	// Trace is the trace file's path relative to the run dir; Put sets it.
 	Trace      string    `json:"trace"`
 	FinishedAt time.Time `json:"finished_at"`
-}
-
-// Key is the stable key of rollout k of task index in epoch of a run.
-func Key(runID string, epoch int, index int64, k int) string {
-	return runID + "/" + strconv.Itoa(epoch) + "/" + strconv.FormatInt(index, 10) + "/" + strconv.Itoa(k)
 }

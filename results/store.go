@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/trace"
 )
 
@@ -115,7 +116,7 @@ func (s *Store) Put(ctx context.Context, rec Record, tr *trace.Rollout) (Record,
 // success always does; a failure gives way to a later attempt (a resumed
 // run reruns failed rollouts), but not to a replay of the same attempt.
 func final(stored, rec Record) bool {
-	return stored.Status != StatusError || rec.Attempt <= stored.Attempt && rec.Status == StatusError
+	return stored.Status != rollout.StatusError || rec.Attempt <= stored.Attempt && rec.Status == rollout.StatusError
 }
 
 // appendRecord writes rec as one line at the end of the log and syncs it. A torn

@@ -16,18 +16,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/trace"
 )
 
 func record(runID string, index int64, k int) Record {
 	return Record{
-		Key:        Key(runID, 0, index, k),
+		Key:        rollout.Key(runID, 0, index, k),
 		RunID:      runID,
 		Index:      index,
 		K:          k,
 		TaskID:     fmt.Sprintf("task-%d", index),
 		Reward:     float64(index),
-		Status:     StatusOK,
+		Status:     rollout.StatusOK,
 		Turns:      2,
 		FinishedAt: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC),
 	}
@@ -77,7 +78,7 @@ func TestPutGetTrace(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, got, stored)
 
-	_, ok, err = s.Get(ctx, "run1", Key("run1", 0, 4, 0))
+	_, ok, err = s.Get(ctx, "run1", rollout.Key("run1", 0, 4, 0))
 	require.NoError(t, err)
 	assert.False(t, ok, "Get(unknown key) found a record")
 
@@ -85,7 +86,7 @@ func TestPutGetTrace(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, tr, gotTrace)
 
-	_, err = s.Trace(ctx, "run1", Key("run1", 0, 4, 0))
+	_, err = s.Trace(ctx, "run1", rollout.Key("run1", 0, 4, 0))
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 }
 
@@ -176,7 +177,7 @@ func TestPutTwoStores(t *testing.T) {
 		seen[r.Key]++
 	}
 	for i := range keysN {
-		assert.Equal(t, 1, seen[Key("run1", 0, int64(i), 0)], "lines for index %d", i)
+		assert.Equal(t, 1, seen[rollout.Key("run1", 0, int64(i), 0)], "lines for index %d", i)
 	}
 	// Each store sees the other's writes.
 	for _, s := range []*Store{a, b} {

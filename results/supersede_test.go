@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/evalflow/evalflow/rollout"
 	"github.com/stretchr/testify/require"
 )
 
@@ -14,7 +15,7 @@ func TestFailureIsSupersededBySuccess(t *testing.T) {
 	s, err := Open(t.TempDir())
 	require.NoError(t, err)
 	failed := record("run", 1, 0)
-	failed.Status, failed.ErrorKind, failed.Reward, failed.Attempt = StatusError, "harness_exit", 0, 1
+	failed.Status, failed.ErrorKind, failed.Reward, failed.Attempt = rollout.StatusError, "harness_exit", 0, 1
 	_, existed, err := s.Put(ctx, failed, nil)
 	require.NoError(t, err)
 	require.False(t, existed)
@@ -29,25 +30,25 @@ func TestFailureIsSupersededBySuccess(t *testing.T) {
 	got, existed, err := s.Put(ctx, ok, nil)
 	require.NoError(t, err)
 	require.False(t, existed, "a success supersedes a stored failure")
-	require.Equal(t, StatusOK, got.Status)
+	require.Equal(t, rollout.StatusOK, got.Status)
 
 	late := failed
 	late.Attempt = 5
 	got, existed, err = s.Put(ctx, late, nil)
 	require.NoError(t, err)
 	require.True(t, existed, "a success is final")
-	require.Equal(t, StatusOK, got.Status)
+	require.Equal(t, rollout.StatusOK, got.Status)
 
 	recs, err := s.List(ctx, "run")
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
-	require.Equal(t, StatusOK, recs[0].Status)
+	require.Equal(t, rollout.StatusOK, recs[0].Status)
 	// Another process reading the log sees the same.
 	other, err := Open(s.root)
 	require.NoError(t, err)
 	rec, found, err := other.Get(ctx, "run", ok.Key)
 	require.NoError(t, err)
 	require.True(t, found)
-	require.Equal(t, StatusOK, rec.Status)
+	require.Equal(t, rollout.StatusOK, rec.Status)
 	require.Len(t, fileLines(t, s, "run"), 2, "the failure stays in the log as history")
 }

@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/evalflow/evalflow/activities"
+	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -111,7 +111,7 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 		Shuffle:         cctx.Bool("shuffle"),
 		Model:           cctx.String("model"),
 		Rubric:          cctx.String("rubric"),
-		Harness: activities.HarnessConfig{
+		Harness: rollout.HarnessConfig{
 			Timeout:  cctx.Duration("harness-timeout"),
 			MaxTurns: cctx.Int("max-turns"),
 			Dialect:  cctx.String("harness-dialect"),

@@ -28,6 +28,7 @@ import (
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -166,9 +167,9 @@ func NewWorker(c client.Client, cfg Config) (*Worker, error) {
 		MaxConcurrentActivityExecutionSize: 2*cfg.MaxRollouts + 8,
 		MaxConcurrentActivityTaskPollers:   activityPollers,
 	})
-	w.host.RegisterActivityWithOptions(acts.Expose, activity.RegisterOptions{Name: "Expose"})
-	w.host.RegisterActivityWithOptions(acts.Run, activity.RegisterOptions{Name: "Run"})
-	w.host.RegisterActivityWithOptions(acts.Release, activity.RegisterOptions{Name: "Release"})
+	w.host.RegisterActivityWithOptions(acts.Expose, activity.RegisterOptions{Name: rollout.ActivityExpose})
+	w.host.RegisterActivityWithOptions(acts.Run, activity.RegisterOptions{Name: rollout.ActivityRun})
+	w.host.RegisterActivityWithOptions(acts.Release, activity.RegisterOptions{Name: rollout.ActivityRelease})
 	return w, nil
 }
 

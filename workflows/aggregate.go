@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/evalflow/evalflow/activities"
+	"github.com/evalflow/evalflow/rollout"
 )
 
 // Aggregates are a run's running totals. They travel through continue-as-new,
@@ -55,9 +55,9 @@ type TaskTally struct {
 	Passed   int   `json:"passed"`
 }
 
-func (a *Aggregates) add(s activities.Summary) {
+func (a *Aggregates) add(s rollout.Summary) {
 	a.Rollouts++
-	if s.Status == activities.StatusOK {
+	if s.Status == rollout.StatusOK {
 		a.OK++
 	} else {
 		a.Failed++

@@ -7,8 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/evalflow/evalflow/activities"
-	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/rollout"
 )
 
 // Search attributes evalflow sets on its workflows (keyword type).
@@ -30,16 +29,16 @@ type RunConfig struct {
 	RunID   string `json:"run_id"`
 	Taskset string `json:"taskset"`
 	// Tasks is how many task positions to run; 0 means the whole (finite) taskset.
-	Tasks           int64                    `json:"tasks"`
-	RolloutsPerTask int                      `json:"rollouts_per_task"`
-	MaxConcurrent   int                      `json:"max_concurrent"`
-	Seed            uint64                   `json:"seed"`
-	Shuffle         bool                     `json:"shuffle"`
-	Model           string                   `json:"model"`
-	Sampling        dialects.Sampling        `json:"sampling"`
-	Harness         activities.HarnessConfig `json:"harness"`
-	Rubric          string                   `json:"rubric"`
-	Limits          Limits                   `json:"limits"`
+	Tasks           int64                 `json:"tasks"`
+	RolloutsPerTask int                   `json:"rollouts_per_task"`
+	MaxConcurrent   int                   `json:"max_concurrent"`
+	Seed            uint64                `json:"seed"`
+	Shuffle         bool                  `json:"shuffle"`
+	Model           string                `json:"model"`
+	Sampling        rollout.Sampling      `json:"sampling"`
+	Harness         rollout.HarnessConfig `json:"harness"`
+	Rubric          string                `json:"rubric"`
+	Limits          Limits                `json:"limits"`
 }
 
 // Limits bound how a run retries and when it checkpoints.

@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/evalflow/evalflow/rollout"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/evalflow/evalflow/activities"
 )
 
 // EpochName is the registered name of the Epoch workflow.
@@ -128,7 +127,7 @@ func Epoch(ctx workflow.Context, in EpochInput) (EpochResult, error) {
 		started++
 		position := u / g
 		epoch, index := cursor.Take(int64(in.Epoch)*in.Tasks+position, in.Tasks)
-		return pending{position: position, ref: activities.RolloutRef{
+		return pending{position: position, ref: rollout.Ref{
 			RunID: cfg.RunID, Epoch: epoch, Index: index, K: int(u % g),
 			Taskset: cfg.Taskset, Model: cfg.Model, Sampling: cfg.Sampling,
 			Harness: cfg.Harness, Rubric: cfg.Rubric, RetryFailed: true,
@@ -136,13 +135,13 @@ func Epoch(ctx workflow.Context, in EpochInput) (EpochResult, error) {
 	}
 	scoreCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrConfig}},
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{rollout.ErrTypeConfig}},
 	})
-	done := func(position int64, s activities.Summary) {
+	done := func(position int64, s rollout.Summary) {
 		st.Agg.add(s)
 		t := st.tally(position, s.Index)
 		t.Done++
-		if s.Status == activities.StatusOK && s.Reward >= cfg.Limits.PassThreshold {
+		if s.Status == rollout.StatusOK && s.Reward >= cfg.Limits.PassThreshold {
 			t.Passed++
 		}
 		if int64(t.Done) < g {
@@ -152,13 +151,13 @@ func Epoch(ctx workflow.Context, in EpochInput) (EpochResult, error) {
 		st.close(position)
 		keys := make([]string, g)
 		for k := range keys {
-			keys[k] = activities.RolloutKey(cfg.RunID, in.Epoch, s.Index, k)
+			keys[k] = rollout.Key(cfg.RunID, in.Epoch, s.Index, k)
 		}
 		scoring++
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer func() { scoring-- }()
-			var gs activities.GroupSummary
-			err := workflow.ExecuteActivity(scoreCtx, a.ScoreGroup, activities.ScoreGroupInput{
+			var gs rollout.GroupSummary
+			err := workflow.ExecuteActivity(scoreCtx, rollout.ActivityScoreGroup, rollout.ScoreGroupInput{
 				RunID: cfg.RunID, Epoch: in.Epoch, Index: s.Index, Taskset: cfg.Taskset, Rubric: cfg.Rubric, Keys: keys,
 			}).Get(ctx, &gs)
 			if err != nil {
@@ -196,7 +195,7 @@ func Epoch(ctx workflow.Context, in EpochInput) (EpochResult, error) {
 		res.MeanGroupStd = st.Groups.StdSum / float64(st.Groups.Count)
 	}
 	finishCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
-	if err := workflow.ExecuteActivity(finishCtx, a.FinishEpoch, activities.FinishEpochInput{RunID: cfg.RunID, Epoch: in.Epoch, Result: res}).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(finishCtx, rollout.ActivityFinishEpoch, rollout.FinishEpochInput{RunID: cfg.RunID, Epoch: in.Epoch, Result: res}).Get(ctx, nil); err != nil {
 		// Without the record a resume would rerun nothing but reuse every
 		// rollout; still, fail so that the epoch's completion is never lost.
 		return EpochResult{}, err

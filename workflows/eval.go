@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/evalflow/evalflow/rollout"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/evalflow/evalflow/activities"
 )
 
 // EvalInput starts or continues an EvalWorkflow. State is nil on the first
@@ -70,13 +69,13 @@ func Eval(ctx workflow.Context, in EvalInput) (Result, error) {
 		started++
 		position := u / k
 		epoch, index := cursor.At(position)
-		return pending{position: position, ref: activities.RolloutRef{
+		return pending{position: position, ref: rollout.Ref{
 			RunID: cfg.RunID, Epoch: epoch, Index: index, K: int(u % k),
 			Taskset: cfg.Taskset, Model: cfg.Model, Sampling: cfg.Sampling,
 			Harness: cfg.Harness, Rubric: cfg.Rubric,
 		}}, true
 	}
-	fatal := win.drive(ctx, next, func(position int64, s activities.Summary) {
+	fatal := win.drive(ctx, next, func(position int64, s rollout.Summary) {
 		st.record(position, s, cfg.RolloutsPerTask, cfg.Limits.PassThreshold)
 	})
 	if fatal != nil {
@@ -89,7 +88,7 @@ func Eval(ctx workflow.Context, in EvalInput) (Result, error) {
 
 	res := st.Agg.result(cfg, st.Tasks, st.StartedAt, workflow.Now(ctx), st.Segment+1)
 	finishCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
-	if err := workflow.ExecuteActivity(finishCtx, a.Finish, activities.FinishInput{RunID: cfg.RunID, Summary: res}).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(finishCtx, rollout.ActivityFinish, rollout.FinishInput{RunID: cfg.RunID, Summary: res}).Get(ctx, nil); err != nil {
 		log.Warn("could not write the run summary", "error", err)
 	}
 	return res, nil
@@ -101,10 +100,10 @@ func startEval(ctx workflow.Context, cfg RunConfig) (*EvalState, error) {
 	}
 	descCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrConfig}},
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{rollout.ErrTypeConfig}},
 	})
-	var desc activities.DescribeTasksetResult
-	if err := workflow.ExecuteActivity(descCtx, a.DescribeTaskset, activities.DescribeTasksetInput{Taskset: cfg.Taskset}).Get(ctx, &desc); err != nil {
+	var desc rollout.DescribeTasksetResult
+	if err := workflow.ExecuteActivity(descCtx, rollout.ActivityDescribeTaskset, rollout.DescribeTasksetInput{Taskset: cfg.Taskset}).Get(ctx, &desc); err != nil {
 		return nil, err
 	}
 	tasks := cfg.Tasks
@@ -124,10 +123,10 @@ func startEval(ctx workflow.Context, cfg RunConfig) (*EvalState, error) {
 
 // record adds a finished rollout to the totals and, once all of a task's
 // rollouts are in, its pass@k.
-func (st *EvalState) record(position int64, s activities.Summary, n int, threshold float64) {
+func (st *EvalState) record(position int64, s rollout.Summary, n int, threshold float64) {
 	st.Agg.add(s)
 	passed := 0
-	if s.Status == activities.StatusOK && s.Reward >= threshold {
+	if s.Status == rollout.StatusOK && s.Reward >= threshold {
 		passed = 1
 	}
 	if n == 1 {
@@ -151,5 +150,5 @@ func (st *EvalState) record(position int64, s activities.Summary, n int, thresho
 }
 
 func configError(err error) error {
-	return temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrConfig, nil)
+	return temporal.NewNonRetryableApplicationError(err.Error(), rollout.ErrTypeConfig, nil)
 }

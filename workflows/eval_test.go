@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evalflow/evalflow/rollout"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
@@ -15,8 +16,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/evalflow/evalflow/activities"
 )
 
 // fakeWorker stands in for the activities: it records what ran and lets a
@@ -31,9 +30,9 @@ type fakeWorker struct {
 	runs     map[string]int
 	acquires map[string]int
 	// fail returns an error for a Run attempt, or nil.
-	fail func(ref activities.RolloutRef) error
+	fail func(ref rollout.Ref) error
 	// taskFails says which rollouts end as task failures (harness exit).
-	taskFails func(ref activities.RolloutRef) bool
+	taskFails func(ref rollout.Ref) bool
 }
 
 func newFakeWorker(size int64, window int) *fakeWorker {
@@ -44,24 +43,24 @@ func newFakeWorker(size int64, window int) *fakeWorker {
 
 func (f *fakeWorker) register(env *testsuite.TestWorkflowEnvironment, total int) {
 	env.OnActivity(a.DescribeTaskset, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, _ activities.DescribeTasksetInput) (activities.DescribeTasksetResult, error) {
-			return activities.DescribeTasksetResult{Len: f.size}, nil
+		func(_ context.Context, _ rollout.DescribeTasksetInput) (rollout.DescribeTasksetResult, error) {
+			return rollout.DescribeTasksetResult{Len: f.size}, nil
 		})
 	env.OnActivity(a.Acquire, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.AcquireInput) (activities.AcquireResult, error) {
+		func(_ context.Context, in rollout.AcquireInput) (rollout.AcquireResult, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.inflight++
 			f.maxIn = max(f.maxIn, f.inflight)
 			f.acquires[in.Rollout.Key()]++
 			f.cond.Broadcast()
-			return activities.AcquireResult{HostQueue: "host-1"}, nil
+			return rollout.AcquireResult{HostQueue: "host-1"}, nil
 		})
-	env.OnActivity(a.Expose, mock.Anything, mock.Anything).Return(activities.ExposeResult{BaseURL: "http://127.0.0.1:1"}, nil)
+	env.OnActivity(a.Expose, mock.Anything, mock.Anything).Return(rollout.ExposeResult{BaseURL: "http://127.0.0.1:1"}, nil)
 	env.OnActivity(a.Release, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(a.Finish, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(a.Run, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.RunInput) (activities.Summary, error) {
+		func(_ context.Context, in rollout.RunInput) (rollout.Summary, error) {
 			ref := in.Rollout
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -74,18 +73,18 @@ func (f *fakeWorker) register(env *testsuite.TestWorkflowEnvironment, total int)
 			f.inflight--
 			if f.fail != nil {
 				if err := f.fail(ref); err != nil {
-					return activities.Summary{}, err
+					return rollout.Summary{}, err
 				}
 			}
 			f.runs[ref.Key()]++
 			if f.taskFails != nil && f.taskFails(ref) {
-				return activities.Summary{Key: ref.Key(), Index: ref.Index, K: ref.K, Status: activities.StatusError, ErrorKind: activities.KindHarnessExit}, nil
+				return rollout.Summary{Key: ref.Key(), Index: ref.Index, K: ref.K, Status: rollout.StatusError, ErrorKind: rollout.KindHarnessExit}, nil
 			}
 			reward := 0.0
 			if ref.Index%2 == 0 {
 				reward = 1
 			}
-			return activities.Summary{Key: ref.Key(), Index: ref.Index, K: ref.K, Reward: reward, Status: activities.StatusOK, Turns: 2, DurationMS: 10}, nil
+			return rollout.Summary{Key: ref.Key(), Index: ref.Index, K: ref.K, Reward: reward, Status: rollout.StatusOK, Turns: 2, DurationMS: 10}, nil
 		})
 }
 
@@ -171,18 +170,18 @@ func TestEvalContinuesAsNewCarryingState(t *testing.T) {
 	require.Len(t, f.runs, 12, "each task exactly once across segments")
 	// With seed 3 the first task is the cursor's first position.
 	_, first := NewCursor(12, 3, true).At(0)
-	require.Contains(t, f.runs, activities.RolloutKey("run-1", 0, first, 0))
+	require.Contains(t, f.runs, rollout.Key("run-1", 0, first, 0))
 }
 
 func TestEvalRetriesInfrastructureFailures(t *testing.T) {
 	env := newEnv()
 	f := newFakeWorker(6, 0)
-	f.fail = func(ref activities.RolloutRef) error {
+	f.fail = func(ref rollout.Ref) error {
 		switch {
 		case ref.Index == 2 && ref.Attempt == 1:
-			return temporal.NewApplicationError("tunnel dropped", activities.ErrTunnel)
+			return temporal.NewApplicationError("tunnel dropped", rollout.ErrTypeTunnel)
 		case ref.Index == 4:
-			return temporal.NewApplicationError("provider down", activities.ErrUpstream)
+			return temporal.NewApplicationError("provider down", rollout.ErrTypeUpstream)
 		}
 		return nil
 	}
@@ -196,16 +195,16 @@ func TestEvalRetriesInfrastructureFailures(t *testing.T) {
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, int64(6), res.Rollouts)
 	require.Equal(t, int64(1), res.Failed, "only the rollout that kept failing is a failure")
-	require.Equal(t, []KindCount{{Kind: activities.KindInfra, Count: 1}}, res.Errors)
-	require.Equal(t, 2, f.acquires[activities.RolloutKey("run-1", 0, 2, 0)], "a failed attempt re-acquires a slot")
-	require.Equal(t, DefaultMaxAttempts, f.acquires[activities.RolloutKey("run-1", 0, 4, 0)])
+	require.Equal(t, []KindCount{{Kind: rollout.KindInfra, Count: 1}}, res.Errors)
+	require.Equal(t, 2, f.acquires[rollout.Key("run-1", 0, 2, 0)], "a failed attempt re-acquires a slot")
+	require.Equal(t, DefaultMaxAttempts, f.acquires[rollout.Key("run-1", 0, 4, 0)])
 }
 
 func TestEvalFailsOnConfigErrors(t *testing.T) {
 	env := newEnv()
 	f := newFakeWorker(6, 0)
-	f.fail = func(activities.RolloutRef) error {
-		return temporal.NewNonRetryableApplicationError(`harness command "nope" not found`, activities.ErrConfig, nil)
+	f.fail = func(rollout.Ref) error {
+		return temporal.NewNonRetryableApplicationError(`harness command "nope" not found`, rollout.ErrTypeConfig, nil)
 	}
 	f.register(env, 6)
 	env.ExecuteWorkflow(Eval, EvalInput{Config: testConfig(6, 1, 2)})

@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/evalflow/evalflow/rollout"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/evalflow/evalflow/activities"
 )
 
 // PullName is the registered name of the Pull workflow.
@@ -63,9 +62,9 @@ type RunGroupInput struct {
 // GroupResult is a group's rollouts (with their trace files, relative to the
 // run's directory) and its group scores.
 type GroupResult struct {
-	Ref      TaskRef                 `json:"ref"`
-	Rollouts []activities.Summary    `json:"rollouts"`
-	Group    activities.GroupSummary `json:"group"`
+	Ref      TaskRef              `json:"ref"`
+	Rollouts []rollout.Summary    `json:"rollouts"`
+	Group    rollout.GroupSummary `json:"group"`
 }
 
 // PullProgress is what a pull run's progress query returns.
@@ -155,7 +154,7 @@ func Pull(ctx workflow.Context, in PullInput) (PullProgress, error) {
 		running++
 		defer func() { running-- }()
 		r := ref(in.Position)
-		res := GroupResult{Ref: r, Rollouts: make([]activities.Summary, in.N)}
+		res := GroupResult{Ref: r, Rollouts: make([]rollout.Summary, in.N)}
 		var fatal error
 		remaining := in.N
 		for k := range in.N {
@@ -166,7 +165,7 @@ func Pull(ctx workflow.Context, in PullInput) (PullProgress, error) {
 			win.running++
 			workflow.Go(ctx, func(ctx workflow.Context) {
 				defer func() { win.running--; remaining-- }()
-				s, err := runRollout(ctx, activities.RolloutRef{
+				s, err := runRollout(ctx, rollout.Ref{
 					RunID: cfg.RunID, Epoch: r.Epoch, Index: r.Index, K: k,
 					Taskset: cfg.Taskset, Model: cfg.Model, Sampling: cfg.Sampling,
 					Harness: cfg.Harness, Rubric: cfg.Rubric, RetryFailed: true,
@@ -185,13 +184,13 @@ func Pull(ctx workflow.Context, in PullInput) (PullProgress, error) {
 		}
 		keys := make([]string, in.N)
 		for k := range keys {
-			keys[k] = activities.RolloutKey(cfg.RunID, r.Epoch, r.Index, k)
+			keys[k] = rollout.Key(cfg.RunID, r.Epoch, r.Index, k)
 		}
 		scoreCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: time.Minute,
-			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrConfig}},
+			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{rollout.ErrTypeConfig}},
 		})
-		if err := workflow.ExecuteActivity(scoreCtx, a.ScoreGroup, activities.ScoreGroupInput{
+		if err := workflow.ExecuteActivity(scoreCtx, rollout.ActivityScoreGroup, rollout.ScoreGroupInput{
 			RunID: cfg.RunID, Epoch: r.Epoch, Index: r.Index, Taskset: cfg.Taskset, Rubric: cfg.Rubric, Keys: keys,
 		}).Get(ctx, &res.Group); err != nil {
 			return GroupResult{}, err

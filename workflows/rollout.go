@@ -4,46 +4,41 @@ import (
 	"errors"
 	"time"
 
+	"github.com/evalflow/evalflow/rollout"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/evalflow/evalflow/activities"
 )
-
-// a is the activity method table; workflows call activities through it and
-// never touch the struct's fields.
-var a *activities.Activities
 
 // runRollout runs one rollout to a Summary, retrying infrastructure failures
 // (a lost worker, a tunnel, an upstream outage) up to the run's MaxAttempts by
 // re-acquiring a slot, possibly on another worker. A returned error is fatal
 // to the run: the configuration cannot work.
-func runRollout(ctx workflow.Context, ref activities.RolloutRef, lim Limits) (activities.Summary, error) {
+func runRollout(ctx workflow.Context, ref rollout.Ref, lim Limits) (rollout.Summary, error) {
 	for attempt := 1; ; attempt++ {
 		ref.Attempt = attempt
 		s, err := rolloutAttempt(ctx, ref, lim)
 		if err == nil {
 			return s, nil
 		}
-		if isType(err, activities.ErrConfig) {
-			return activities.Summary{}, err
+		if isType(err, rollout.ErrTypeConfig) {
+			return rollout.Summary{}, err
 		}
 		if ctx.Err() != nil || attempt >= lim.MaxAttempts {
-			return activities.Summary{
+			return rollout.Summary{
 				Key: ref.Key(), Index: ref.Index, K: ref.K,
-				Status: activities.StatusError, ErrorKind: activities.KindInfra,
+				Status: rollout.StatusError, ErrorKind: rollout.KindInfra,
 				Error: shorten(err.Error(), 300),
 			}, nil
 		}
 		workflow.GetLogger(ctx).Warn("rollout attempt failed; retrying", "key", ref.Key(), "attempt", attempt, "error", err)
 		if err := workflow.Sleep(ctx, backoff(attempt)); err != nil {
-			return activities.Summary{}, err
+			return rollout.Summary{}, err
 		}
 	}
 }
 
 // rolloutAttempt is acquire → expose → run on the acquiring worker's own queue.
-func rolloutAttempt(ctx workflow.Context, ref activities.RolloutRef, lim Limits) (activities.Summary, error) {
+func rolloutAttempt(ctx workflow.Context, ref rollout.Ref, lim Limits) (rollout.Summary, error) {
 	acquireCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		// Acquire waits for capacity on a worker, heartbeating meanwhile.
 		StartToCloseTimeout: 15 * time.Minute,
@@ -51,12 +46,12 @@ func rolloutAttempt(ctx workflow.Context, ref activities.RolloutRef, lim Limits)
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			MaximumInterval:        30 * time.Second,
-			NonRetryableErrorTypes: []string{activities.ErrConfig},
+			NonRetryableErrorTypes: []string{rollout.ErrTypeConfig},
 		},
 	})
-	var slot activities.AcquireResult
-	if err := workflow.ExecuteActivity(acquireCtx, a.Acquire, activities.AcquireInput{Rollout: ref}).Get(ctx, &slot); err != nil {
-		return activities.Summary{}, err
+	var slot rollout.AcquireResult
+	if err := workflow.ExecuteActivity(acquireCtx, rollout.ActivityAcquire, rollout.AcquireInput{Rollout: ref}).Get(ctx, &slot); err != nil {
+		return rollout.Summary{}, err
 	}
 	if slot.Done != nil {
 		// Already in the run store (a resumed run): nothing to run.
@@ -76,13 +71,13 @@ func rolloutAttempt(ctx workflow.Context, ref activities.RolloutRef, lim Limits)
 			BackoffCoefficient:     2,
 			MaximumInterval:        30 * time.Second,
 			MaximumAttempts:        6,
-			NonRetryableErrorTypes: []string{activities.ErrSlotLost, activities.ErrConfig},
+			NonRetryableErrorTypes: []string{rollout.ErrTypeSlotLost, rollout.ErrTypeConfig},
 		},
 	})
-	var exp activities.ExposeResult
-	if err := workflow.ExecuteActivity(exposeCtx, a.Expose, activities.ExposeInput{Key: ref.Key()}).Get(ctx, &exp); err != nil {
+	var exp rollout.ExposeResult
+	if err := workflow.ExecuteActivity(exposeCtx, rollout.ActivityExpose, rollout.ExposeInput{Key: ref.Key()}).Get(ctx, &exp); err != nil {
 		release(host, ref.Key(), lim)
-		return activities.Summary{}, err
+		return rollout.Summary{}, err
 	}
 
 	runCtx := workflow.WithActivityOptions(host, workflow.ActivityOptions{
@@ -93,9 +88,9 @@ func rolloutAttempt(ctx workflow.Context, ref activities.RolloutRef, lim Limits)
 		// rollout moves to a live one instead of waiting on a dead queue.
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
-	var s activities.Summary
-	if err := workflow.ExecuteActivity(runCtx, a.Run, activities.RunInput{Rollout: ref, BaseURL: exp.BaseURL}).Get(ctx, &s); err != nil {
-		return activities.Summary{}, err
+	var s rollout.Summary
+	if err := workflow.ExecuteActivity(runCtx, rollout.ActivityRun, rollout.RunInput{Rollout: ref, BaseURL: exp.BaseURL}).Get(ctx, &s); err != nil {
+		return rollout.Summary{}, err
 	}
 	return s, nil
 }
@@ -110,7 +105,7 @@ func release(host workflow.Context, key string, lim Limits) {
 		StartToCloseTimeout:    30 * time.Second,
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
-	_ = workflow.ExecuteActivity(ctx, a.Release, activities.ReleaseInput{Key: key}).Get(ctx, nil)
+	_ = workflow.ExecuteActivity(ctx, rollout.ActivityRelease, rollout.ReleaseInput{Key: key}).Get(ctx, nil)
 }
 
 func backoff(attempt int) time.Duration {

@@ -5,11 +5,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/evalflow/evalflow/rollout"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/evalflow/evalflow/activities"
 )
 
 // TrainName is the registered name of the Train workflow.
@@ -136,7 +135,7 @@ func Train(ctx workflow.Context, in TrainInput) (TrainResult, error) {
 		MeanReward: st.Totals.Mean(), WallTime: workflow.Now(ctx).Sub(st.StartedAt).Round(time.Millisecond).String(),
 	}
 	finishCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
-	if err := workflow.ExecuteActivity(finishCtx, a.Finish, activities.FinishInput{RunID: cfg.RunID, Summary: res}).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(finishCtx, rollout.ActivityFinish, rollout.FinishInput{RunID: cfg.RunID, Summary: res}).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("could not write the run summary", "error", err)
 	}
 	return res, nil
@@ -151,10 +150,10 @@ func startTrain(ctx workflow.Context, cfg RunConfig, train TrainConfig) (*TrainS
 	}
 	actCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrConfig}},
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{rollout.ErrTypeConfig}},
 	})
-	var desc activities.DescribeTasksetResult
-	if err := workflow.ExecuteActivity(actCtx, a.DescribeTaskset, activities.DescribeTasksetInput{Taskset: cfg.Taskset}).Get(ctx, &desc); err != nil {
+	var desc rollout.DescribeTasksetResult
+	if err := workflow.ExecuteActivity(actCtx, rollout.ActivityDescribeTaskset, rollout.DescribeTasksetInput{Taskset: cfg.Taskset}).Get(ctx, &desc); err != nil {
 		return nil, err
 	}
 	tasks, err := tasksPerEpoch(cfg, desc.Len)
@@ -164,8 +163,8 @@ func startTrain(ctx workflow.Context, cfg RunConfig, train TrainConfig) (*TrainS
 	if desc.Len < 0 && cfg.Shuffle {
 		workflow.GetLogger(ctx).Warn("shuffle ignored: the taskset is infinite", "taskset", cfg.Taskset)
 	}
-	var inv activities.InventoryResult
-	if err := workflow.ExecuteActivity(actCtx, a.Inventory, activities.InventoryInput{RunID: cfg.RunID}).Get(ctx, &inv); err != nil {
+	var inv rollout.InventoryResult
+	if err := workflow.ExecuteActivity(actCtx, rollout.ActivityInventory, rollout.InventoryInput{RunID: cfg.RunID}).Get(ctx, &inv); err != nil {
 		return nil, err
 	}
 	return &TrainState{TasksetLen: desc.Len, Tasks: tasks, Finished: inv.Epochs, StartedAt: workflow.Now(ctx)}, nil

@@ -7,13 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evalflow/evalflow/rollout"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/evalflow/evalflow/activities"
 )
 
 // groupRecorder fakes the training activities around a fakeWorker.
@@ -25,20 +24,20 @@ type groupRecorder struct {
 
 func (g *groupRecorder) register(env *testsuite.TestWorkflowEnvironment, inventory []int) {
 	env.OnActivity(a.ScoreGroup, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ScoreGroupInput) (activities.GroupSummary, error) {
+		func(_ context.Context, in rollout.ScoreGroupInput) (rollout.GroupSummary, error) {
 			g.mu.Lock()
 			defer g.mu.Unlock()
 			g.groups = append(g.groups, in.Keys)
-			return activities.GroupSummary{Key: in.RunID, Mean: 0.5, Std: 0.5}, nil
+			return rollout.GroupSummary{Key: in.RunID, Mean: 0.5, Std: 0.5}, nil
 		})
 	env.OnActivity(a.FinishEpoch, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishEpochInput) error {
+		func(_ context.Context, in rollout.FinishEpochInput) error {
 			g.mu.Lock()
 			defer g.mu.Unlock()
 			g.finished = append(g.finished, in.Epoch)
 			return nil
 		})
-	env.OnActivity(a.Inventory, mock.Anything, mock.Anything).Return(activities.InventoryResult{Epochs: inventory}, nil)
+	env.OnActivity(a.Inventory, mock.Anything, mock.Anything).Return(rollout.InventoryResult{Epochs: inventory}, nil)
 }
 
 func TestEpochRunsEachTaskOnceAsAScoredGroup(t *testing.T) {
@@ -57,7 +56,7 @@ func TestEpochRunsEachTaskOnceAsAScoredGroup(t *testing.T) {
 	perm := Permutation(10, cfg.Seed, 1)
 	for _, index := range perm {
 		for k := range 4 {
-			require.Equal(t, 1, f.runs[activities.RolloutKey("run-1", 1, index, k)], "task %d sample %d", index, k)
+			require.Equal(t, 1, f.runs[rollout.Key("run-1", 1, index, k)], "task %d sample %d", index, k)
 		}
 	}
 	require.Len(t, g.groups, 10, "one scored group per task")
@@ -74,7 +73,7 @@ func TestEpochFailsPastMaxFailures(t *testing.T) {
 	env := newEnv()
 	f := newFakeWorker(20, 0)
 	// Every third task's harness fails: a task error, recorded, not retried.
-	f.taskFails = func(r activities.RolloutRef) bool { return r.Index%3 == 0 }
+	f.taskFails = func(r rollout.Ref) bool { return r.Index%3 == 0 }
 	f.register(env, 0)
 	g := &groupRecorder{}
 	g.register(env, nil)

@@ -1,9 +1,8 @@
 package workflows
 
 import (
+	"github.com/evalflow/evalflow/rollout"
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/evalflow/evalflow/activities"
 )
 
 // window runs rollouts with at most max in flight: the sliding window every
@@ -17,12 +16,12 @@ type window struct {
 // pending is a rollout to start and the task position it belongs to.
 type pending struct {
 	position int64
-	ref      activities.RolloutRef
+	ref      rollout.Ref
 }
 
 type outcome struct {
 	position int64
-	summary  activities.Summary
+	summary  rollout.Summary
 	err      error
 }
 
@@ -30,7 +29,7 @@ type outcome struct {
 // hands each finished rollout to done, and returns once none is running.
 // A fatal error (the run cannot work as configured) stops new starts; the
 // first one is returned after the in-flight rollouts drain.
-func (w *window) drive(ctx workflow.Context, next func() (pending, bool), done func(position int64, s activities.Summary)) error {
+func (w *window) drive(ctx workflow.Context, next func() (pending, bool), done func(position int64, s rollout.Summary)) error {
 	ch := workflow.NewChannel(ctx)
 	var fatal error
 	for {

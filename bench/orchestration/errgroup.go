@@ -17,6 +17,7 @@ import (
 	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/rollout"
 )
 
 // Errgroup runs the same rollouts as Temporal without Temporal: an errgroup
@@ -76,25 +77,25 @@ func Errgroup(ctx context.Context, runID string, cfg Config) (Result, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cfg.Concurrency)
 	for i := range int64(cfg.Rollouts) {
-		ref := activities.RolloutRef{
+		ref := rollout.Ref{
 			RunID: runID, Index: i, Taskset: rc.Taskset, Model: rc.Model,
 			Harness: rc.Harness, Rubric: rc.Rubric, Attempt: 1,
 		}
 		g.Go(func() error {
 			admitted := time.Now()
-			var slot activities.AcquireResult
-			if err := step(admitted, acts.Acquire, activities.AcquireInput{Rollout: ref}, &slot); err != nil {
+			var slot rollout.AcquireResult
+			if err := step(admitted, acts.Acquire, rollout.AcquireInput{Rollout: ref}, &slot); err != nil {
 				return fmt.Errorf("acquire %s: %w", ref.Key(), err)
 			}
-			var exp activities.ExposeResult
-			if err := step(time.Now(), acts.Expose, activities.ExposeInput{Key: ref.Key()}, &exp); err != nil {
+			var exp rollout.ExposeResult
+			if err := step(time.Now(), acts.Expose, rollout.ExposeInput{Key: ref.Key()}, &exp); err != nil {
 				return fmt.Errorf("expose %s: %w", ref.Key(), err)
 			}
-			var s activities.Summary
-			if err := step(time.Now(), acts.Run, activities.RunInput{Rollout: ref, BaseURL: exp.BaseURL}, &s); err != nil {
+			var s rollout.Summary
+			if err := step(time.Now(), acts.Run, rollout.RunInput{Rollout: ref, BaseURL: exp.BaseURL}, &s); err != nil {
 				return fmt.Errorf("run %s: %w", ref.Key(), err)
 			}
-			if s.Status != activities.StatusOK {
+			if s.Status != rollout.StatusOK {
 				mu.Lock()
 				fails++
 				mu.Unlock()

@@ -9,14 +9,14 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/evalflow/evalflow/activities"
 	"github.com/evalflow/evalflow/bench/loadgen"
+	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
 
-func workflowsHarness(cmd []string) activities.HarnessConfig {
-	return activities.HarnessConfig{Command: cmd, Timeout: time.Minute}
+func workflowsHarness(cmd []string) rollout.HarnessConfig {
+	return rollout.HarnessConfig{Command: cmd, Timeout: time.Minute}
 }
 
 // NewWorker starts a worker from wiring.NewWorker on queue, with the

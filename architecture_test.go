@@ -1,0 +1,133 @@
+package evalflow_test
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/evalflow/evalflow/"
+
+// allowed is the import graph of ARCHITECTURE.md: for each package of the
+// module, the module's packages it may import. Imports point downward; a
+// package missing here fails the test until it is placed in the design.
+var allowed = map[string][]string{
+	"rollout":   {},
+	"arith":     {},
+	"jsonshape": {},
+	"tunnel":    {},
+	"devserver": {},
+	"dialects":  {"jsonshape"},
+	"trace":     {"dialects"},
+	"tasksets":  {"arith"},
+	"rubrics":   {"tasksets", "arith"},
+	"harness":   {"tasksets"},
+	// The built-in agent is a program of its own: it knows the task format
+	// and the arithmetic of its tool, nothing of the worker.
+	"harness/agent":  {"arith", "tasksets"},
+	"providers":      {"dialects"},
+	"providers/mock": {"dialects", "arith"},
+	"interception":   {"dialects", "trace", "tunnel"},
+	"results":        {"rollout", "trace"},
+	// Workflows and the pull client know the contract only: no transport,
+	// tunnel or subprocess is linked into a trainer or a workflow worker
+	// through them.
+	"workflows": {"rollout"},
+	"pull":      {"workflows", "rollout"},
+	"activities": {"rollout", "dialects", "harness", "interception", "providers", "results",
+		"rubrics", "tasksets", "trace", "tunnel"},
+	"wiring": {"activities", "dialects", "harness", "harness/agent", "interception", "providers",
+		"providers/mock", "results", "rollout", "tasksets", "tunnel", "workflows"},
+	// Binaries and tools sit on top; nothing imports them.
+	"starter":             {"*"},
+	"worker":              {"*"},
+	"cmd/evalflow-agent":  {"*"},
+	"bench":               {"*"},
+	"bench/cmd/bench":     {"*"},
+	"bench/loadgen":       {"*"},
+	"bench/orchestration": {"*"},
+	"bench/targets":       {"*"},
+	"bench/upstream":      {"*"},
+	"tunnel/tunneltest":   {"tunnel"},
+	"e2e":                 {},
+	"deploy":              {},
+	"":                    {},
+}
+
+// top are the packages nothing else may import.
+var top = []string{"starter", "worker", "cmd/evalflow-agent", "e2e", "bench/cmd/bench"}
+
+type listed struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+func goList(t *testing.T, args ...string) []listed {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-json"}, args...)...)
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list %v", args)
+	var pkgs []listed
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p listed
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+func TestImportsPointDownward(t *testing.T) {
+	for _, p := range goList(t, "./...") {
+		name := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "github.com/evalflow/evalflow")
+		may, ok := allowed[name]
+		if !assert.True(t, ok, "package %q is not placed in ARCHITECTURE.md's import graph (architecture_test.go)", name) {
+			continue
+		}
+		for _, imp := range p.Imports {
+			dep, ours := strings.CutPrefix(imp, module)
+			if !ours {
+				continue
+			}
+			assert.False(t, slices.Contains(top, dep), "%s imports %s, which nothing may import", name, dep)
+			if slices.Contains(may, "*") {
+				continue
+			}
+			assert.Contains(t, may, dep, "%s may not import %s (ARCHITECTURE.md)", name, dep)
+		}
+	}
+}
+
+// TestContractLinksNoTransport: a trainer importing pull, or a worker
+// replaying workflows, links the Temporal SDK and the rollout contract, and
+// none of evalflow's transports, tunnels or subprocess runners.
+func TestContractLinksNoTransport(t *testing.T) {
+	for _, p := range goList(t, "-deps=false", "./workflows", "./pull", "./rollout") {
+		deps := goList(t, "-deps", p.ImportPath)
+		for _, d := range deps {
+			dep, ours := strings.CutPrefix(d.ImportPath, module)
+			if ours {
+				assert.Contains(t, []string{"rollout", "workflows", "pull"}, dep, "%s links %s", p.ImportPath, dep)
+			}
+			for _, banned := range []string{"github.com/fatedier/frp", "golang.org/x/crypto/ssh", "os/exec"} {
+				assert.False(t, strings.HasPrefix(d.ImportPath, banned), "%s links %s", p.ImportPath, d.ImportPath)
+			}
+		}
+	}
+	for _, d := range goList(t, "-deps", "./rollout") {
+		if d.ImportPath != module+"rollout" {
+			assert.NotContains(t, d.ImportPath, ".", "rollout imports only the standard library, not %s", d.ImportPath)
+		}
+	}
+}

@@ -1,0 +1,81 @@
+// Package rollout is the contract between evalflow's workflows and its
+// activities: what a rollout is (Ref, its Key), how it ended (Summary,
+// statuses, error kinds), the error types activities fail with, and each
+// activity's name, input and result. Workflows, the pull client and the run
+// store import it; it imports only the standard library, so none of them
+// links a transport, a tunnel or a subprocess runner through it.
+package rollout
+
+import (
+	"strconv"
+	"time"
+)
+
+// Sampling is what a run sets on every model call; nil fields are left as
+// the harness sent them.
+type Sampling struct {
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	MaxTokens   *int     `json:"max_tokens,omitempty"`
+	Seed        *int64   `json:"seed,omitempty"`
+}
+
+// HarnessConfig is how rollouts run their agent program.
+type HarnessConfig struct {
+	// Command is argv; empty means the built-in agent.
+	Command  []string      `json:"command,omitempty"`
+	Timeout  time.Duration `json:"timeout"`
+	MaxTurns int           `json:"max_turns"`
+	// Dialect is the protocol the built-in agent speaks: chat, responses or
+	// anthropic; empty is chat. Other commands choose their own.
+	Dialect string `json:"dialect,omitempty"`
+}
+
+// Ref names one rollout and everything needed to run it. It holds no
+// secret: secrets live only in the worker that acquired the slot.
+type Ref struct {
+	RunID    string        `json:"run_id"`
+	Epoch    int           `json:"epoch"`
+	Index    int64         `json:"index"`
+	K        int           `json:"k"`
+	Taskset  string        `json:"taskset"`
+	Model    string        `json:"model"`
+	Sampling Sampling      `json:"sampling"`
+	Harness  HarnessConfig `json:"harness"`
+	Rubric   string        `json:"rubric"`
+	// Attempt counts workflow-level attempts of this rollout, from 1.
+	Attempt int `json:"attempt"`
+	// RetryFailed reruns a rollout whose stored result is a failure; without
+	// it any stored result is reused. Training runs set it so that a resumed
+	// epoch reruns what failed.
+	RetryFailed bool `json:"retry_failed,omitempty"`
+}
+
+// Key is the rollout's stable identity, run/epoch/index/k.
+func (r Ref) Key() string { return Key(r.RunID, r.Epoch, r.Index, r.K) }
+
+// Key formats the stable key of rollout k of task index in epoch of a run:
+// run/epoch/index/k. Results are idempotent on it.
+func Key(runID string, epoch int, index int64, k int) string {
+	return runID + "/" + strconv.Itoa(epoch) + "/" + strconv.FormatInt(index, 10) + "/" + strconv.Itoa(k)
+}
+
+// Summary is the small result of a rollout the workflow keeps: no trace, no
+// text beyond a short error.
+type Summary struct {
+	Key          string  `json:"key"`
+	Index        int64   `json:"index"`
+	K            int     `json:"k"`
+	Reward       float64 `json:"reward"`
+	Status       string  `json:"status"`
+	ErrorKind    string  `json:"error_kind,omitempty"`
+	Error        string  `json:"error,omitempty"`
+	Turns        int     `json:"turns"`
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	DurationMS   int64   `json:"duration_ms"`
+	// Reused is true when the store already held this rollout.
+	Reused bool `json:"reused,omitempty"`
+	// Trace is the rollout's trace file, relative to the run's directory.
+	Trace string `json:"trace,omitempty"`
+}

@@ -1,0 +1,36 @@
+package rollout
+
+// Rollout statuses.
+const (
+	StatusOK    = "ok"
+	StatusError = "error"
+)
+
+// Error kinds recorded for rollouts that ended with StatusError. All but
+// KindInfra are the agent's outcome; KindInfra is a rollout whose
+// infrastructure kept failing until its attempts ran out.
+const (
+	KindHarnessExit   = "harness_exit"
+	KindTimeout       = "timeout"
+	KindContextLength = "context_length"
+	KindRefusal       = "refusal"
+	KindMaxTurns      = "max_turns"
+	KindInfra         = "infrastructure"
+)
+
+// Error types set on application errors at the activity boundary. The
+// workflows decide what to retry by these names, so they are part of the
+// history format.
+const (
+	// ErrTypeSlotLost: the slot is not on this worker (it restarted); re-acquire.
+	ErrTypeSlotLost = "SlotLost"
+	// ErrTypeTunnel: exposing the interception server failed; retried.
+	ErrTypeTunnel = "TunnelError"
+	// ErrTypeUpstream: the model provider kept failing (429/5xx/connection).
+	ErrTypeUpstream = "UpstreamUnavailable"
+	// ErrTypeRuntime: the harness runtime failed (workdir, spawn); retried.
+	ErrTypeRuntime = "RuntimeError"
+	// ErrTypeConfig: the run cannot work as configured (unknown taskset,
+	// missing harness command, bad rubric). Not retried; fails the run.
+	ErrTypeConfig = "ConfigError"
+)
