@@ -147,7 +147,7 @@ func (f *FRP) launch(ctx context.Context, host string, port int) (*frpExposure, 
 		return nil, fmt.Errorf("frp client configuration: %w", err)
 	}
 
-	e := &frpExposure{exited: make(chan struct{}), stderr: &tail{max: 4 << 10}, secret: f.Token}
+	e := &frpExposure{exited: make(chan struct{}), stderr: &lastLines{max: 4 << 10}, secret: f.Token}
 	answer := &firstLine{line: make(chan []byte, 1)}
 	cmd := exec.Command(name, args...)
 	// Under the race detector (test binaries), its reports on frp's own
@@ -209,7 +209,7 @@ type frpExposure struct {
 	url     string
 	process *os.Process
 	stdin   io.WriteCloser
-	stderr  *tail
+	stderr  *lastLines
 	secret  string // redacted from everything the child said
 
 	exited  chan struct{}
@@ -319,8 +319,8 @@ func (w *firstLine) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// tail keeps the last whole lines of the child's stderr, up to max bytes.
-type tail struct {
+// lastLines keeps the end of the child's stderr, up to max bytes.
+type lastLines struct {
 	max int
 
 	mu      sync.Mutex
@@ -328,7 +328,7 @@ type tail struct {
 	trimmed bool
 }
 
-func (t *tail) Write(p []byte) (int, error) {
+func (t *lastLines) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.buf = append(t.buf, p...)
@@ -342,7 +342,7 @@ func (t *tail) Write(p []byte) (int, error) {
 // String is the last lines kept, at most 512 bytes of them, joined by
 // " | ". A line cut at the front is dropped, so that no part of a secret
 // escapes redaction.
-func (t *tail) String() string {
+func (t *lastLines) String() string {
 	t.mu.Lock()
 	s := string(t.buf)
 	trimmed := t.trimmed

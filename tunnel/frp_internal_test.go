@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -125,4 +126,26 @@ func requireGone(t *testing.T, pid int) {
 	t.Helper()
 	err := syscall.Kill(pid, 0)
 	require.True(t, errors.Is(err, syscall.ESRCH), "kill(%d, 0) = %v, want ESRCH: the process is left", pid, err)
+}
+
+func TestLastLines(t *testing.T) {
+	long := func(c string) string { return strings.Repeat(c, 300) + "\n" }
+	tests := []struct {
+		name   string
+		max    int
+		writes []string
+		want   string
+	}{
+		{"nothing", 64, nil, ""},
+		{"lines on one line", 64, []string{"a\n", "\n b \n"}, "a | b"},
+		{"line cut at the front dropped", 8, []string{"secret-1\nok\n"}, "ok"},
+		{"last 512 bytes", 4096, []string{long("a"), long("b"), long("c")}, strings.Repeat("c", 300)},
+	}
+	for _, tt := range tests {
+		l := &lastLines{max: tt.max}
+		for _, w := range tt.writes {
+			_, _ = l.Write([]byte(w))
+		}
+		assert.Equal(t, tt.want, l.String(), "%s: lastLines%q", tt.name, tt.writes)
+	}
 }
