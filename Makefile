@@ -15,7 +15,6 @@ build:
 
 test:
 	$(GO) test -race -count=1 -timeout 30m ./...
-	$(GO) test -count=1 -run 'TestPoolStartMonitorRestoresOnItsOwn' ./interception/
 
 # Unit tests only: skips the end-to-end runs on the embedded server.
 test-short:

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/evalflow/evalflow/harness/agent"
+	"github.com/evalflow/evalflow/tunnel"
 	"github.com/evalflow/evalflow/tunnel/tunneltest"
 )
 
@@ -19,7 +20,8 @@ import (
 var agentCommand = []string{os.Args[0], agent.Subcommand}
 
 func TestMain(m *testing.M) {
-	tunneltest.ServeFRPSIfAsked() // a child frps for the tunnel tests
+	tunnel.ServeFRPClientIfAsked() // the workers' frp client processes
+	tunneltest.ServeFRPSIfAsked()  // a child frps for the tunnel tests
 	agent.ServeIfAsked()
 	dir, err := os.MkdirTemp("", "evalflow-e2e-agent-")
 	if err == nil {

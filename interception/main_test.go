@@ -4,11 +4,14 @@ import (
 	"os"
 	"testing"
 
+	"github.com/evalflow/evalflow/tunnel"
 	"github.com/evalflow/evalflow/tunnel/tunneltest"
 )
 
-// TestMain lets tunneltest run frps as a child of this test binary.
+// TestMain lets this test binary run as the frp client process of the
+// pool's FRP tunnels, and tunneltest run frps as its child.
 func TestMain(m *testing.M) {
+	tunnel.ServeFRPClientIfAsked()
 	tunneltest.ServeFRPSIfAsked()
 	os.Exit(m.Run())
 }

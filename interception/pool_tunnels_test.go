@@ -177,14 +177,6 @@ func TestPoolCheckTunnelNoticesLossBeforeMonitor(t *testing.T) {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func TestPoolStartMonitorRestoresOnItsOwn(t *testing.T) {
-	if raceEnabled {
-		// frp's client reads a proxy's phase without its lock while another
-		// goroutine stops the proxy (client/proxy/proxy_wrapper.go,
-		// Wrapper.InWorkConn against Wrapper.Stop): a monitor checking every
-		// 20 ms through a tunnel it is replacing hits it now and then.
-		// make test runs this test again without the race detector.
-		t.Skip("frp client race in Wrapper.InWorkConn/Stop; run without -race")
-	}
 	r := remotes()[0] // frp
 	tun, _, restart, held := r.start(t)
 	p := newPool(t, tun)

@@ -14,9 +14,12 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/evalflow/evalflow/harness/agent"
+	"github.com/evalflow/evalflow/tunnel"
 )
 
 func main() {
+	// An frp tunnel runs its client as a child process of this binary.
+	tunnel.ServeFRPClientIfAsked()
 	// The built-in agent is this binary's hidden "agent" command: rollouts run
 	// it as a subprocess.
 	agent.ServeIfAsked()

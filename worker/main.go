@@ -16,10 +16,13 @@ import (
 
 	"github.com/evalflow/evalflow/harness/agent"
 	"github.com/evalflow/evalflow/providers/mock"
+	"github.com/evalflow/evalflow/tunnel"
 	"github.com/evalflow/evalflow/wiring"
 )
 
 func main() {
+	// An frp tunnel runs its client as a child process of this binary.
+	tunnel.ServeFRPClientIfAsked()
 	// The built-in agent is this binary's hidden "agent" command: rollouts run
 	// it as a subprocess.
 	agent.ServeIfAsked()
