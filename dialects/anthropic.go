@@ -13,7 +13,7 @@ type anthropicDialect struct{}
 
 var _ Dialect = anthropicDialect{}
 
-func (anthropicDialect) Name() string { return DialectAnthropic }
+func (anthropicDialect) Name() string { return NameAnthropic }
 func (anthropicDialect) Path() string { return "/messages" }
 
 func (anthropicDialect) Secret(h http.Header) string {

@@ -7,9 +7,6 @@ import (
 	"unicode/utf8"
 )
 
-// DialectChat is the name of the OpenAI chat completions dialect, as recorded in traces.
-const DialectChat = "chat"
-
 // chatRequest is the part of a chat completions request evalflow reads. Fields
 // it does not name are never dropped on relay: see OverlayChat.
 type chatRequest struct {

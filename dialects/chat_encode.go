@@ -12,7 +12,7 @@ type chatDialect struct{}
 
 var _ Dialect = chatDialect{}
 
-func (chatDialect) Name() string { return DialectChat }
+func (chatDialect) Name() string { return NameChat }
 func (chatDialect) Path() string { return "/chat/completions" }
 
 func (chatDialect) Secret(h http.Header) string {

@@ -37,7 +37,7 @@ func overlayChat(body []byte, model string, s Sampling) (Body, error) {
 		}
 		return names
 	}
-	return overlay(DialectChat, body, chatRequestShape, model, s, maxTokens, true)
+	return overlay(NameChat, body, chatRequestShape, model, s, maxTokens, true)
 }
 
 // overlay checks body against shape and sets model, temperature, top_p,

@@ -61,10 +61,11 @@ type Stream interface {
 	Done() bool
 }
 
-// Dialect names.
+// Dialect names, as traces and configuration spell them.
 const (
-	DialectResponses = "responses"
-	DialectAnthropic = "anthropic"
+	NameChat      = "chat"
+	NameResponses = "responses"
+	NameAnthropic = "anthropic"
 )
 
 // The dialects, by value.

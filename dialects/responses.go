@@ -13,7 +13,7 @@ type responsesDialect struct{}
 
 var _ Dialect = responsesDialect{}
 
-func (responsesDialect) Name() string { return DialectResponses }
+func (responsesDialect) Name() string { return NameResponses }
 func (responsesDialect) Path() string { return "/responses" }
 
 func (responsesDialect) Secret(h http.Header) string { return chatDialect{}.Secret(h) }

@@ -140,7 +140,7 @@ func TestChatNonStreaming(t *testing.T) {
 
 	turn := f.turn(t)
 	assert.Equal(t, 0, turn.Index)
-	assert.Equal(t, dialects.DialectChat, turn.Dialect)
+	assert.Equal(t, dialects.NameChat, turn.Dialect)
 	assert.Equal(t, "/v1/chat/completions", turn.Route)
 	assert.False(t, turn.Streamed)
 	assert.Equal(t, http.StatusOK, turn.Status)

@@ -26,19 +26,19 @@ func TestRelayTurnsParsedWhenRead(t *testing.T) {
 		stream                    bool
 		status                    int // of the answer; 200 when 0
 	}{
-		{name: "chat", dialect: dialects.DialectChat, path: "/v1/chat/completions",
+		{name: "chat", dialect: dialects.NameChat, path: "/v1/chat/completions",
 			body: `{"model":"caller","temperature":1.5,"messages":[{"role":"user","content":"what is 2+3?"}]}`},
-		{name: "chat/sse", dialect: dialects.DialectChat, path: "/v1/chat/completions", stream: true,
+		{name: "chat/sse", dialect: dialects.NameChat, path: "/v1/chat/completions", stream: true,
 			body: `{"model":"caller","stream":true,"messages":[{"role":"user","content":"what is 2+3?"}]}`},
-		{name: "responses", dialect: dialects.DialectResponses, path: "/v1/responses",
+		{name: "responses", dialect: dialects.NameResponses, path: "/v1/responses",
 			body: `{"model":"caller","input":"what is 2+3?"}`},
-		{name: "responses/sse", dialect: dialects.DialectResponses, path: "/v1/responses", stream: true,
+		{name: "responses/sse", dialect: dialects.NameResponses, path: "/v1/responses", stream: true,
 			body: `{"model":"caller","stream":true,"input":"what is 2+3?"}`},
-		{name: "anthropic", dialect: dialects.DialectAnthropic, path: "/v1/messages", anthropicCarrier: true,
+		{name: "anthropic", dialect: dialects.NameAnthropic, path: "/v1/messages", anthropicCarrier: true,
 			body: `{"model":"caller","max_tokens":64,"messages":[{"role":"user","content":"what is 2+3?"}]}`},
-		{name: "anthropic/sse", dialect: dialects.DialectAnthropic, path: "/v1/messages", anthropicCarrier: true, stream: true,
+		{name: "anthropic/sse", dialect: dialects.NameAnthropic, path: "/v1/messages", anthropicCarrier: true, stream: true,
 			body: `{"model":"caller","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"what is 2+3?"}]}`},
-		{name: "anthropic/refused", dialect: dialects.DialectAnthropic, path: "/v1/messages", anthropicCarrier: true, status: http.StatusBadRequest,
+		{name: "anthropic/refused", dialect: dialects.NameAnthropic, path: "/v1/messages", anthropicCarrier: true, status: http.StatusBadRequest,
 			body: `{"model":"caller","messages":[{"role":"user","content":"what is 2+3?"}]}`}, // no max_tokens
 	}
 	for _, tt := range tests {
@@ -87,7 +87,7 @@ func TestRelayTurnsParsedWhenRead(t *testing.T) {
 // reads alike every time and in the end.
 func TestTurnsReadWhileCalling(t *testing.T) {
 	const callers, calls = 4, 8
-	f := dialectFixture(t, dialects.DialectChat, mockUpstream(t), func(c *interception.Config) { c.OnTurn = nil })
+	f := dialectFixture(t, dialects.NameChat, mockUpstream(t), func(c *interception.Config) { c.OnTurn = nil })
 	c := f.client(f.slot.Secret)
 
 	done := make(chan struct{})

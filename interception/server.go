@@ -458,7 +458,7 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request, _ *entry, d dial
 	s.mu.RUnlock()
 	ids := slices.Sorted(maps.Keys(seen))
 	w.Header().Set("Content-Type", "application/json")
-	if d.Name() == dialects.DialectAnthropic {
+	if d.Name() == dialects.NameAnthropic {
 		type model struct {
 			Type        string `json:"type"`
 			ID          string `json:"id"`

@@ -67,7 +67,7 @@ type Client struct {
 // NewOpenAI returns an upstream at baseURL (with /v1) authenticated by apiKey;
 // an empty apiKey sends no Authorization header.
 func NewOpenAI(baseURL, apiKey string) *OpenAI {
-	return newClient(baseURL, apiKey, dialects.DialectChat)
+	return newClient(baseURL, apiKey, dialects.NameChat)
 }
 
 func newClient(baseURL, apiKey, dialect string) *Client {
