@@ -7,10 +7,19 @@ import (
 	"strings"
 )
 
-// Dialect is one wire format: its route, its auth carrier, its codec between
-// the wire and the typed vocabulary, and its error shape. Chat, Responses and
-// Anthropic are the implementations.
+// Dialect is one wire format: how its calls arrive and how the server
+// answers on its own (Wire), and its codec between the wire and the typed
+// vocabulary (Codec). Chat, Responses and Anthropic are the
+// implementations.
 type Dialect interface {
+	Wire
+	Codec
+}
+
+// Wire is what a dialect's callers see of the server itself: the route,
+// where the secret is carried, and the shape of the errors and of the
+// model list the server answers with.
+type Wire interface {
 	// Name is how traces and configuration name the dialect: chat, responses, anthropic.
 	Name() string
 	// Path is the model route below /v1, e.g. "/chat/completions".
@@ -18,17 +27,21 @@ type Dialect interface {
 	// Secret is the API key a caller presented in this dialect's carrier
 	// (Bearer or x-api-key), falling back to the other one.
 	Secret(h http.Header) string
+	// WriteError answers with an error in this dialect's shape; code is
+	// OpenAI's machine-readable code, when there is one.
+	WriteError(w http.ResponseWriter, status int, code, message string)
+	// StreamError is an SSE event reporting an error inside a stream.
+	StreamError(message string) []byte
+	// WriteModels answers with a list of the models named ids, in the shape
+	// of this dialect's family (OpenAI's or Anthropic's).
+	WriteModels(w http.ResponseWriter, ids []string)
+}
 
+// Codec reads and writes a dialect's bodies: requests, responses, streams
+// and upstream errors, to and from the typed vocabulary.
+type Codec interface {
 	// ParseRequest reads a request body.
 	ParseRequest(body []byte) (Request, error)
-	// ParseResponse reads a non-streaming response body.
-	ParseResponse(body []byte) (Response, error)
-	// NewStream returns an assembler of a streamed response, fed one SSE
-	// event's data at a time.
-	NewStream() Stream
-	// ParseError reads an error body in this dialect's shape.
-	ParseError(status int, body []byte) error
-
 	// Overlay checks body (valid JSON of the shape ParseRequest reads: what
 	// ParseRequest refuses, Overlay refuses) and sets model and the sampling
 	// fields s sets, in this dialect's field names, keeping every other
@@ -36,17 +49,22 @@ type Dialect interface {
 	Overlay(body []byte, model string, s Sampling) (Body, error)
 	// EncodeRequest writes a request for an upstream of this dialect.
 	EncodeRequest(req Request) ([]byte, error)
+
+	// ParseResponse reads a non-streaming response body.
+	ParseResponse(body []byte) (Response, error)
 	// EncodeResponse writes a non-streaming response for a caller.
 	EncodeResponse(resp Response) ([]byte, error)
+
+	// NewStream returns an assembler of a streamed response, fed one SSE
+	// event's data at a time.
+	NewStream() Stream
 	// WriteStream writes resp as a complete, valid SSE sequence, text and
 	// tool-call arguments split over several events. w is flushed per event
 	// when it is an http.Flusher.
 	WriteStream(w io.Writer, resp Response) error
-	// StreamError is an SSE event reporting an error inside a stream.
-	StreamError(message string) []byte
-	// WriteError answers with an error in this dialect's shape; code is
-	// OpenAI's machine-readable code, when there is one.
-	WriteError(w http.ResponseWriter, status int, code, message string)
+
+	// ParseError reads an error body in this dialect's shape.
+	ParseError(status int, body []byte) error
 }
 
 // Stream assembles a streamed response.

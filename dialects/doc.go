@@ -9,6 +9,7 @@
 //	<dialect>_stream.go    reading a streamed response, and writing one for a caller
 //	<dialect>_encode.go    writing a request for an upstream and a response for a caller
 //	<dialect>_errors.go    the error shape: reading an upstream's, answering a caller
+//	<dialect>_models.go    the model list
 //
 // The files they share say what they hold: dialect.go (the Dialect
 // contract and the dialects by name), vocabulary.go (the typed messages,

@@ -1,9 +1,26 @@
 package dialects
 
 import (
+	"errors"
 	"net/http"
 	"unicode/utf8"
 )
+
+// ErrorCode is what a caller is told of an upstream's error of any
+// dialect: its machine-readable code (OpenAI's code, Anthropic's error
+// type) and its message. An error of neither shape has no code, and its
+// text is the message.
+func ErrorCode(err error) (code, message string) {
+	var ce *ChatError
+	if errors.As(err, &ce) {
+		return ce.Code, ce.Message
+	}
+	var ae *AnthropicError
+	if errors.As(err, &ae) {
+		return ae.Type, ae.Message
+	}
+	return "", err.Error()
+}
 
 // errorType is the error type both families use for a status.
 func errorType(status int, anthropic bool) string {

@@ -10,7 +10,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -456,42 +455,5 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request, _ *entry, d dial
 		}
 	}
 	s.mu.RUnlock()
-	ids := slices.Sorted(maps.Keys(seen))
-	w.Header().Set("Content-Type", "application/json")
-	if d.Name() == dialects.NameAnthropic {
-		type model struct {
-			Type        string `json:"type"`
-			ID          string `json:"id"`
-			DisplayName string `json:"display_name"`
-			CreatedAt   string `json:"created_at"`
-		}
-		list := struct {
-			Data    []model `json:"data"`
-			HasMore bool    `json:"has_more"`
-			FirstID *string `json:"first_id"`
-			LastID  *string `json:"last_id"`
-		}{Data: []model{}}
-		for _, id := range ids {
-			list.Data = append(list.Data, model{Type: "model", ID: id, DisplayName: id, CreatedAt: "1970-01-01T00:00:00Z"})
-		}
-		if len(ids) > 0 {
-			list.FirstID, list.LastID = &ids[0], &ids[len(ids)-1]
-		}
-		_ = json.NewEncoder(w).Encode(list)
-		return
-	}
-	type model struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
-	}
-	list := struct {
-		Object string  `json:"object"`
-		Data   []model `json:"data"`
-	}{Object: "list", Data: []model{}}
-	for _, id := range ids {
-		list.Data = append(list.Data, model{ID: id, Object: "model", OwnedBy: "evalflow"})
-	}
-	_ = json.NewEncoder(w).Encode(list)
+	d.WriteModels(w, slices.Sorted(maps.Keys(seen)))
 }

@@ -2,7 +2,6 @@ package interception
 
 import (
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"time"
@@ -44,7 +43,7 @@ func (s *Server) translate(w http.ResponseWriter, r *http.Request, e *entry, d, 
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		upErr := up.ParseError(resp.StatusCode, data)
-		code, msg := errorCode(upErr)
+		code, msg := dialects.ErrorCode(upErr)
 		fail(resp.StatusCode, code, msg)
 		turn.Error = upErr.Error()
 		return
@@ -77,19 +76,6 @@ func (s *Server) translate(w http.ResponseWriter, r *http.Request, e *entry, d, 
 	if _, err := w.Write(out); err != nil {
 		turn.Error = "write to caller: " + err.Error()
 	}
-}
-
-// errorCode is the machine-readable code and message of an upstream error.
-func errorCode(err error) (code, message string) {
-	var ce *dialects.ChatError
-	if errors.As(err, &ce) {
-		return ce.Code, ce.Message
-	}
-	var ae *dialects.AnthropicError
-	if errors.As(err, &ae) {
-		return ae.Type, ae.Message
-	}
-	return "", err.Error()
 }
 
 // countTokens answers Anthropic's count_tokens: relayed to an Anthropic
