@@ -27,20 +27,18 @@ type memUpstream struct {
 	body    []byte
 }
 
+var _ interception.Upstream = (*memUpstream)(nil)
+
 func (m *memUpstream) Dialect() string { return m.dialect }
 
-func (m *memUpstream) Do(ctx context.Context, path string, body []byte) (*http.Response, error) {
-	return m.Relay(ctx, path, nil, dialects.Body{body})
-}
-
-func (m *memUpstream) Relay(_ context.Context, _ string, _ http.Header, _ dialects.Body) (*http.Response, error) {
-	return m.response(), nil
+func (m *memUpstream) Relay(context.Context, string, http.Header, dialects.Body) (*http.Response, int, error) {
+	return m.response(), 1, nil
 }
 
 func (m *memUpstream) response() *http.Response {
 	return &http.Response{
 		StatusCode: http.StatusOK, ProtoMajor: 1, ProtoMinor: 1,
-		Header: http.Header{"Content-Type": {m.ctype}, "X-Evalflow-Attempts": {"1"}},
+		Header: http.Header{"Content-Type": {m.ctype}},
 		Body:   io.NopCloser(bytes.NewReader(m.body)), ContentLength: int64(len(m.body)),
 	}
 }

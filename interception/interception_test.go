@@ -187,7 +187,7 @@ func TestRelayKeepsUnknownRequestFieldsByteExact(t *testing.T) {
 	assert.Equal(t, toolCompletion, string(got), "body the caller got")
 	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 	assert.Equal(t, "req-9", resp.Header.Get("X-Request-Id"))
-	assert.Empty(t, resp.Header.Get(interception.AttemptsHeader), "local attempts header is not relayed")
+	assert.Empty(t, resp.Header.Get("X-Evalflow-Attempts"), "no header of evalflow's own reaches the caller")
 }
 
 // streamChunks is a streamed completion whose tool-call arguments are split

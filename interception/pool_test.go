@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/tunnel"
 )
@@ -67,8 +68,10 @@ func newPool(t *testing.T, tun tunnel.Tunnel) *interception.Pool {
 // noUpstream fails every call; pool tests make none.
 type noUpstream struct{}
 
-func (noUpstream) Do(context.Context, string, []byte) (*http.Response, error) {
-	return nil, errors.New("no upstream in this test")
+func (noUpstream) Dialect() string { return dialects.NameChat }
+
+func (noUpstream) Relay(context.Context, string, http.Header, dialects.Body) (*http.Response, int, error) {
+	return nil, 0, errors.New("no upstream in this test")
 }
 
 func acquireAll(t *testing.T, p *interception.Pool, n int) []interception.Slot {

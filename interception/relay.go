@@ -8,7 +8,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -47,7 +46,7 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request, e *entry, d diale
 	if !ok {
 		return
 	}
-	if up := upstreamDialect(s.cfg.Upstream); up.Name() != d.Name() {
+	if up := s.up; up.Name() != d.Name() {
 		req, err := d.ParseRequest(body)
 		if err != nil {
 			fail(http.StatusBadRequest, "", "We could not parse the JSON body of your request: "+err.Error())
@@ -145,9 +144,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fail func(int,
 // send calls the upstream, answering 502 itself when it cannot be reached.
 func (s *Server) send(w http.ResponseWriter, r *http.Request, e *entry, turn *trace.Turn, path string, h http.Header,
 	body dialects.Body, fail func(int, string, string)) (*http.Response, bool) {
-	resp, err := relay(r.Context(), s.cfg.Upstream, path, h, body)
+	resp, attempts, err := s.cfg.Upstream.Relay(r.Context(), path, h, body)
+	turn.Attempts = attempts
 	if err != nil {
-		turn.Attempts = attemptsOf(err)
 		if r.Context().Err() != nil {
 			turn.Status, turn.Error = statusClientClosed, "client closed request"
 			return nil, false
@@ -157,7 +156,6 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, e *entry, turn *tr
 		turn.Error = "upstream: " + err.Error()
 		return nil, false
 	}
-	turn.Attempts, _ = strconv.Atoi(resp.Header.Get(AttemptsHeader))
 	return resp, true
 }
 
@@ -181,15 +179,6 @@ func (s *Server) relayFailed(w http.ResponseWriter, r *http.Request, d dialects.
 		_, _ = w.Write(d.StreamError("The upstream stream broke off: " + up.err.Error()))
 		_ = http.NewResponseController(w).Flush()
 	}
-}
-
-// attemptsOf reads the attempt count off an upstream error that knows it.
-func attemptsOf(err error) int {
-	var a interface{ Attempts() int }
-	if errors.As(err, &a) {
-		return a.Attempts()
-	}
-	return 0
 }
 
 // relaySSE copies an event stream line by line, flushing after every event,
@@ -280,7 +269,6 @@ func copyHeaders(dst, src http.Header) {
 	for _, k := range hopByHop {
 		dst.Del(k)
 	}
-	dst.Del(AttemptsHeader)
 }
 
 // firstByteReader notes when the first byte of the upstream body arrives.

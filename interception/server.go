@@ -5,7 +5,6 @@
 package interception
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -26,47 +25,11 @@ import (
 	"github.com/evalflow/evalflow/tunnel"
 )
 
-// AttemptsHeader is the response header an Upstream sets to tell how many
-// attempts a call took. It is not relayed to the harness.
-// providers.AttemptsHeader names the same header.
-const AttemptsHeader = "X-Evalflow-Attempts"
-
 // Defaults for Config.
 const (
 	DefaultMultiplex    = 32
 	DefaultMaxBodyBytes = 32 << 20
 )
-
-// Upstream sends a request body to a provider route, retrying 429/5xx/connection
-// errors before any byte reaches the caller.
-//
-// An Upstream may also have a Dialect() string method naming the dialect it
-// speaks (chat when it has none), and a Relay(ctx, path, header, body
-// dialects.Body) method that also forwards the caller's request headers on
-// the relay arm and sends the body's pieces without joining them.
-type Upstream interface {
-	Do(ctx context.Context, path string, body []byte) (*http.Response, error) // path after /v1, e.g. "/chat/completions"
-}
-
-// upstreamDialect is the dialect u speaks.
-func upstreamDialect(u Upstream) dialects.Dialect {
-	if d, ok := u.(interface{ Dialect() string }); ok {
-		if dd, err := dialects.ByName(d.Dialect()); err == nil {
-			return dd
-		}
-	}
-	return dialects.Chat
-}
-
-// relay sends body with the caller's headers when u can forward them.
-func relay(ctx context.Context, u Upstream, path string, h http.Header, body dialects.Body) (*http.Response, error) {
-	if r, ok := u.(interface {
-		Relay(context.Context, string, http.Header, dialects.Body) (*http.Response, error)
-	}); ok {
-		return r.Relay(ctx, path, h, body)
-	}
-	return u.Do(ctx, path, body.Bytes())
-}
 
 // Config configures a Pool and the servers in it. Zero fields take defaults.
 type Config struct {
@@ -128,6 +91,7 @@ type Server struct {
 	closeErr  error
 
 	table []route
+	up    dialects.Dialect // the upstream's
 
 	mu       sync.RWMutex
 	bySecret map[[sha256.Size]byte]*entry
@@ -243,6 +207,7 @@ func Listen(cfg Config) (*Server, error) {
 		bySecret: make(map[[sha256.Size]byte]*entry),
 		byKey:    make(map[string]*entry),
 	}
+	s.up = upstreamDialect(cfg.Upstream)
 	s.table = s.routes()
 	s.srv = &http.Server{
 		Handler:           s,

@@ -92,7 +92,7 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request, e *entry, d
 		fail(http.StatusBadRequest, "", "We could not parse the JSON body of your request: "+err.Error())
 		return
 	}
-	if upstreamDialect(s.cfg.Upstream).Name() != d.Name() {
+	if s.up.Name() != d.Name() {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]int{"input_tokens": dialects.EstimateTokens(req)})
 		return

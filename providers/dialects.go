@@ -138,7 +138,7 @@ func (o *Client) Call(ctx context.Context, req dialects.Request) (dialects.Respo
 	if err != nil {
 		return dialects.Response{}, err
 	}
-	resp, err := o.Do(ctx, d.Path(), body)
+	resp, _, err := o.Do(ctx, d.Path(), body)
 	if err != nil {
 		return dialects.Response{}, err
 	}

@@ -51,7 +51,7 @@ func TestRelayHeaders(t *testing.T) {
 			if tt.dialect != dialects.NameAnthropic {
 				caller.Del("Anthropic-Beta")
 			}
-			resp, err := up.Relay(context.Background(), "/x", caller, dialects.Body{[]byte(`{}`)})
+			resp, _, err := up.Relay(context.Background(), "/x", caller, dialects.Body{[]byte(`{}`)})
 			require.NoError(t, err)
 			_ = resp.Body.Close()
 			for k, v := range tt.want {
