@@ -116,7 +116,7 @@ func (a *Activities) Run(ctx context.Context, in RunInput) (Summary, error) {
 	if !ok {
 		return Summary{}, temporal.NewNonRetryableApplicationError("slot "+key+" is not held by this worker", ErrSlotLost, nil)
 	}
-	defer a.Pool.Release(key)
+	defer a.Pool.Release(key) // however the rollout ends
 
 	ts, err := a.Tasksets.Open(ref.Taskset)
 	if err != nil {
@@ -155,11 +155,12 @@ func (a *Activities) Run(ctx context.Context, in RunInput) (Summary, error) {
 	// was given died, the failure is the tunnel's, retried, never a result.
 	if err == nil && ctx.Err() == nil && (res.ExitCode != 0 || res.TimedOut) {
 		if terr := a.Pool.CheckTunnel(ctx, key); terr != nil {
-			a.Pool.Release(key)
 			return Summary{}, temporal.NewApplicationErrorWithCause("tunnel lost during the rollout", ErrTunnel, terr)
 		}
 	}
-	turns := a.Pool.Release(key)
+	// The harness is done: its secret stops working, and the calls it was
+	// answered are recorded before the turns are read.
+	turns, _ := a.Pool.Finish(key)
 	switch {
 	case errors.Is(err, exec.ErrNotFound):
 		return Summary{}, configErr(fmt.Errorf("harness command %q not found", command[0]))

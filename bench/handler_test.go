@@ -117,6 +117,7 @@ func serve(b *testing.B, srv *interception.Server, dialect string, body []byte) 
 	secret := ""
 	rotate := func(i int) {
 		if secret != "" {
+			srv.Finish("bench/0/0/0")
 			srv.Unregister("bench/0/0/0")
 		}
 		var err error
@@ -181,7 +182,7 @@ func BenchmarkRelay(b *testing.B) {
 }
 
 // BenchmarkMaterialize is the cost the relay arm defers per turn: reading a
-// rollout's recorded turns (Unregister) parses each one's request and 4 KB
+// rollout's recorded turns (Finish) parses each one's request and 4 KB
 // JSON answer. An op is one turn; the calls that record them are not timed,
 // and cpu-ns/op counts only the reads.
 func BenchmarkMaterialize(b *testing.B) {
@@ -211,7 +212,8 @@ func BenchmarkMaterialize(b *testing.B) {
 				}
 				b.StartTimer()
 				start := cpuTime()
-				turns, _ := srv.Unregister("bench/0/0/0")
+				turns, _ := srv.Finish("bench/0/0/0")
+				srv.Unregister("bench/0/0/0")
 				cpu += cpuTime() - start
 				require.Len(b, turns, n)
 				done += n

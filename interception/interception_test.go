@@ -159,8 +159,11 @@ func TestChatNonStreaming(t *testing.T) {
 	assert.Positive(t, turn.TTFT)
 	assert.LessOrEqual(t, turn.TTFT, turn.Latency)
 
-	assert.Equal(t, []trace.Turn{turn}, f.pool.Release(f.slot.Key), "Release returns the recorded turns")
-	_, ok := f.pool.Slot(f.slot.Key)
+	turns, ok := f.pool.Finish(f.slot.Key)
+	assert.True(t, ok)
+	assert.Equal(t, []trace.Turn{turn}, turns, "Finish returns the recorded turns")
+	f.pool.Release(f.slot.Key)
+	_, ok = f.pool.Slot(f.slot.Key)
 	assert.False(t, ok)
 }
 

@@ -18,7 +18,7 @@ import (
 
 // TestRelayTurnsParsedWhenRead checks that a relayed turn, parsed only when
 // read, carries the request as the upstream saw it and the answer the
-// caller got, alike through OnTurn, Pool.Turns and Pool.Release.
+// caller got, alike through OnTurn, Pool.Turns and Pool.Finish.
 func TestRelayTurnsParsedWhenRead(t *testing.T) {
 	tests := []struct {
 		name, dialect, path, body string
@@ -57,10 +57,11 @@ func TestRelayTurnsParsedWhenRead(t *testing.T) {
 			turns, ok := f.pool.Turns(f.slot.Key)
 			require.True(t, ok)
 			require.Len(t, turns, 1)
-			released := f.pool.Release(f.slot.Key)
-			require.Len(t, released, 1)
+			finished, ok := f.pool.Finish(f.slot.Key)
+			require.True(t, ok)
+			require.Len(t, finished, 1)
 			assert.Equal(t, onTurn, turns[0], "OnTurn and Turns")
-			assert.Equal(t, turns[0], released[0], "Turns and Release")
+			assert.Equal(t, turns[0], finished[0], "Turns and Finish")
 
 			turn := turns[0]
 			assert.Equal(t, want, turn.Request)
@@ -129,7 +130,8 @@ func TestTurnsReadWhileCalling(t *testing.T) {
 	close(done)
 	readers.Wait()
 
-	turns := f.pool.Release(f.slot.Key)
+	turns, ok := f.pool.Finish(f.slot.Key)
+	require.True(t, ok)
 	require.Len(t, turns, callers*calls)
 	for i, turn := range turns {
 		assert.Equal(t, i, turn.Index)

@@ -103,7 +103,7 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request, e *entry, d diale
 		_, relayErr = io.Copy(w, io.TeeReader(upstream, &tee))
 		if relayErr == nil {
 			// The caller has the whole answer before the turn is recorded;
-			// Turns and Unregister wait for it.
+			// Turns and Finish wait for it.
 			e.deliver()
 			delivered = true
 			_ = http.NewResponseController(w).Flush()

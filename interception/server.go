@@ -257,36 +257,45 @@ func (s *Server) Register(r Rollout) (string, error) {
 	return secret, nil
 }
 
-// settleTimeout bounds how long Unregister waits for calls still recording.
+// settleTimeout bounds how long Finish and Turns wait for calls still
+// recording.
 const settleTimeout = 2 * time.Second
 
-// Unregister removes a rollout and returns its turns, once the calls in
-// flight have recorded theirs (see settleTimeout). Its secret stops working.
-func (s *Server) Unregister(key string) ([]trace.Turn, bool) {
-	e := s.detach(key)
-	if e == nil {
+// Finish ends a rollout's calls and returns its turns: its secret stops
+// working, and the calls whose caller already has its answer are waited
+// for (see settleTimeout) so that their turns are in. The rollout stays
+// registered, its turns readable, until Unregister.
+func (s *Server) Finish(key string) ([]trace.Turn, bool) {
+	s.mu.Lock()
+	e, ok := s.byKey[key]
+	if ok {
+		delete(s.bySecret, sha256.Sum256(e.secret))
+	}
+	s.mu.Unlock()
+	if !ok {
 		return nil, false
 	}
 	e.settle(settleTimeout)
 	return e.snapshot(), true
 }
 
-// detach removes a rollout and returns its entry, nil when it is not
-// registered. Its secret stops working at once; its turns stay readable.
-func (s *Server) detach(key string) *entry {
+// Unregister removes a rollout and reports whether it was registered. Its
+// secret stops working and its turns are let go: read them with Finish
+// first.
+func (s *Server) Unregister(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.byKey[key]
 	if !ok {
-		return nil
+		return false
 	}
 	delete(s.byKey, key)
 	delete(s.bySecret, sha256.Sum256(e.secret))
-	return e
+	return true
 }
 
 // Turns returns the turns recorded so far for a rollout, including those of
-// calls already answered (see Unregister).
+// calls already answered (see Finish).
 func (s *Server) Turns(key string) ([]trace.Turn, bool) {
 	s.mu.RLock()
 	e, ok := s.byKey[key]
