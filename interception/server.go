@@ -43,7 +43,7 @@ type Config struct {
 	Logger       *slog.Logger
 	// OnTurn, when set, is called with every turn after it is recorded, from
 	// the request's goroutine. Setting it puts the relay arm's parse of the
-	// turn (record.go) back on the request's path: it is for tests.
+	// turn (turns.go) back on the request's path: it is for tests.
 	OnTurn func(rolloutKey string, turn trace.Turn)
 	// GatewayToken enables the rollout gateway routes (gateway.go) for
 	// callers presenting it; empty disables them. A credential: never log it.
@@ -98,91 +98,6 @@ type Server struct {
 	byKey    map[string]*entry
 }
 
-// entry is a registered rollout and the turns recorded for it.
-type entry struct {
-	rollout Rollout
-	secret  []byte
-
-	mu    sync.Mutex
-	turns []trace.Turn // in Index order
-	// unparsed holds, by turn index, the raw bytes of relayed turns whose
-	// typed Request and Response are not parsed yet (record.go).
-	unparsed map[int]rawTurn
-	begun    int // turns started, recorded or not
-	// delivered counts calls whose caller has the whole answer but whose
-	// turn is not recorded yet: the relay flushes an answer's last byte
-	// before it records the turn.
-	delivered int
-	// settled are closed when delivered falls to 0.
-	settled []chan struct{}
-}
-
-// deliver notes that a call's caller has its whole answer; the call's
-// record must pass wasDelivered.
-func (e *entry) deliver() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.delivered++
-}
-
-// begin numbers a turn when its call arrives, so turns keep the order of
-// the calls even when an earlier one finishes later.
-func (e *entry) begin() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.begun++
-	return e.begun - 1
-}
-
-// record keeps turn t, numbered index by begin, in index order, with the
-// raw bytes of its typed fields when raw is not nil. wasDelivered says
-// whether the call called deliver.
-func (e *entry) record(index int, t trace.Turn, raw *rawTurn, wasDelivered bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	t.Index = index
-	i := len(e.turns)
-	for i > 0 && e.turns[i-1].Index > index {
-		i--
-	}
-	e.turns = slices.Insert(e.turns, i, t)
-	if raw != nil {
-		if e.unparsed == nil {
-			e.unparsed = make(map[int]rawTurn)
-		}
-		e.unparsed[index] = *raw
-	}
-	if wasDelivered {
-		e.delivered--
-		if e.delivered == 0 {
-			for _, c := range e.settled {
-				close(c)
-			}
-			e.settled = nil
-		}
-	}
-}
-
-// settle waits, at most d, until every call whose caller has its answer has
-// recorded its turn, so that a harness that is done finds all its turns.
-// Calls still answering are not waited for.
-func (e *entry) settle(d time.Duration) {
-	e.mu.Lock()
-	if e.delivered == 0 {
-		e.mu.Unlock()
-		return
-	}
-	c := make(chan struct{})
-	e.settled = append(e.settled, c)
-	e.mu.Unlock()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-c:
-	case <-t.C:
-	}
-}
-
 // Listen starts a server on cfg.Tunnel's bind host at a free port.
 func Listen(cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
@@ -204,10 +119,10 @@ func Listen(cfg Config) (*Server, error) {
 		host:     host,
 		port:     addr.Port,
 		serveErr: make(chan error, 1),
+		up:       upstreamDialect(cfg.Upstream),
 		bySecret: make(map[[sha256.Size]byte]*entry),
 		byKey:    make(map[string]*entry),
 	}
-	s.up = upstreamDialect(cfg.Upstream)
 	s.table = s.routes()
 	s.srv = &http.Server{
 		Handler:           s,
@@ -256,10 +171,6 @@ func (s *Server) Register(r Rollout) (string, error) {
 	s.bySecret[sha256.Sum256(e.secret)] = e
 	return secret, nil
 }
-
-// settleTimeout bounds how long Finish and Turns wait for calls still
-// recording.
-const settleTimeout = 2 * time.Second
 
 // Finish ends a rollout's calls and returns its turns: its secret stops
 // working, and the calls whose caller already has its answer are waited
@@ -416,6 +327,23 @@ func (s *Server) lookup(secret string) *entry {
 		return nil
 	}
 	return e
+}
+
+// model serves a model call of dialect d as the rollout's next turn:
+// relayed (relay.go) when the upstream speaks d, translated (translate.go)
+// otherwise.
+func (s *Server) model(w http.ResponseWriter, r *http.Request, e *entry, d dialects.Dialect) {
+	c := s.startTurn(w, r, e, d)
+	defer c.finish()
+	body, ok := c.readBody()
+	if !ok {
+		return
+	}
+	if s.up.Name() == d.Name() {
+		s.relay(c, body)
+		return
+	}
+	s.translate(c, body)
 }
 
 // models answers GET /v1/models with the models of the registered rollouts,
