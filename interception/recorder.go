@@ -37,13 +37,15 @@ type recorder struct {
 	// delivered is set once the caller has the whole answer, before the
 	// turn is recorded (entry.deliver).
 	delivered bool
-	// raw is the relay arm's turn, parsed when it is read (turns.go).
-	raw *rawTurn
+	// raw is the relay arm's turn, kept as bytes and parsed when it is
+	// read (turns.go); its dialect is nil on the other arm.
+	raw rawTurn
 }
 
 // startTurn starts serving a model call as the rollout's next turn.
-// finish records it.
-func (s *Server) startTurn(w http.ResponseWriter, r *http.Request, e *entry, d dialects.Dialect) *recorder {
+// finish records it. A recorder is a value, so that it costs a call no
+// allocation: the arms are handed its address.
+func (s *Server) startTurn(w http.ResponseWriter, r *http.Request, e *entry, d dialects.Dialect) recorder {
 	c := s.startCall(w, r, e, d)
 	c.index = e.begin()
 	return c
@@ -51,8 +53,8 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request, e *entry, d d
 
 // startCall starts serving a call that is no model turn: it is answered
 // like one, and never recorded.
-func (s *Server) startCall(w http.ResponseWriter, r *http.Request, e *entry, d dialects.Dialect) *recorder {
-	return &recorder{srv: s, w: w, r: r, e: e, d: d, index: -1,
+func (s *Server) startCall(w http.ResponseWriter, r *http.Request, e *entry, d dialects.Dialect) recorder {
+	return recorder{srv: s, w: w, r: r, e: e, d: d, index: -1,
 		turn: trace.Turn{Dialect: d.Name(), Route: r.URL.Path, StartedAt: time.Now()}}
 }
 
@@ -62,7 +64,11 @@ func (c *recorder) finish() {
 		return
 	}
 	c.turn.Latency = time.Since(c.turn.StartedAt)
-	c.e.record(c.index, c.turn, c.raw, c.delivered)
+	var raw *rawTurn
+	if c.raw.dialect != nil {
+		raw = &c.raw
+	}
+	c.e.record(c.index, c.turn, raw, c.delivered)
 	turn := c.turn
 	if c.srv.cfg.OnTurn != nil {
 		turn = c.e.turn(c.index)

@@ -23,7 +23,7 @@ func (s *Server) relay(c *recorder, body []byte) {
 		c.fail(http.StatusBadRequest, "", badJSON+err.Error())
 		return
 	}
-	c.raw = &rawTurn{dialect: c.d, request: body}
+	c.raw = rawTurn{dialect: c.d, request: body}
 	resp, ok := c.send(c.d.Path(), c.r.Header, out)
 	if !ok {
 		return

@@ -340,10 +340,10 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request, e *entry, d diale
 		return
 	}
 	if s.up.Name() == d.Name() {
-		s.relay(c, body)
+		s.relay(&c, body)
 		return
 	}
-	s.translate(c, body)
+	s.translate(&c, body)
 }
 
 // models answers GET /v1/models with the models of the registered rollouts,
