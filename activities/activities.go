@@ -118,7 +118,7 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (rollout.Summ
 	if !ok {
 		return rollout.Summary{}, temporal.NewNonRetryableApplicationError("slot "+key+" is not held by this worker", rollout.ErrTypeSlotLost, nil)
 	}
-	defer a.Pool.Release(key)
+	defer a.Pool.Release(key) // however the rollout ends
 
 	ts, err := a.Tasksets.Open(ref.Taskset)
 	if err != nil {
@@ -157,11 +157,12 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (rollout.Summ
 	// was given died, the failure is the tunnel's, retried, never a result.
 	if err == nil && ctx.Err() == nil && (res.ExitCode != 0 || res.TimedOut) {
 		if terr := a.Pool.CheckTunnel(ctx, key); terr != nil {
-			a.Pool.Release(key)
 			return rollout.Summary{}, temporal.NewApplicationErrorWithCause("tunnel lost during the rollout", rollout.ErrTypeTunnel, terr)
 		}
 	}
-	turns := a.Pool.Release(key)
+	// The harness is done: its secret stops working, and the calls it was
+	// answered are recorded before the turns are read.
+	turns, _ := a.Pool.Finish(key)
 	switch {
 	case errors.Is(err, exec.ErrNotFound):
 		return rollout.Summary{}, configErr(fmt.Errorf("harness command %q not found", command[0]))

@@ -27,20 +27,18 @@ type memUpstream struct {
 	body    []byte
 }
 
+var _ interception.Upstream = (*memUpstream)(nil)
+
 func (m *memUpstream) Dialect() string { return m.dialect }
 
-func (m *memUpstream) Do(ctx context.Context, path string, body []byte) (*http.Response, error) {
-	return m.Relay(ctx, path, nil, dialects.Body{body})
-}
-
-func (m *memUpstream) Relay(_ context.Context, _ string, _ http.Header, _ dialects.Body) (*http.Response, error) {
-	return m.response(), nil
+func (m *memUpstream) Relay(context.Context, string, http.Header, dialects.Body) (*http.Response, int, error) {
+	return m.response(), 1, nil
 }
 
 func (m *memUpstream) response() *http.Response {
 	return &http.Response{
 		StatusCode: http.StatusOK, ProtoMajor: 1, ProtoMinor: 1,
-		Header: http.Header{"Content-Type": {m.ctype}, "X-Evalflow-Attempts": {"1"}},
+		Header: http.Header{"Content-Type": {m.ctype}},
 		Body:   io.NopCloser(bytes.NewReader(m.body)), ContentLength: int64(len(m.body)),
 	}
 }
@@ -119,6 +117,7 @@ func serve(b *testing.B, srv *interception.Server, dialect string, body []byte) 
 	secret := ""
 	rotate := func(i int) {
 		if secret != "" {
+			srv.Finish("bench/0/0/0")
 			srv.Unregister("bench/0/0/0")
 		}
 		var err error
@@ -183,7 +182,7 @@ func BenchmarkRelay(b *testing.B) {
 }
 
 // BenchmarkMaterialize is the cost the relay arm defers per turn: reading a
-// rollout's recorded turns (Unregister) parses each one's request and 4 KB
+// rollout's recorded turns (Finish) parses each one's request and 4 KB
 // JSON answer. An op is one turn; the calls that record them are not timed,
 // and cpu-ns/op counts only the reads.
 func BenchmarkMaterialize(b *testing.B) {
@@ -213,7 +212,8 @@ func BenchmarkMaterialize(b *testing.B) {
 				}
 				b.StartTimer()
 				start := cpuTime()
-				turns, _ := srv.Unregister("bench/0/0/0")
+				turns, _ := srv.Finish("bench/0/0/0")
+				srv.Unregister("bench/0/0/0")
 				cpu += cpuTime() - start
 				require.Len(b, turns, n)
 				done += n

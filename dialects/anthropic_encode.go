@@ -3,80 +3,8 @@ package dialects
 import (
 	"encoding/json"
 	"fmt"
-	"io"
+	"strings"
 )
-
-// DefaultAnthropicMaxTokens is the max_tokens a request translated to
-// Anthropic gets when the caller set none: Anthropic requires the field.
-const DefaultAnthropicMaxTokens = 4096
-
-// effortOf is the OpenAI reasoning effort of r: its own, or the one whose
-// budget is nearest its Anthropic budget.
-func effortOf(r *ReasoningConfig) string {
-	switch {
-	case r.Effort != "":
-		return r.Effort
-	case r.BudgetTokens >= thinkingBudget["high"]:
-		return "high"
-	case r.BudgetTokens >= thinkingBudget["medium"]:
-		return "medium"
-	}
-	return "low"
-}
-
-// thinkingBudget maps an OpenAI reasoning effort to an Anthropic budget.
-var thinkingBudget = map[string]int{"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384}
-
-func (anthropicDialect) Overlay(body []byte, model string, s Sampling) (Body, error) {
-	return overlaySeedless("anthropic", body, anthropicRequestShape, model, s, "max_tokens")
-}
-
-func anthropicParts(parts []Part) []anthropicBlock {
-	var out []anthropicBlock
-	for _, p := range parts {
-		switch p.Type {
-		case PartText:
-			if p.Text != "" { // Anthropic rejects empty text blocks
-				out = append(out, anthropicBlock{Type: "text", Text: p.Text})
-			}
-		case PartImage:
-			if mt, data, ok := dataURL(p.ImageURL); ok {
-				out = append(out, anthropicBlock{Type: "image", Source: &imageSource{Type: "base64", MediaType: mt, Data: data}})
-			} else {
-				out = append(out, anthropicBlock{Type: "image", Source: &imageSource{Type: "url", URL: p.ImageURL}})
-			}
-		}
-	}
-	return out
-}
-
-// anthropicAssistantBlocks writes an assistant message. Unsigned reasoning
-// is kept only when keepUnsigned (a response to a caller, who may echo it);
-// an upstream would reject it.
-func anthropicAssistantBlocks(m Message, keepUnsigned bool) []anthropicBlock {
-	var out []anthropicBlock
-	thinking := m.Thinking
-	if len(thinking) == 0 && m.Reasoning != "" {
-		thinking = []Thinking{{Text: m.Reasoning}}
-	}
-	for _, t := range thinking {
-		switch {
-		case t.Redacted != "":
-			out = append(out, anthropicBlock{Type: "redacted_thinking", Data: t.Redacted})
-		case t.Signature != "" || keepUnsigned:
-			text, sig := t.Text, t.Signature
-			out = append(out, anthropicBlock{Type: "thinking", Thinking: &text, Signature: &sig})
-		}
-	}
-	out = append(out, anthropicParts(m.Content)...)
-	if m.Refusal != "" && textOf(m.Content) == "" {
-		out = append(out, anthropicBlock{Type: "text", Text: m.Refusal})
-	}
-	for _, tc := range m.ToolCalls {
-		out = append(out, anthropicBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: rawArgs(tc.Arguments)})
-	}
-	return out
-}
 
 // EncodeRequest writes a non-streaming Messages request. System and
 // developer messages, wherever they are, become system blocks in order;
@@ -159,6 +87,84 @@ func (anthropicDialect) EncodeRequest(req Request) ([]byte, error) {
 	return b, nil
 }
 
+// EncodeResponse writes a Message object. Reasoning without a signature is
+// sent as an unsigned thinking block, so the caller shows it and echoes it.
+func (anthropicDialect) EncodeResponse(resp Response) ([]byte, error) {
+	b, err := json.Marshal(anthropicMessageOf(resp, anthropicAssistantBlocks(resp.Message, true)))
+	if err != nil {
+		return nil, fmt.Errorf("encode anthropic response: %w", err)
+	}
+	return b, nil
+}
+
+// DefaultAnthropicMaxTokens is the max_tokens a request translated to
+// Anthropic gets when the caller set none: Anthropic requires the field.
+const DefaultAnthropicMaxTokens = 4096
+
+func anthropicParts(parts []Part) []anthropicBlock {
+	var out []anthropicBlock
+	for _, p := range parts {
+		switch p.Type {
+		case PartText:
+			if p.Text != "" { // Anthropic rejects empty text blocks
+				out = append(out, anthropicBlock{Type: "text", Text: p.Text})
+			}
+		case PartImage:
+			if mt, data, ok := dataURL(p.ImageURL); ok {
+				out = append(out, anthropicBlock{Type: "image", Source: &imageSource{Type: "base64", MediaType: mt, Data: data}})
+			} else {
+				out = append(out, anthropicBlock{Type: "image", Source: &imageSource{Type: "url", URL: p.ImageURL}})
+			}
+		}
+	}
+	return out
+}
+
+// dataURL splits a data: URL into media type and base64 data.
+func dataURL(u string) (mediaType, data string, ok bool) {
+	rest, ok := strings.CutPrefix(u, "data:")
+	if !ok {
+		return "", "", false
+	}
+	meta, data, ok := strings.Cut(rest, ",")
+	if !ok {
+		return "", "", false
+	}
+	mediaType, isBase64 := strings.CutSuffix(meta, ";base64")
+	if !isBase64 {
+		return "", "", false
+	}
+	return mediaType, data, true
+}
+
+// anthropicAssistantBlocks writes an assistant message. Unsigned reasoning
+// is kept only when keepUnsigned (a response to a caller, who may echo it);
+// an upstream would reject it.
+func anthropicAssistantBlocks(m Message, keepUnsigned bool) []anthropicBlock {
+	var out []anthropicBlock
+	thinking := m.Thinking
+	if len(thinking) == 0 && m.Reasoning != "" {
+		thinking = []Thinking{{Text: m.Reasoning}}
+	}
+	for _, t := range thinking {
+		switch {
+		case t.Redacted != "":
+			out = append(out, anthropicBlock{Type: "redacted_thinking", Data: t.Redacted})
+		case t.Signature != "" || keepUnsigned:
+			text, sig := t.Text, t.Signature
+			out = append(out, anthropicBlock{Type: "thinking", Thinking: &text, Signature: &sig})
+		}
+	}
+	out = append(out, anthropicParts(m.Content)...)
+	if m.Refusal != "" && textOf(m.Content) == "" {
+		out = append(out, anthropicBlock{Type: "text", Text: m.Refusal})
+	}
+	for _, tc := range m.ToolCalls {
+		out = append(out, anthropicBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: rawArgs(tc.Arguments)})
+	}
+	return out
+}
+
 func anthropicStop(finish string) string {
 	switch finish {
 	case FinishLength:
@@ -198,84 +204,4 @@ func anthropicMessageOf(resp Response, content []anthropicBlock) map[string]any 
 		"stop_reason": anthropicStopOf(resp), "stop_sequence": nil,
 		"usage": anthropicUsageOf(resp.Usage),
 	}
-}
-
-// EncodeResponse writes a Message object. Reasoning without a signature is
-// sent as an unsigned thinking block, so the caller shows it and echoes it.
-func (anthropicDialect) EncodeResponse(resp Response) ([]byte, error) {
-	b, err := json.Marshal(anthropicMessageOf(resp, anthropicAssistantBlocks(resp.Message, true)))
-	if err != nil {
-		return nil, fmt.Errorf("encode anthropic response: %w", err)
-	}
-	return b, nil
-}
-
-// WriteStream writes message_start, each block's start, deltas and stop,
-// message_delta and message_stop.
-func (anthropicDialect) WriteStream(w io.Writer, resp Response) error {
-	s := &sse{w: w}
-	start := anthropicMessageOf(resp, nil)
-	start["stop_reason"] = nil
-	u := anthropicUsageOf(resp.Usage)
-	startUsage := map[string]int{}
-	for k, v := range u {
-		startUsage[k] = v
-	}
-	startUsage["output_tokens"] = 0
-	start["usage"] = startUsage
-	s.event("message_start", map[string]any{"type": "message_start", "message": start})
-	for i, b := range anthropicAssistantBlocks(resp.Message, true) {
-		delta := func(d map[string]any) {
-			s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d})
-		}
-		head := b
-		switch b.Type {
-		case "text":
-			head.Text = ""
-			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
-			for _, p := range pieces(b.Text, 4) {
-				delta(map[string]any{"type": "text_delta", "text": p})
-			}
-		case "thinking":
-			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
-				"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
-			for _, p := range pieces(*b.Thinking, 4) {
-				delta(map[string]any{"type": "thinking_delta", "thinking": p})
-			}
-			if *b.Signature != "" {
-				delta(map[string]any{"type": "signature_delta", "signature": *b.Signature})
-			}
-		case "tool_use":
-			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
-				"content_block": map[string]any{"type": "tool_use", "id": b.ID, "name": b.Name, "input": map[string]any{}}})
-			for _, p := range pieces(string(b.Input), 3) {
-				delta(map[string]any{"type": "input_json_delta", "partial_json": p})
-			}
-		default:
-			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": head})
-		}
-		s.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
-	}
-	s.event("message_delta", map[string]any{"type": "message_delta",
-		"delta": map[string]any{"stop_reason": anthropicStopOf(resp), "stop_sequence": nil},
-		"usage": u})
-	s.event("message_stop", map[string]any{"type": "message_stop"})
-	return s.err
-}
-
-// EstimateTokens is the translate arm's answer to count_tokens: the
-// characters of every message, tool definition and tool call, over four,
-// rounded up. It is meant for compaction triggers, not billing.
-func EstimateTokens(req Request) int {
-	chars := 0
-	for _, m := range req.Messages {
-		chars += len(textOf(m.Content)) + len(m.Reasoning) + len(m.Refusal)
-		for _, tc := range m.ToolCalls {
-			chars += len(tc.Name) + len(tc.Arguments)
-		}
-	}
-	for _, t := range req.Tools {
-		chars += len(t.Name) + len(t.Description) + len(t.Parameters)
-	}
-	return (chars + 3) / 4
 }

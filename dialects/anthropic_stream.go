@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 )
+
+// NewStream returns an empty *AnthropicStream.
+func (anthropicDialect) NewStream() Stream { return &AnthropicStream{} }
 
 // AnthropicStream assembles a streamed Message (message_start,
 // content_block_*, message_delta, message_stop) into a Response. The zero
@@ -144,5 +148,55 @@ func (s *AnthropicStream) Response() Response {
 	return anthropicResponseOf(msg)
 }
 
-// NewStream returns an empty *AnthropicStream.
-func (anthropicDialect) NewStream() Stream { return &AnthropicStream{} }
+// WriteStream writes message_start, each block's start, deltas and stop,
+// message_delta and message_stop.
+func (anthropicDialect) WriteStream(w io.Writer, resp Response) error {
+	s := &sse{w: w}
+	start := anthropicMessageOf(resp, nil)
+	start["stop_reason"] = nil
+	u := anthropicUsageOf(resp.Usage)
+	startUsage := map[string]int{}
+	for k, v := range u {
+		startUsage[k] = v
+	}
+	startUsage["output_tokens"] = 0
+	start["usage"] = startUsage
+	s.event("message_start", map[string]any{"type": "message_start", "message": start})
+	for i, b := range anthropicAssistantBlocks(resp.Message, true) {
+		delta := func(d map[string]any) {
+			s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d})
+		}
+		head := b
+		switch b.Type {
+		case "text":
+			head.Text = ""
+			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
+			for _, p := range pieces(b.Text, 4) {
+				delta(map[string]any{"type": "text_delta", "text": p})
+			}
+		case "thinking":
+			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
+				"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+			for _, p := range pieces(*b.Thinking, 4) {
+				delta(map[string]any{"type": "thinking_delta", "thinking": p})
+			}
+			if *b.Signature != "" {
+				delta(map[string]any{"type": "signature_delta", "signature": *b.Signature})
+			}
+		case "tool_use":
+			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
+				"content_block": map[string]any{"type": "tool_use", "id": b.ID, "name": b.Name, "input": map[string]any{}}})
+			for _, p := range pieces(string(b.Input), 3) {
+				delta(map[string]any{"type": "input_json_delta", "partial_json": p})
+			}
+		default:
+			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": head})
+		}
+		s.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+	}
+	s.event("message_delta", map[string]any{"type": "message_delta",
+		"delta": map[string]any{"stop_reason": anthropicStopOf(resp), "stop_sequence": nil},
+		"usage": u})
+	s.event("message_stop", map[string]any{"type": "message_stop"})
+	return s.err
+}

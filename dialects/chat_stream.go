@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 )
+
+func (chatDialect) NewStream() Stream { return &ChatStream{} }
 
 // ChatStream assembles a streamed chat completion, one SSE event's data at a
 // time, into a Response. Only the first choice is kept. The zero value is
@@ -142,4 +145,63 @@ func (s *ChatStream) Response() Response {
 		r.Message.ToolCalls = append(r.Message.ToolCalls, ToolCall{ID: c.id, Name: c.name, Arguments: c.args.String()})
 	}
 	return r
+}
+
+// WriteStream writes chat.completion.chunk events and [DONE]. Usage rides
+// on the chunk with the finish reason.
+func (chatDialect) WriteStream(w io.Writer, resp Response) error {
+	type delta struct {
+		Role             string            `json:"role,omitempty"`
+		Content          *string           `json:"content,omitempty"`
+		ReasoningContent *string           `json:"reasoning_content,omitempty"`
+		Refusal          *string           `json:"refusal,omitempty"`
+		ToolCalls        []chatOutToolCall `json:"tool_calls,omitempty"`
+	}
+	id := orDefault(resp.ID, "chatcmpl-evalflow")
+	s := &sse{w: w}
+	chunk := func(d delta, finish *string, u *chatOutUsage) {
+		c := map[string]any{
+			"id": id, "object": "chat.completion.chunk", "created": 0, "model": resp.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": d, "finish_reason": finish, "logprobs": nil}},
+		}
+		if u != nil {
+			c["usage"] = u
+		}
+		s.event("", c)
+	}
+	empty := ""
+	chunk(delta{Role: RoleAssistant, Content: &empty}, nil, nil)
+	reasoning := resp.Message.Reasoning
+	if reasoning == "" {
+		reasoning = joinReasoning(resp.Message.Thinking)
+	}
+	for _, p := range pieces(reasoning, 4) {
+		chunk(delta{ReasoningContent: &p}, nil, nil)
+	}
+	for _, p := range pieces(textOf(resp.Message.Content), 4) {
+		chunk(delta{Content: &p}, nil, nil)
+	}
+	for _, p := range pieces(resp.Message.Refusal, 2) {
+		chunk(delta{Refusal: &p}, nil, nil)
+	}
+	for i, tc := range resp.Message.ToolCalls {
+		var head chatOutToolCall
+		head.Index, head.ID, head.Type = &i, tc.ID, "function"
+		head.Function.Name = tc.Name
+		chunk(delta{ToolCalls: []chatOutToolCall{head}}, nil, nil)
+		args := tc.Arguments
+		if args == "" {
+			args = "{}"
+		}
+		for _, p := range pieces(args, 3) {
+			var part chatOutToolCall
+			part.Index = &i
+			part.Function.Arguments = p
+			chunk(delta{ToolCalls: []chatOutToolCall{part}}, nil, nil)
+		}
+	}
+	finish := orDefault(resp.FinishReason, FinishStop)
+	chunk(delta{}, &finish, chatOutUsageOf(resp.Usage))
+	s.raw("", []byte("[DONE]"))
+	return s.err
 }

@@ -1,112 +1,59 @@
 package dialects
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
+	"errors"
 	"net/http"
 	"unicode/utf8"
 )
 
-// Error types OpenAI uses in its error shape.
-const (
-	ErrorTypeInvalidRequest = "invalid_request_error"
-	ErrorTypeServer         = "server_error"
-)
-
-// ChatError is an error in OpenAI's shape, {"error":{"message","type","code"}},
-// as an upstream or the interception server returns it.
-type ChatError struct {
-	// Status is the HTTP status it came with; 0 inside a stream.
-	Status  int
-	Message string
-	Type    string
-	Code    string
+// ErrorCode is what a caller is told of an upstream's error of any
+// dialect: its machine-readable code (OpenAI's code, Anthropic's error
+// type) and its message. An error of neither shape has no code, and its
+// text is the message.
+func ErrorCode(err error) (code, message string) {
+	var ce *ChatError
+	if errors.As(err, &ce) {
+		return ce.Code, ce.Message
+	}
+	var ae *AnthropicError
+	if errors.As(err, &ae) {
+		return ae.Type, ae.Message
+	}
+	return "", err.Error()
 }
 
-// Error implements error.
-func (e *ChatError) Error() string {
-	var b bytes.Buffer
-	if e.Status != 0 {
-		fmt.Fprintf(&b, "status %d: ", e.Status)
+// errorType is the error type both families use for a status.
+func errorType(status int, anthropic bool) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		if anthropic {
+			return "authentication_error"
+		}
+		return ErrorTypeInvalidRequest
+	case status == http.StatusForbidden:
+		return "permission_error"
+	case status == http.StatusNotFound && anthropic:
+		return "not_found_error"
+	case status == http.StatusRequestEntityTooLarge && anthropic:
+		return "request_too_large"
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case status == 529:
+		return "overloaded_error"
+	case status >= 500:
+		if anthropic {
+			return "api_error"
+		}
+		return ErrorTypeServer
 	}
-	if e.Type != "" {
-		b.WriteString(e.Type)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Message)
-	if e.Code != "" {
-		fmt.Fprintf(&b, " (%s)", e.Code)
-	}
-	return b.String()
+	return ErrorTypeInvalidRequest
 }
 
 // maxErrorText bounds how much of a body that is not in OpenAI's shape becomes
 // an error message.
 const maxErrorText = 512
 
-// ParseChatError reads an error body. A body not in OpenAI's shape becomes
-// the message, cut to a bounded length.
-func ParseChatError(status int, body []byte) *ChatError {
-	var env struct {
-		Error json.RawMessage `json:"error"`
-	}
-	e := &ChatError{Status: status}
-	if json.Unmarshal(body, &env) == nil && len(env.Error) > 0 {
-		var obj struct {
-			Message string          `json:"message"`
-			Type    string          `json:"type"`
-			Code    json.RawMessage `json:"code"`
-		}
-		var s string
-		switch {
-		case json.Unmarshal(env.Error, &obj) == nil:
-			e.Message, e.Type = obj.Message, obj.Type
-			e.Code = jsonScalarText(obj.Code)
-			return e
-		case json.Unmarshal(env.Error, &s) == nil:
-			e.Message = s
-			return e
-		}
-	}
-	e.Message = truncateText(string(bytes.TrimSpace(body)), maxErrorText)
-	if e.Message == "" {
-		e.Message = http.StatusText(status)
-	}
-	return e
-}
-
-// WriteChatError writes an error in OpenAI's shape. An empty code is sent as null.
-func WriteChatError(w http.ResponseWriter, status int, errType, code, message string) {
-	var c any
-	if code != "" {
-		c = code
-	}
-	body, _ := json.Marshal(map[string]any{"error": map[string]any{
-		"message": message,
-		"type":    errType,
-		"param":   nil,
-		"code":    c,
-	}})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Del("Content-Length")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-}
-
-// jsonScalarText renders a JSON string or number as text; null and others give "".
-func jsonScalarText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		return n.String()
-	}
-	return ""
-}
-
+// truncateText cuts s to its first n bytes, on a rune boundary, marking the cut.
 func truncateText(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -92,10 +92,10 @@ func summary(msgs []dialects.Message) []string {
 // sdkRequest decodes a request body into the official SDK's params type.
 func sdkRequest(d dialects.Dialect, body []byte) error {
 	switch d.Name() {
-	case dialects.DialectChat:
+	case dialects.NameChat:
 		var p openai.ChatCompletionNewParams
 		return json.Unmarshal(body, &p)
-	case dialects.DialectResponses:
+	case dialects.NameResponses:
 		var p responses.ResponseNewParams
 		return json.Unmarshal(body, &p)
 	}
@@ -210,7 +210,7 @@ func joinSystem(lines []string) []string {
 func sdkResponse(t *testing.T, d dialects.Dialect, body []byte) (calls []string, text string) {
 	t.Helper()
 	switch d.Name() {
-	case dialects.DialectChat:
+	case dialects.NameChat:
 		var r openai.ChatCompletion
 		require.NoError(t, json.Unmarshal(body, &r))
 		require.Len(t, r.Choices, 1)
@@ -218,7 +218,7 @@ func sdkResponse(t *testing.T, d dialects.Dialect, body []byte) (calls []string,
 			calls = append(calls, tc.Function.Name)
 		}
 		return calls, r.Choices[0].Message.Content
-	case dialects.DialectResponses:
+	case dialects.NameResponses:
 		var r responses.Response
 		require.NoError(t, json.Unmarshal(body, &r))
 		for _, it := range r.Output {
@@ -323,7 +323,7 @@ func TestGoldenResponses(t *testing.T) {
 func sdkStream(t *testing.T, d dialects.Dialect, events [][]byte, want dialects.Response) {
 	t.Helper()
 	switch d.Name() {
-	case dialects.DialectChat:
+	case dialects.NameChat:
 		var acc openai.ChatCompletionAccumulator
 		for _, data := range events {
 			if string(data) == "[DONE]" {
@@ -340,14 +340,14 @@ func sdkStream(t *testing.T, d dialects.Dialect, events [][]byte, want dialects.
 			assert.JSONEq(t, tc.Arguments, acc.Choices[0].Message.ToolCalls[i].Function.Arguments)
 		}
 		assert.Equal(t, int64(want.Usage.OutputTokens), acc.Usage.CompletionTokens)
-	case dialects.DialectResponses:
+	case dialects.NameResponses:
 		var last responses.ResponseStreamEventUnion
 		for _, data := range events {
 			require.NoError(t, json.Unmarshal(data, &last))
 		}
 		assert.Equal(t, "response.completed", last.Type)
 		assert.Equal(t, want.Message.Text(), last.Response.OutputText())
-	case dialects.DialectAnthropic:
+	case dialects.NameAnthropic:
 		var acc anthropic.Message
 		for _, data := range events {
 			var ev anthropic.MessageStreamEventUnion

@@ -3,49 +3,7 @@ package dialects
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 )
-
-func (responsesDialect) Overlay(body []byte, model string, s Sampling) (Body, error) {
-	return overlaySeedless("responses", body, responsesRequestShape, model, s, "max_output_tokens")
-}
-
-func responsesInputParts(parts []Part, textType string) []map[string]any {
-	out := []map[string]any{}
-	for _, p := range parts {
-		switch p.Type {
-		case PartText:
-			out = append(out, map[string]any{"type": textType, "text": p.Text})
-		case PartImage:
-			out = append(out, map[string]any{"type": "input_image", "image_url": p.ImageURL, "detail": "auto"})
-		}
-	}
-	return out
-}
-
-// responsesReasoningItem writes a reasoning block as an item; ok is false
-// for reasoning a Responses upstream cannot take back (no item id).
-func responsesReasoningItem(t Thinking, n int, forCaller bool) (map[string]any, bool) {
-	if t.ID == "" && !forCaller {
-		return nil, false
-	}
-	it := map[string]any{"type": "reasoning", "id": orDefault(t.ID, fmt.Sprintf("rs_evalflow_%d", n)),
-		"summary": []map[string]any{}}
-	if t.Text != "" {
-		it["summary"] = []map[string]any{{"type": "summary_text", "text": t.Text}}
-	}
-	if t.Encrypted != "" {
-		it["encrypted_content"] = t.Encrypted
-	}
-	return it, true
-}
-
-func thinkingOf(m Message) []Thinking {
-	if len(m.Thinking) == 0 && m.Reasoning != "" {
-		return []Thinking{{Text: m.Reasoning}}
-	}
-	return m.Thinking
-}
 
 // EncodeRequest writes a non-streaming Responses request. System messages
 // stay in place as system items.
@@ -105,6 +63,45 @@ func (responsesDialect) EncodeRequest(req Request) ([]byte, error) {
 	return b, nil
 }
 
+// EncodeResponse writes a Response object.
+func (responsesDialect) EncodeResponse(resp Response) ([]byte, error) {
+	b, err := json.Marshal(responsesObject(resp, "completed", responsesOutput(resp)))
+	if err != nil {
+		return nil, fmt.Errorf("encode responses response: %w", err)
+	}
+	return b, nil
+}
+
+func responsesInputParts(parts []Part, textType string) []map[string]any {
+	out := []map[string]any{}
+	for _, p := range parts {
+		switch p.Type {
+		case PartText:
+			out = append(out, map[string]any{"type": textType, "text": p.Text})
+		case PartImage:
+			out = append(out, map[string]any{"type": "input_image", "image_url": p.ImageURL, "detail": "auto"})
+		}
+	}
+	return out
+}
+
+// responsesReasoningItem writes a reasoning block as an item; ok is false
+// for reasoning a Responses upstream cannot take back (no item id).
+func responsesReasoningItem(t Thinking, n int, forCaller bool) (map[string]any, bool) {
+	if t.ID == "" && !forCaller {
+		return nil, false
+	}
+	it := map[string]any{"type": "reasoning", "id": orDefault(t.ID, fmt.Sprintf("rs_evalflow_%d", n)),
+		"summary": []map[string]any{}}
+	if t.Text != "" {
+		it["summary"] = []map[string]any{{"type": "summary_text", "text": t.Text}}
+	}
+	if t.Encrypted != "" {
+		it["encrypted_content"] = t.Encrypted
+	}
+	return it, true
+}
+
 // responsesOutput is the output items of resp, complete.
 func responsesOutput(resp Response) []map[string]any {
 	out := []map[string]any{}
@@ -161,118 +158,4 @@ func responsesObject(resp Response, status string, output []map[string]any) map[
 		obj["status"] = "incomplete"
 	}
 	return obj
-}
-
-// EncodeResponse writes a Response object.
-func (responsesDialect) EncodeResponse(resp Response) ([]byte, error) {
-	b, err := json.Marshal(responsesObject(resp, "completed", responsesOutput(resp)))
-	if err != nil {
-		return nil, fmt.Errorf("encode responses response: %w", err)
-	}
-	return b, nil
-}
-
-// WriteStream writes response.created … response.completed, each output
-// item added, streamed in deltas, and done.
-func (responsesDialect) WriteStream(w io.Writer, resp Response) error {
-	s := &sse{w: w}
-	seq := 0
-	emit := func(typ string, fields map[string]any) {
-		fields["type"] = typ
-		fields["sequence_number"] = seq
-		seq++
-		s.event(typ, fields)
-	}
-	output := responsesOutput(resp)
-	emit("response.created", map[string]any{"response": responsesObject(resp, "in_progress", []map[string]any{})})
-	emit("response.in_progress", map[string]any{"response": responsesObject(resp, "in_progress", []map[string]any{})})
-	for i, item := range output {
-		id, _ := item["id"].(string)
-		added := map[string]any{}
-		for k, v := range item {
-			added[k] = v
-		}
-		switch item["type"] {
-		case "reasoning":
-			added["summary"] = []any{}
-			emit("response.output_item.added", map[string]any{"output_index": i, "item": added})
-			for si, sum := range item["summary"].([]map[string]any) {
-				text := sum["text"].(string)
-				base := func() map[string]any {
-					return map[string]any{"item_id": id, "output_index": i, "summary_index": si}
-				}
-				f := base()
-				f["part"] = map[string]any{"type": "summary_text", "text": ""}
-				emit("response.reasoning_summary_part.added", f)
-				for _, p := range pieces(text, 4) {
-					f := base()
-					f["delta"] = p
-					emit("response.reasoning_summary_text.delta", f)
-				}
-				f = base()
-				f["text"] = text
-				emit("response.reasoning_summary_text.done", f)
-				f = base()
-				f["part"] = map[string]any{"type": "summary_text", "text": text}
-				emit("response.reasoning_summary_part.done", f)
-			}
-		case "message":
-			added["content"] = []any{}
-			added["status"] = "in_progress"
-			emit("response.output_item.added", map[string]any{"output_index": i, "item": added})
-			for ci, part := range item["content"].([]map[string]any) {
-				base := func() map[string]any {
-					return map[string]any{"item_id": id, "output_index": i, "content_index": ci}
-				}
-				f := base()
-				if part["type"] == "refusal" {
-					refusal := part["refusal"].(string)
-					f["part"] = map[string]any{"type": "refusal", "refusal": ""}
-					emit("response.content_part.added", f)
-					for _, p := range pieces(refusal, 2) {
-						f := base()
-						f["delta"] = p
-						emit("response.refusal.delta", f)
-					}
-					f = base()
-					f["refusal"] = refusal
-					emit("response.refusal.done", f)
-				} else {
-					text := part["text"].(string)
-					f["part"] = map[string]any{"type": "output_text", "text": "", "annotations": []any{}, "logprobs": []any{}}
-					emit("response.content_part.added", f)
-					for _, p := range pieces(text, 4) {
-						f := base()
-						f["delta"] = p
-						f["logprobs"] = []any{}
-						emit("response.output_text.delta", f)
-					}
-					f = base()
-					f["text"] = text
-					f["logprobs"] = []any{}
-					emit("response.output_text.done", f)
-				}
-				f = base()
-				f["part"] = part
-				emit("response.content_part.done", f)
-			}
-		case "function_call":
-			args := item["arguments"].(string)
-			added["arguments"] = ""
-			added["status"] = "in_progress"
-			emit("response.output_item.added", map[string]any{"output_index": i, "item": added})
-			for _, p := range pieces(args, 3) {
-				emit("response.function_call_arguments.delta", map[string]any{"item_id": id, "output_index": i, "delta": p})
-			}
-			emit("response.function_call_arguments.done", map[string]any{"item_id": id, "output_index": i, "arguments": args, "name": item["name"]})
-		}
-		emit("response.output_item.done", map[string]any{"output_index": i, "item": item})
-	}
-	final := responsesObject(resp, "completed", output)
-	typ := "response.completed"
-	if final["status"] == "incomplete" {
-		typ = "response.incomplete"
-	}
-	emit(typ, map[string]any{"response": final})
-	return s.err
 }

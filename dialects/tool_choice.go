@@ -100,20 +100,3 @@ func anthropicToolChoice(tc *ToolChoice) map[string]string {
 	}
 	return map[string]string{"type": "auto"}
 }
-
-// stopOf reads chat's stop: a string or an array of strings.
-func stopOf(raw json.RawMessage) []string {
-	if len(raw) == 0 {
-		return nil // absent: most requests; decoding nothing only builds an error
-	}
-	var one string
-	if unmarshal(raw, &one) == nil {
-		if one == "" {
-			return nil
-		}
-		return []string{one}
-	}
-	var many []string
-	_ = unmarshal(raw, &many)
-	return many
-}

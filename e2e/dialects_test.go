@@ -28,9 +28,9 @@ func TestEvalPerHarnessDialect(t *testing.T) {
 	}
 	_, c := startServer(t)
 	tests := []struct{ harness, upstream string }{
-		{dialects.DialectChat, dialects.DialectAnthropic},
-		{dialects.DialectResponses, dialects.DialectChat},
-		{dialects.DialectAnthropic, dialects.DialectResponses},
+		{dialects.NameChat, dialects.NameAnthropic},
+		{dialects.NameResponses, dialects.NameChat},
+		{dialects.NameAnthropic, dialects.NameResponses},
 	}
 	for _, tt := range tests {
 		t.Run(tt.harness+"→"+tt.upstream, func(t *testing.T) {

@@ -53,7 +53,7 @@ func TestRelayByteExact(t *testing.T) {
 		anthropicCarrier                  bool
 	}{
 		{
-			dialect: dialects.DialectAnthropic, path: "/v1/messages", anthropicCarrier: true,
+			dialect: dialects.NameAnthropic, path: "/v1/messages", anthropicCarrier: true,
 			body: `{"model": "claude-x", "max_tokens": 100, "system": [{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}],` +
 				` "messages": [{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"SIG=="}]}], "x_unknown": {"k": "v\u00e9"}, "temperature": 1}`,
 			want: `{"model": "run-model", "max_tokens": 100, "system": [{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}],` +
@@ -61,7 +61,7 @@ func TestRelayByteExact(t *testing.T) {
 			answer: anthropicMessage,
 		},
 		{
-			dialect: dialects.DialectResponses, path: "/v1/responses",
+			dialect: dialects.NameResponses, path: "/v1/responses",
 			body:   `{"model":"gpt-x","input":[{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"ENC"}],"x_unknown":[1],"max_output_tokens":10}`,
 			want:   `{"model":"run-model","input":[{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"ENC"}],"x_unknown":[1],"max_output_tokens":10,"temperature":0.25}`,
 			answer: responsesObject,
@@ -109,7 +109,7 @@ func TestTranslateEdgeCases(t *testing.T) {
 		check                              func(t *testing.T, seen map[string]any)
 	}{
 		{
-			name: "system in the middle, to anthropic", caller: dialects.DialectChat, upstream: dialects.DialectAnthropic,
+			name: "system in the middle, to anthropic", caller: dialects.NameChat, upstream: dialects.NameAnthropic,
 			path: "/v1/chat/completions",
 			body: `{"model":"m","messages":[{"role":"system","content":"one"},{"role":"user","content":"hi"},{"role":"system","content":"two"},{"role":"user","content":"again"}]}`,
 			check: func(t *testing.T, seen map[string]any) {
@@ -123,7 +123,7 @@ func TestTranslateEdgeCases(t *testing.T) {
 			},
 		},
 		{
-			name: "system in the middle, to responses", caller: dialects.DialectChat, upstream: dialects.DialectResponses,
+			name: "system in the middle, to responses", caller: dialects.NameChat, upstream: dialects.NameResponses,
 			path: "/v1/chat/completions",
 			body: `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"system","content":"two"},{"role":"user","content":"again"}]}`,
 			check: func(t *testing.T, seen map[string]any) {
@@ -133,7 +133,7 @@ func TestTranslateEdgeCases(t *testing.T) {
 			},
 		},
 		{
-			name: "anthropic without max_tokens, to chat", caller: dialects.DialectAnthropic, upstream: dialects.DialectChat,
+			name: "anthropic without max_tokens, to chat", caller: dialects.NameAnthropic, upstream: dialects.NameChat,
 			path: "/v1/messages", anthropicCarrier: true,
 			body: `{"model":"m","system":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"messages":[{"role":"user","content":"hi"}]}`,
 			check: func(t *testing.T, seen map[string]any) {
@@ -143,7 +143,7 @@ func TestTranslateEdgeCases(t *testing.T) {
 			},
 		},
 		{
-			name: "empty tool arguments and parallel calls, to anthropic", caller: dialects.DialectResponses, upstream: dialects.DialectAnthropic,
+			name: "empty tool arguments and parallel calls, to anthropic", caller: dialects.NameResponses, upstream: dialects.NameAnthropic,
 			path: "/v1/responses",
 			body: `{"model":"m","input":[{"role":"user","content":"go"},{"type":"function_call","call_id":"c1","name":"a","arguments":""},` +
 				`{"type":"function_call","call_id":"c2","name":"b","arguments":"{\"x\":1}"},{"type":"function_call_output","call_id":"c1","output":"1"},` +
@@ -159,7 +159,7 @@ func TestTranslateEdgeCases(t *testing.T) {
 			},
 		},
 		{
-			name: "thinking next to tool calls, to responses", caller: dialects.DialectAnthropic, upstream: dialects.DialectResponses,
+			name: "thinking next to tool calls, to responses", caller: dialects.NameAnthropic, upstream: dialects.NameResponses,
 			path: "/v1/messages", anthropicCarrier: true,
 			body: `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[` +
 				`{"type":"thinking","thinking":"t","signature":"S"},{"type":"tool_use","id":"tu","name":"a","input":{}}]},` +
@@ -200,7 +200,7 @@ func TestRefusalAcrossDialects(t *testing.T) {
 		writeJSON(w, http.StatusOK, `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,`+
 			`"message":{"role":"assistant","content":null,"refusal":"I can't help with that."},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`)
 	})
-	f := dialectFixture(t, dialects.DialectChat, up.URL+"/v1", nil)
+	f := dialectFixture(t, dialects.NameChat, up.URL+"/v1", nil)
 
 	ac := f.anthropic(f.slot.Secret)
 	msg, err := ac.Messages.New(context.Background(), anthropic.MessageNewParams{
@@ -260,7 +260,7 @@ func TestUpstreamErrorMidStream(t *testing.T) {
 					_ = conn.Close()
 				}
 			})
-			f := dialectFixture(t, dialects.DialectAnthropic, up.URL+"/v1", nil)
+			f := dialectFixture(t, dialects.NameAnthropic, up.URL+"/v1", nil)
 			ac := f.anthropic(f.slot.Secret)
 			s := ac.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{
 				Model: "m", MaxTokens: 10, Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
@@ -280,7 +280,7 @@ func TestUpstreamErrorTranslated(t *testing.T) {
 	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, `{"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","code":"context_length_exceeded"}}`)
 	})
-	f := dialectFixture(t, dialects.DialectChat, up.URL+"/v1", nil)
+	f := dialectFixture(t, dialects.NameChat, up.URL+"/v1", nil)
 	ac := f.anthropic(f.slot.Secret)
 	_, err := ac.Messages.New(context.Background(), anthropic.MessageNewParams{
 		Model: "m", MaxTokens: 10, Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
@@ -303,7 +303,7 @@ func TestAnthropicAuxRoutes(t *testing.T) {
 		System:   anthropic.MessageCountTokensParamsSystemUnion{OfString: anthropic.String("Be brief.")},
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("What is 2 + 2?"))},
 	}
-	for _, up := range []string{dialects.DialectAnthropic, dialects.DialectChat} {
+	for _, up := range []string{dialects.NameAnthropic, dialects.NameChat} {
 		t.Run(up, func(t *testing.T) {
 			f := dialectFixture(t, up, url, nil)
 			c := f.anthropic(f.slot.Secret)
@@ -334,7 +334,7 @@ func TestGarbageGetsNativeError(t *testing.T) {
 	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("garbage reached the upstream: %s", r.URL.Path)
 	})
-	for _, updialect := range []string{dialects.DialectChat, dialects.DialectAnthropic} {
+	for _, updialect := range []string{dialects.NameChat, dialects.NameAnthropic} {
 		f := dialectFixture(t, updialect, up.URL+"/v1", nil)
 		for _, tt := range []struct {
 			path      string

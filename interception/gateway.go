@@ -121,11 +121,13 @@ func (s *Server) gatewayRoute(w http.ResponseWriter, r *http.Request, id, action
 		}
 		gatewayJSON(w, http.StatusOK, Trajectory{RolloutID: id, Turns: nonNil(turns)})
 	case "unregister":
-		if _, ok := p.Slot(key); !ok {
+		turns, ok := p.Finish(key)
+		if !ok {
 			gatewayError(w, http.StatusNotFound, "rollout "+id+" is not registered")
 			return
 		}
-		gatewayJSON(w, http.StatusOK, Trajectory{RolloutID: id, Turns: nonNil(p.Release(key))})
+		p.Release(key)
+		gatewayJSON(w, http.StatusOK, Trajectory{RolloutID: id, Turns: nonNil(turns)})
 	}
 }
 

@@ -140,7 +140,7 @@ func TestChatNonStreaming(t *testing.T) {
 
 	turn := f.turn(t)
 	assert.Equal(t, 0, turn.Index)
-	assert.Equal(t, dialects.DialectChat, turn.Dialect)
+	assert.Equal(t, dialects.NameChat, turn.Dialect)
 	assert.Equal(t, "/v1/chat/completions", turn.Route)
 	assert.False(t, turn.Streamed)
 	assert.Equal(t, http.StatusOK, turn.Status)
@@ -159,8 +159,11 @@ func TestChatNonStreaming(t *testing.T) {
 	assert.Positive(t, turn.TTFT)
 	assert.LessOrEqual(t, turn.TTFT, turn.Latency)
 
-	assert.Equal(t, []trace.Turn{turn}, f.pool.Release(f.slot.Key), "Release returns the recorded turns")
-	_, ok := f.pool.Slot(f.slot.Key)
+	turns, ok := f.pool.Finish(f.slot.Key)
+	assert.True(t, ok)
+	assert.Equal(t, []trace.Turn{turn}, turns, "Finish returns the recorded turns")
+	f.pool.Release(f.slot.Key)
+	_, ok = f.pool.Slot(f.slot.Key)
 	assert.False(t, ok)
 }
 
@@ -187,7 +190,7 @@ func TestRelayKeepsUnknownRequestFieldsByteExact(t *testing.T) {
 	assert.Equal(t, toolCompletion, string(got), "body the caller got")
 	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 	assert.Equal(t, "req-9", resp.Header.Get("X-Request-Id"))
-	assert.Empty(t, resp.Header.Get(interception.AttemptsHeader), "local attempts header is not relayed")
+	assert.Empty(t, resp.Header.Get("X-Evalflow-Attempts"), "no header of evalflow's own reaches the caller")
 }
 
 // streamChunks is a streamed completion whose tool-call arguments are split

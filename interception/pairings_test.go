@@ -82,9 +82,9 @@ func (f fixture) turns(t *testing.T, n int) []trace.Turn {
 type conversation func(t *testing.T, f fixture, stream bool) (args, answer string)
 
 var conversations = map[string]conversation{
-	dialects.DialectChat:      chatConversation,
-	dialects.DialectResponses: responsesConversation,
-	dialects.DialectAnthropic: anthropicConversation,
+	dialects.NameChat:      chatConversation,
+	dialects.NameResponses: responsesConversation,
+	dialects.NameAnthropic: anthropicConversation,
 }
 
 var calculatorParams = map[string]any{
@@ -256,8 +256,8 @@ func anthropicConversation(t *testing.T, f fixture, stream bool) (string, string
 // trace holds the same typed turns whatever the pairing.
 func TestPairings(t *testing.T) {
 	url := mockUpstream(t)
-	for _, caller := range []string{dialects.DialectChat, dialects.DialectResponses, dialects.DialectAnthropic} {
-		for _, up := range []string{dialects.DialectChat, dialects.DialectResponses, dialects.DialectAnthropic} {
+	for _, caller := range []string{dialects.NameChat, dialects.NameResponses, dialects.NameAnthropic} {
+		for _, up := range []string{dialects.NameChat, dialects.NameResponses, dialects.NameAnthropic} {
 			for _, stream := range []bool{false, true} {
 				name := caller + "→" + up + map[bool]string{false: "/json", true: "/sse"}[stream]
 				t.Run(name, func(t *testing.T) {

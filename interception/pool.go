@@ -156,17 +156,22 @@ func (p *Pool) Slot(key string) (Slot, bool) {
 
 // Turns returns the turns recorded so far for a registered rollout.
 func (p *Pool) Turns(key string) ([]trace.Turn, bool) {
-	p.mu.Lock()
-	s, ok := p.slots[key]
-	var m *member
-	if ok {
-		m = p.servers[s.Server]
-	}
-	p.mu.Unlock()
+	m, ok := p.member(key)
 	if !ok {
 		return nil, false
 	}
 	return m.srv.Turns(key)
+}
+
+// member is the server holding a rollout's slot.
+func (p *Pool) member(key string) (*member, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, ok := p.slots[key]
+	if !ok {
+		return nil, false
+	}
+	return p.servers[s.Server], true
 }
 
 // Expose returns the base URL (without /v1) of the rollout's server through
@@ -279,26 +284,30 @@ func (m *member) close() error {
 	return errors.Join(errs...)
 }
 
-// Release unregisters a rollout and returns its recorded turns; its slot is
-// free again and its secret stops working. An unknown key returns nil.
-func (p *Pool) Release(key string) []trace.Turn {
+// Finish ends a rollout's calls and returns its turns: its secret stops
+// working, and the calls whose caller already has its answer are recorded
+// first. The slot stays held until Release.
+func (p *Pool) Finish(key string) ([]trace.Turn, bool) {
+	m, ok := p.member(key)
+	if !ok {
+		return nil, false
+	}
+	return m.srv.Finish(key)
+}
+
+// Release frees a rollout's slot for another rollout; its secret stops
+// working and its turns are let go (read them with Finish first). An
+// unknown key is ignored.
+func (p *Pool) Release(key string) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	s, ok := p.slots[key]
 	if !ok {
-		p.mu.Unlock()
-		return nil
+		return
 	}
 	delete(p.slots, key)
 	delete(p.exposedAt, key)
-	e := p.servers[s.Server].srv.detach(key)
-	p.mu.Unlock()
-	if e == nil {
-		return nil
-	}
-	// Waiting for calls in flight and parsing the turns (record.go) need
-	// not hold up the pool.
-	e.settle(settleTimeout)
-	return e.snapshot()
+	p.servers[s.Server].srv.Unregister(key)
 }
 
 // Servers is how many servers the pool has started.

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/tunnel"
 )
@@ -67,8 +68,10 @@ func newPool(t *testing.T, tun tunnel.Tunnel) *interception.Pool {
 // noUpstream fails every call; pool tests make none.
 type noUpstream struct{}
 
-func (noUpstream) Do(context.Context, string, []byte) (*http.Response, error) {
-	return nil, errors.New("no upstream in this test")
+func (noUpstream) Dialect() string { return dialects.NameChat }
+
+func (noUpstream) Relay(context.Context, string, http.Header, dialects.Body) (*http.Response, int, error) {
+	return nil, 0, errors.New("no upstream in this test")
 }
 
 func acquireAll(t *testing.T, p *interception.Pool, n int) []interception.Slot {
@@ -135,10 +138,16 @@ func TestPoolReleaseFreesSlot(t *testing.T) {
 			break
 		}
 	}
-	assert.Empty(t, p.Release(victim.Key), "no calls were made")
-	_, ok := p.Slot(victim.Key)
+	turns, ok := p.Finish(victim.Key)
+	assert.True(t, ok)
+	assert.Empty(t, turns, "no calls were made")
+	p.Release(victim.Key)
+	_, ok = p.Slot(victim.Key)
 	assert.False(t, ok)
-	assert.Nil(t, p.Release(victim.Key), "releasing twice")
+	p.Release(victim.Key) // releasing twice does nothing
+	turns, ok = p.Finish(victim.Key)
+	assert.False(t, ok)
+	assert.Nil(t, turns, "a released rollout has no turns to read")
 
 	s, err := p.Acquire(context.Background(), interception.Rollout{Key: "run/0/new/0", Model: "m"})
 	require.NoError(t, err)
@@ -153,6 +162,38 @@ func TestPoolReleaseFreesSlot(t *testing.T) {
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+}
+
+// TestPoolFinishKeepsSlot: a finished rollout's secret stops working at
+// once, while its slot stays held and its turns readable until Release.
+func TestPoolFinishKeepsSlot(t *testing.T) {
+	p := newPool(t, nil)
+	slot, err := p.Acquire(context.Background(), interception.Rollout{Key: "run/0/1/0", Model: "m"})
+	require.NoError(t, err)
+	models := func() int {
+		req, err := http.NewRequest(http.MethodGet, slot.LocalURL+"/v1/models", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+slot.Secret)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusOK, models())
+
+	turns, ok := p.Finish(slot.Key)
+	require.True(t, ok)
+	assert.Empty(t, turns)
+	assert.Equal(t, http.StatusUnauthorized, models(), "the finished rollout's secret")
+	got, ok := p.Slot(slot.Key)
+	assert.True(t, ok, "the slot is held until Release")
+	assert.Equal(t, slot, got)
+	_, ok = p.Turns(slot.Key)
+	assert.True(t, ok, "the turns are readable until Release")
+
+	p.Release(slot.Key)
+	_, ok = p.Turns(slot.Key)
+	assert.False(t, ok)
 }
 
 func TestPoolExposeOncePerServer(t *testing.T) {

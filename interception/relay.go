@@ -8,157 +8,97 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
-	"time"
-
-	"github.com/evalflow/evalflow/dialects"
-	"github.com/evalflow/evalflow/trace"
 )
 
-// statusClientClosed records a call whose harness went away before an answer;
-// no status reached it (nginx's convention).
-const statusClientClosed = 499
-
-// model serves a model call of dialect d: it records the turn and relays the
-// call when the upstream speaks d, translates it otherwise.
-func (s *Server) model(w http.ResponseWriter, r *http.Request, e *entry, d dialects.Dialect) {
-	start := time.Now()
-	turn := trace.Turn{Dialect: d.Name(), Route: r.URL.Path, StartedAt: start}
-	index := e.begin()
-	delivered := false
-	var raw *rawTurn // the relay arm's turn, parsed when read (record.go)
-	defer func() {
-		turn.Latency = time.Since(start)
-		e.record(index, turn, raw, delivered)
-		if s.cfg.OnTurn != nil {
-			turn = e.turn(index)
-			s.cfg.OnTurn(e.rollout.Key, turn)
-		}
-		s.cfg.Logger.Debug("model call", "rollout", e.rollout.Key, "route", turn.Route,
-			"status", turn.Status, "attempts", turn.Attempts, "latency", turn.Latency, "error", turn.Error)
-	}()
-	fail := func(status int, code, msg string) {
-		turn.Status, turn.Error = status, msg
-		d.WriteError(w, status, code, msg)
-	}
-
-	body, ok := s.readBody(w, r, fail)
-	if !ok {
-		return
-	}
-	if up := upstreamDialect(s.cfg.Upstream); up.Name() != d.Name() {
-		req, err := d.ParseRequest(body)
-		if err != nil {
-			fail(http.StatusBadRequest, "", "We could not parse the JSON body of your request: "+err.Error())
-			return
-		}
-		turn.Request = overlaid(req, e.rollout)
-		turn.Streamed = req.Stream
-		s.translate(w, r, e, d, up, &turn, fail)
-		return
-	}
+// relay serves a call in the upstream's own dialect: the caller's body goes
+// up with only the run's model and sampling set on it (Overlay), and the
+// answer, JSON or SSE, comes back byte for byte, flushed per event. The
+// turn keeps the bytes and is parsed when it is read (turns.go).
+func (s *Server) relay(c *recorder, body []byte) {
 	// The overlay checks the body's syntax and shape; the typed parse waits
 	// until the turn is read.
-	out, err := d.Overlay(body, e.rollout.Model, e.rollout.Sampling)
+	out, err := c.d.Overlay(body, c.e.rollout.Model, c.e.rollout.Sampling)
 	if err != nil {
-		fail(http.StatusBadRequest, "", "We could not parse the JSON body of your request: "+err.Error())
+		c.fail(http.StatusBadRequest, "", badJSON+err.Error())
 		return
 	}
-	raw = &rawTurn{dialect: d, request: body}
-	resp, ok := s.send(w, r, e, &turn, d.Path(), r.Header, out, fail)
+	c.raw = rawTurn{dialect: c.d, request: body}
+	resp, ok := c.send(c.d.Path(), c.r.Header, out)
 	if !ok {
 		return
 	}
 	defer resp.Body.Close()
-	turn.Status = resp.StatusCode
+	c.turn.Status = resp.StatusCode
+	copyHeaders(c.w.Header(), resp.Header)
+	c.w.WriteHeader(resp.StatusCode)
 
-	copyHeaders(w.Header(), resp.Header)
-	w.WriteHeader(resp.StatusCode)
-	upstream := &firstByteReader{r: resp.Body, start: start}
-
-	var relayErr error
-	if isEventStream(resp.Header.Get("Content-Type")) {
-		turn.Streamed = true // until the request is parsed
-		stream := d.NewStream()
-		relayErr = relaySSE(w, upstream, func(data []byte) bool {
-			if err := stream.Add(data); err != nil && turn.Error == "" {
-				turn.Error = err.Error()
-			}
-			if stream.Done() && !delivered {
-				e.deliver()
-				delivered = true
-			}
-			return stream.Done()
-		})
-		turn.Response = stream.Response()
-		ended := stream.Done() || turn.Response.FinishReason != ""
-		if relayErr == nil && !ended && turn.Error == "" && resp.StatusCode/100 == 2 {
-			relayErr = &upstreamReadError{errors.New("stream ended before its last event")}
-		}
+	upstream := c.firstByte(resp.Body)
+	streaming := isEventStream(resp.Header.Get("Content-Type"))
+	if streaming {
+		err = relayStream(c, upstream, resp.StatusCode)
 	} else {
-		var tee bytes.Buffer
-		if n := resp.ContentLength; n > 0 && n <= s.cfg.MaxBodyBytes {
-			tee.Grow(int(n))
-		}
-		_, relayErr = io.Copy(w, io.TeeReader(upstream, &tee))
-		if relayErr == nil {
-			// The caller has the whole answer before the turn is recorded;
-			// Turns and Unregister wait for it.
-			e.deliver()
-			delivered = true
-			_ = http.NewResponseController(w).Flush()
-			raw.answered, raw.status, raw.answer = true, resp.StatusCode, tee.Bytes()
-		}
+		err = relayJSON(c, upstream, resp, s.cfg.MaxBodyBytes)
 	}
-	turn.TTFT = upstream.ttft
-	if relayErr != nil {
-		s.relayFailed(w, r, d, &turn, relayErr, isEventStream(resp.Header.Get("Content-Type")))
+	c.turn.TTFT = upstream.ttft
+	if err != nil {
+		relayFailed(c, err, streaming)
 	}
 }
 
-// readBody reads a bounded request body, answering 413 or 400 itself.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fail func(int, string, string)) ([]byte, bool) {
-	rd := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-	var body []byte
-	var err error
-	if n := r.ContentLength; n > 0 && n <= s.cfg.MaxBodyBytes {
-		// One allocation of the announced size instead of ReadAll's doublings.
-		body = make([]byte, n)
-		_, err = io.ReadFull(rd, body)
-	} else {
-		body, err = io.ReadAll(rd)
-	}
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			fail(http.StatusRequestEntityTooLarge, "request_too_large",
-				fmt.Sprintf("Request body is larger than %d bytes.", tooBig.Limit))
-			return nil, false
+// relayStream relays an event stream, assembling the answer for the turn
+// as it goes. The caller has its answer at the stream's terminal event.
+func relayStream(c *recorder, upstream io.Reader, status int) error {
+	c.turn.Streamed = true // until the request is parsed
+	stream := c.d.NewStream()
+	err := relaySSE(c.w, upstream, func(data []byte) bool {
+		if err := stream.Add(data); err != nil && c.turn.Error == "" {
+			c.turn.Error = err.Error()
 		}
-		fail(http.StatusBadRequest, "", "Could not read the request body.")
-		return nil, false
+		if stream.Done() {
+			c.deliver()
+		}
+		return stream.Done()
+	})
+	c.turn.Response = stream.Response()
+	ended := stream.Done() || c.turn.Response.FinishReason != ""
+	if err == nil && !ended && c.turn.Error == "" && status/100 == 2 {
+		err = &upstreamReadError{errors.New("stream ended before its last event")}
 	}
-	return body, true
+	return err
 }
 
-// send calls the upstream, answering 502 itself when it cannot be reached.
-func (s *Server) send(w http.ResponseWriter, r *http.Request, e *entry, turn *trace.Turn, path string, h http.Header,
-	body dialects.Body, fail func(int, string, string)) (*http.Response, bool) {
-	resp, err := relay(r.Context(), s.cfg.Upstream, path, h, body)
-	if err != nil {
-		turn.Attempts = attemptsOf(err)
-		if r.Context().Err() != nil {
-			turn.Status, turn.Error = statusClientClosed, "client closed request"
-			return nil, false
-		}
-		s.cfg.Logger.Warn("upstream call failed", "rollout", e.rollout.Key, "err", err)
-		fail(http.StatusBadGateway, "upstream_unavailable", "The upstream model provider could not be reached.")
-		turn.Error = "upstream: " + err.Error()
-		return nil, false
+// relayJSON relays a whole answer, keeping its bytes for the turn.
+func relayJSON(c *recorder, upstream io.Reader, resp *http.Response, maxBody int64) error {
+	var tee bytes.Buffer
+	if n := resp.ContentLength; n > 0 && n <= maxBody {
+		tee.Grow(int(n))
 	}
-	turn.Attempts, _ = strconv.Atoi(resp.Header.Get(AttemptsHeader))
-	return resp, true
+	if _, err := io.Copy(c.w, io.TeeReader(upstream, &tee)); err != nil {
+		return err
+	}
+	// The caller has the whole answer before the turn is recorded; Turns
+	// and Finish wait for it.
+	c.deliver()
+	_ = http.NewResponseController(c.w).Flush()
+	c.raw.answered, c.raw.status, c.raw.answer = true, resp.StatusCode, tee.Bytes()
+	return nil
+}
+
+// relayFailed records a relay cut short. When the upstream broke a stream,
+// the caller gets an error event in its dialect so its SDK fails cleanly
+// instead of waiting for an end that never comes.
+func relayFailed(c *recorder, err error, streaming bool) {
+	if c.r.Context().Err() != nil {
+		c.turn.Error = "client closed request" // its status is sent already
+		return
+	}
+	c.turn.Error = "relay: " + err.Error()
+	var up *upstreamReadError
+	if streaming && errors.As(err, &up) {
+		_, _ = c.w.Write(c.d.StreamError("The upstream stream broke off: " + up.err.Error()))
+		_ = http.NewResponseController(c.w).Flush()
+	}
 }
 
 // upstreamReadError is a relay that broke on the upstream's side.
@@ -166,31 +106,6 @@ type upstreamReadError struct{ err error }
 
 func (e *upstreamReadError) Error() string { return "upstream: " + e.err.Error() }
 func (e *upstreamReadError) Unwrap() error { return e.err }
-
-// relayFailed records a relay cut short. When the upstream broke a stream,
-// the caller gets an error event in its dialect so its SDK fails cleanly
-// instead of waiting for an end that never comes.
-func (s *Server) relayFailed(w http.ResponseWriter, r *http.Request, d dialects.Dialect, turn *trace.Turn, err error, streaming bool) {
-	if r.Context().Err() != nil {
-		turn.Error = "client closed request"
-		return
-	}
-	turn.Error = "relay: " + err.Error()
-	var up *upstreamReadError
-	if streaming && errors.As(err, &up) {
-		_, _ = w.Write(d.StreamError("The upstream stream broke off: " + up.err.Error()))
-		_ = http.NewResponseController(w).Flush()
-	}
-}
-
-// attemptsOf reads the attempt count off an upstream error that knows it.
-func attemptsOf(err error) int {
-	var a interface{ Attempts() int }
-	if errors.As(err, &a) {
-		return a.Attempts()
-	}
-	return 0
-}
 
 // relaySSE copies an event stream line by line, flushing after every event,
 // and hands each event's data to onEvent. It never holds more than one event,
@@ -280,22 +195,4 @@ func copyHeaders(dst, src http.Header) {
 	for _, k := range hopByHop {
 		dst.Del(k)
 	}
-	dst.Del(AttemptsHeader)
-}
-
-// firstByteReader notes when the first byte of the upstream body arrives.
-type firstByteReader struct {
-	r     io.Reader
-	start time.Time
-	ttft  time.Duration
-	seen  bool
-}
-
-func (f *firstByteReader) Read(p []byte) (int, error) {
-	n, err := f.r.Read(p)
-	if n > 0 && !f.seen {
-		f.seen = true
-		f.ttft = time.Since(f.start)
-	}
-	return n, err
 }

@@ -5,12 +5,10 @@
 package interception
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,47 +25,11 @@ import (
 	"github.com/evalflow/evalflow/tunnel"
 )
 
-// AttemptsHeader is the response header an Upstream sets to tell how many
-// attempts a call took. It is not relayed to the harness.
-// providers.AttemptsHeader names the same header.
-const AttemptsHeader = "X-Evalflow-Attempts"
-
 // Defaults for Config.
 const (
 	DefaultMultiplex    = 32
 	DefaultMaxBodyBytes = 32 << 20
 )
-
-// Upstream sends a request body to a provider route, retrying 429/5xx/connection
-// errors before any byte reaches the caller.
-//
-// An Upstream may also have a Dialect() string method naming the dialect it
-// speaks (chat when it has none), and a Relay(ctx, path, header, body
-// dialects.Body) method that also forwards the caller's request headers on
-// the relay arm and sends the body's pieces without joining them.
-type Upstream interface {
-	Do(ctx context.Context, path string, body []byte) (*http.Response, error) // path after /v1, e.g. "/chat/completions"
-}
-
-// upstreamDialect is the dialect u speaks.
-func upstreamDialect(u Upstream) dialects.Dialect {
-	if d, ok := u.(interface{ Dialect() string }); ok {
-		if dd, err := dialects.ByName(d.Dialect()); err == nil {
-			return dd
-		}
-	}
-	return dialects.Chat
-}
-
-// relay sends body with the caller's headers when u can forward them.
-func relay(ctx context.Context, u Upstream, path string, h http.Header, body dialects.Body) (*http.Response, error) {
-	if r, ok := u.(interface {
-		Relay(context.Context, string, http.Header, dialects.Body) (*http.Response, error)
-	}); ok {
-		return r.Relay(ctx, path, h, body)
-	}
-	return u.Do(ctx, path, body.Bytes())
-}
 
 // Config configures a Pool and the servers in it. Zero fields take defaults.
 type Config struct {
@@ -81,7 +43,7 @@ type Config struct {
 	Logger       *slog.Logger
 	// OnTurn, when set, is called with every turn after it is recorded, from
 	// the request's goroutine. Setting it puts the relay arm's parse of the
-	// turn (record.go) back on the request's path: it is for tests.
+	// turn (turns.go) back on the request's path: it is for tests.
 	OnTurn func(rolloutKey string, turn trace.Turn)
 	// GatewayToken enables the rollout gateway routes (gateway.go) for
 	// callers presenting it; empty disables them. A credential: never log it.
@@ -129,95 +91,11 @@ type Server struct {
 	closeErr  error
 
 	table []route
+	up    dialects.Dialect // the upstream's
 
 	mu       sync.RWMutex
 	bySecret map[[sha256.Size]byte]*entry
 	byKey    map[string]*entry
-}
-
-// entry is a registered rollout and the turns recorded for it.
-type entry struct {
-	rollout Rollout
-	secret  []byte
-
-	mu    sync.Mutex
-	turns []trace.Turn // in Index order
-	// unparsed holds, by turn index, the raw bytes of relayed turns whose
-	// typed Request and Response are not parsed yet (record.go).
-	unparsed map[int]rawTurn
-	begun    int // turns started, recorded or not
-	// delivered counts calls whose caller has the whole answer but whose
-	// turn is not recorded yet: the relay flushes an answer's last byte
-	// before it records the turn.
-	delivered int
-	// settled are closed when delivered falls to 0.
-	settled []chan struct{}
-}
-
-// deliver notes that a call's caller has its whole answer; the call's
-// record must pass wasDelivered.
-func (e *entry) deliver() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.delivered++
-}
-
-// begin numbers a turn when its call arrives, so turns keep the order of
-// the calls even when an earlier one finishes later.
-func (e *entry) begin() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.begun++
-	return e.begun - 1
-}
-
-// record keeps turn t, numbered index by begin, in index order, with the
-// raw bytes of its typed fields when raw is not nil. wasDelivered says
-// whether the call called deliver.
-func (e *entry) record(index int, t trace.Turn, raw *rawTurn, wasDelivered bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	t.Index = index
-	i := len(e.turns)
-	for i > 0 && e.turns[i-1].Index > index {
-		i--
-	}
-	e.turns = slices.Insert(e.turns, i, t)
-	if raw != nil {
-		if e.unparsed == nil {
-			e.unparsed = make(map[int]rawTurn)
-		}
-		e.unparsed[index] = *raw
-	}
-	if wasDelivered {
-		e.delivered--
-		if e.delivered == 0 {
-			for _, c := range e.settled {
-				close(c)
-			}
-			e.settled = nil
-		}
-	}
-}
-
-// settle waits, at most d, until every call whose caller has its answer has
-// recorded its turn, so that a harness that is done finds all its turns.
-// Calls still answering are not waited for.
-func (e *entry) settle(d time.Duration) {
-	e.mu.Lock()
-	if e.delivered == 0 {
-		e.mu.Unlock()
-		return
-	}
-	c := make(chan struct{})
-	e.settled = append(e.settled, c)
-	e.mu.Unlock()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-c:
-	case <-t.C:
-	}
 }
 
 // Listen starts a server on cfg.Tunnel's bind host at a free port.
@@ -241,6 +119,7 @@ func Listen(cfg Config) (*Server, error) {
 		host:     host,
 		port:     addr.Port,
 		serveErr: make(chan error, 1),
+		up:       upstreamDialect(cfg.Upstream),
 		bySecret: make(map[[sha256.Size]byte]*entry),
 		byKey:    make(map[string]*entry),
 	}
@@ -293,36 +172,41 @@ func (s *Server) Register(r Rollout) (string, error) {
 	return secret, nil
 }
 
-// settleTimeout bounds how long Unregister waits for calls still recording.
-const settleTimeout = 2 * time.Second
-
-// Unregister removes a rollout and returns its turns, once the calls in
-// flight have recorded theirs (see settleTimeout). Its secret stops working.
-func (s *Server) Unregister(key string) ([]trace.Turn, bool) {
-	e := s.detach(key)
-	if e == nil {
+// Finish ends a rollout's calls and returns its turns: its secret stops
+// working, and the calls whose caller already has its answer are waited
+// for (see settleTimeout) so that their turns are in. The rollout stays
+// registered, its turns readable, until Unregister.
+func (s *Server) Finish(key string) ([]trace.Turn, bool) {
+	s.mu.Lock()
+	e, ok := s.byKey[key]
+	if ok {
+		delete(s.bySecret, sha256.Sum256(e.secret))
+	}
+	s.mu.Unlock()
+	if !ok {
 		return nil, false
 	}
 	e.settle(settleTimeout)
 	return e.snapshot(), true
 }
 
-// detach removes a rollout and returns its entry, nil when it is not
-// registered. Its secret stops working at once; its turns stay readable.
-func (s *Server) detach(key string) *entry {
+// Unregister removes a rollout and reports whether it was registered. Its
+// secret stops working and its turns are let go: read them with Finish
+// first.
+func (s *Server) Unregister(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.byKey[key]
 	if !ok {
-		return nil
+		return false
 	}
 	delete(s.byKey, key)
 	delete(s.bySecret, sha256.Sum256(e.secret))
-	return e
+	return true
 }
 
 // Turns returns the turns recorded so far for a rollout, including those of
-// calls already answered (see Unregister).
+// calls already answered (see Finish).
 func (s *Server) Turns(key string) ([]trace.Turn, bool) {
 	s.mu.RLock()
 	e, ok := s.byKey[key]
@@ -445,6 +329,23 @@ func (s *Server) lookup(secret string) *entry {
 	return e
 }
 
+// model serves a model call of dialect d as the rollout's next turn:
+// relayed (relay.go) when the upstream speaks d, translated (translate.go)
+// otherwise.
+func (s *Server) model(w http.ResponseWriter, r *http.Request, e *entry, d dialects.Dialect) {
+	c := s.startTurn(w, r, e, d)
+	defer c.finish()
+	body, ok := c.readBody()
+	if !ok {
+		return
+	}
+	if s.up.Name() == d.Name() {
+		s.relay(&c, body)
+		return
+	}
+	s.translate(&c, body)
+}
+
 // models answers GET /v1/models with the models of the registered rollouts,
 // in the caller's family's shape.
 func (s *Server) models(w http.ResponseWriter, _ *http.Request, _ *entry, d dialects.Dialect) {
@@ -456,42 +357,5 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request, _ *entry, d dial
 		}
 	}
 	s.mu.RUnlock()
-	ids := slices.Sorted(maps.Keys(seen))
-	w.Header().Set("Content-Type", "application/json")
-	if d.Name() == dialects.DialectAnthropic {
-		type model struct {
-			Type        string `json:"type"`
-			ID          string `json:"id"`
-			DisplayName string `json:"display_name"`
-			CreatedAt   string `json:"created_at"`
-		}
-		list := struct {
-			Data    []model `json:"data"`
-			HasMore bool    `json:"has_more"`
-			FirstID *string `json:"first_id"`
-			LastID  *string `json:"last_id"`
-		}{Data: []model{}}
-		for _, id := range ids {
-			list.Data = append(list.Data, model{Type: "model", ID: id, DisplayName: id, CreatedAt: "1970-01-01T00:00:00Z"})
-		}
-		if len(ids) > 0 {
-			list.FirstID, list.LastID = &ids[0], &ids[len(ids)-1]
-		}
-		_ = json.NewEncoder(w).Encode(list)
-		return
-	}
-	type model struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
-	}
-	list := struct {
-		Object string  `json:"object"`
-		Data   []model `json:"data"`
-	}{Object: "list", Data: []model{}}
-	for _, id := range ids {
-		list.Data = append(list.Data, model{ID: id, Object: "model", OwnedBy: "evalflow"})
-	}
-	_ = json.NewEncoder(w).Encode(list)
+	d.WriteModels(w, slices.Sorted(maps.Keys(seen)))
 }

@@ -1,129 +1,106 @@
 package interception
 
 import (
-	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/evalflow/evalflow/dialects"
-	"github.com/evalflow/evalflow/trace"
 )
 
-// translate serves a call whose dialect d the upstream (of dialect up) does
-// not speak: the typed request, with the run's model and sampling, goes to
-// the upstream in its dialect without streaming; the typed answer comes back
-// in d, as one JSON object or, when the caller streams, as a complete SSE
-// sequence of d. Upstream errors come back in d's shape with their status.
-func (s *Server) translate(w http.ResponseWriter, r *http.Request, e *entry, d, up dialects.Dialect,
-	turn *trace.Turn, fail func(int, string, string)) {
-	req := turn.Request
+// translate serves a call whose dialect the upstream does not speak: the
+// typed request, with the run's model and sampling, goes to the upstream
+// in its dialect without streaming; the typed answer comes back in the
+// caller's dialect, as one JSON object or, when the caller streams, as a
+// complete SSE sequence. Upstream errors come back in the caller's shape
+// with their status.
+func (s *Server) translate(c *recorder, body []byte) {
+	req, err := c.d.ParseRequest(body)
+	if err != nil {
+		c.fail(http.StatusBadRequest, "", badJSON+err.Error())
+		return
+	}
+	c.turn.Request = overlaid(req, c.e.rollout)
+	c.turn.Streamed = req.Stream
+	status, data, ok := s.callUpstream(c)
+	if !ok {
+		return
+	}
+	answer, ok := s.readAnswer(c, status, data)
+	if !ok {
+		return
+	}
+	c.turn.Response = answer
+	c.turn.Status = http.StatusOK
+	writeAnswer(c, answer)
+}
+
+// callUpstream sends the turn's request to the upstream in its dialect,
+// not streamed, and reads the whole answer.
+func (s *Server) callUpstream(c *recorder) (status int, data []byte, ok bool) {
+	req := c.turn.Request
 	req.Stream = false
-	body, err := up.EncodeRequest(req)
+	body, err := s.up.EncodeRequest(req)
 	if err != nil {
-		fail(http.StatusBadRequest, "", "The request cannot be sent to the upstream: "+err.Error())
-		return
+		c.fail(http.StatusBadRequest, "", "The request cannot be sent to the upstream: "+err.Error())
+		return 0, nil, false
 	}
-	resp, ok := s.send(w, r, e, turn, up.Path(), nil, dialects.Body{body}, fail)
+	resp, ok := c.send(s.up.Path(), nil, dialects.Body{body})
 	if !ok {
-		return
+		return 0, nil, false
 	}
 	defer resp.Body.Close()
-	upstream := &firstByteReader{r: resp.Body, start: turn.StartedAt}
-	data, err := io.ReadAll(upstream)
-	turn.TTFT = upstream.ttft
+	upstream := c.firstByte(resp.Body)
+	data, err = io.ReadAll(upstream)
+	c.turn.TTFT = upstream.ttft
 	if err != nil {
-		if r.Context().Err() != nil {
-			turn.Status, turn.Error = statusClientClosed, "client closed request"
-			return
+		if c.clientGone() {
+			return 0, nil, false
 		}
-		fail(http.StatusBadGateway, "upstream_unavailable", "The upstream model provider broke off its answer.")
-		turn.Error = "upstream: " + err.Error()
-		return
+		c.failWith("upstream: "+err.Error(), http.StatusBadGateway, "upstream_unavailable",
+			"The upstream model provider broke off its answer.")
+		return 0, nil, false
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		upErr := up.ParseError(resp.StatusCode, data)
-		code, msg := errorCode(upErr)
-		fail(resp.StatusCode, code, msg)
-		turn.Error = upErr.Error()
-		return
-	}
-	answer, err := up.ParseResponse(data)
-	if err != nil {
-		fail(http.StatusBadGateway, "bad_upstream_response", "The upstream model provider's answer could not be read.")
-		turn.Error = "upstream: " + err.Error()
-		return
-	}
-	turn.Response = answer
-	turn.Status = http.StatusOK
-	if turn.Streamed {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.WriteHeader(http.StatusOK)
-		if err := d.WriteStream(w, answer); err != nil {
-			turn.Error = "write to caller: " + err.Error()
-		}
-		return
-	}
-	out, err := d.EncodeResponse(answer)
-	if err != nil {
-		fail(http.StatusInternalServerError, "", "The answer could not be encoded.")
-		turn.Error = err.Error()
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write(out); err != nil {
-		turn.Error = "write to caller: " + err.Error()
-	}
+	return resp.StatusCode, data, true
 }
 
-// errorCode is the machine-readable code and message of an upstream error.
-func errorCode(err error) (code, message string) {
-	var ce *dialects.ChatError
-	if errors.As(err, &ce) {
-		return ce.Code, ce.Message
+// readAnswer reads the upstream's answer. An error answer is passed on to
+// the caller, in its dialect, with the upstream's status and code.
+func (s *Server) readAnswer(c *recorder, status int, data []byte) (dialects.Response, bool) {
+	if status < 200 || status > 299 {
+		upErr := s.up.ParseError(status, data)
+		code, msg := dialects.ErrorCode(upErr)
+		c.failWith(upErr.Error(), status, code, msg)
+		return dialects.Response{}, false
 	}
-	var ae *dialects.AnthropicError
-	if errors.As(err, &ae) {
-		return ae.Type, ae.Message
+	answer, err := s.up.ParseResponse(data)
+	if err != nil {
+		c.failWith("upstream: "+err.Error(), http.StatusBadGateway, "bad_upstream_response",
+			"The upstream model provider's answer could not be read.")
+		return dialects.Response{}, false
 	}
-	return "", err.Error()
+	return answer, true
 }
 
-// countTokens answers Anthropic's count_tokens: relayed to an Anthropic
-// upstream with the run's model, estimated (dialects.EstimateTokens)
-// otherwise. It is not a model turn and is not recorded.
-func (s *Server) countTokens(w http.ResponseWriter, r *http.Request, e *entry, d dialects.Dialect) {
-	fail := func(status int, code, msg string) { d.WriteError(w, status, code, msg) }
-	body, ok := s.readBody(w, r, fail)
-	if !ok {
+// writeAnswer answers the caller in its dialect: a complete SSE sequence
+// when it streams, one JSON object otherwise.
+func writeAnswer(c *recorder, answer dialects.Response) {
+	if c.turn.Streamed {
+		c.w.Header().Set("Content-Type", "text/event-stream")
+		c.w.Header().Set("Cache-Control", "no-cache")
+		c.w.WriteHeader(http.StatusOK)
+		if err := c.d.WriteStream(c.w, answer); err != nil {
+			c.turn.Error = "write to caller: " + err.Error()
+		}
 		return
 	}
-	req, err := d.ParseRequest(body)
+	out, err := c.d.EncodeResponse(answer)
 	if err != nil {
-		fail(http.StatusBadRequest, "", "We could not parse the JSON body of your request: "+err.Error())
+		c.failWith(err.Error(), http.StatusInternalServerError, "", "The answer could not be encoded.")
 		return
 	}
-	if upstreamDialect(s.cfg.Upstream).Name() != d.Name() {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]int{"input_tokens": dialects.EstimateTokens(req)})
-		return
+	c.w.Header().Set("Content-Type", "application/json")
+	c.w.WriteHeader(http.StatusOK)
+	if _, err := c.w.Write(out); err != nil {
+		c.turn.Error = "write to caller: " + err.Error()
 	}
-	out, err := d.Overlay(body, e.rollout.Model, dialects.Sampling{})
-	if err != nil {
-		fail(http.StatusBadRequest, "", "We could not parse the JSON body of your request: "+err.Error())
-		return
-	}
-	var turn trace.Turn // not recorded
-	turn.StartedAt = time.Now()
-	resp, ok := s.send(w, r, e, &turn, "/messages/count_tokens", r.Header, out, fail)
-	if !ok {
-		return
-	}
-	defer resp.Body.Close()
-	copyHeaders(w.Header(), resp.Header)
-	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(w, resp.Body)
 }

@@ -17,13 +17,13 @@ const AnthropicVersion = "2023-06-01"
 
 // NewResponses returns an OpenAI Responses upstream at baseURL (with /v1).
 func NewResponses(baseURL, apiKey string) *Client {
-	return newClient(baseURL, apiKey, dialects.DialectResponses)
+	return newClient(baseURL, apiKey, dialects.NameResponses)
 }
 
 // NewAnthropic returns an Anthropic Messages upstream at baseURL (with /v1,
 // e.g. https://api.anthropic.com/v1), authenticated by x-api-key.
 func NewAnthropic(baseURL, apiKey string) *Client {
-	return newClient(baseURL, apiKey, dialects.DialectAnthropic)
+	return newClient(baseURL, apiKey, dialects.NameAnthropic)
 }
 
 // New returns the upstream of the named dialect ("" is chat).
@@ -38,14 +38,14 @@ func New(dialect, baseURL, apiKey string) (*Client, error) {
 // Dialect is the wire format the upstream speaks.
 func (o *Client) Dialect() string {
 	if o.dialect == "" {
-		return dialects.DialectChat
+		return dialects.NameChat
 	}
 	return o.dialect
 }
 
 // auth sets the upstream's credentials in its dialect's carrier.
 func (o *Client) auth(h http.Header) {
-	if o.Dialect() == dialects.DialectAnthropic {
+	if o.Dialect() == dialects.NameAnthropic {
 		if h.Get("Anthropic-Version") == "" {
 			h.Set("Anthropic-Version", AnthropicVersion)
 		}
@@ -138,7 +138,7 @@ func (o *Client) Call(ctx context.Context, req dialects.Request) (dialects.Respo
 	if err != nil {
 		return dialects.Response{}, err
 	}
-	resp, err := o.Do(ctx, d.Path(), body)
+	resp, _, err := o.Do(ctx, d.Path(), body)
 	if err != nil {
 		return dialects.Response{}, err
 	}

@@ -20,9 +20,9 @@ func TestRelayHeaders(t *testing.T) {
 		dialect string
 		want    http.Header
 	}{
-		{dialects.DialectChat, http.Header{"Authorization": {"Bearer up-key"}, "Openai-Beta": {"responses=v1"}, "Anthropic-Version": nil}},
-		{dialects.DialectResponses, http.Header{"Authorization": {"Bearer up-key"}}},
-		{dialects.DialectAnthropic, http.Header{"X-Api-Key": {"up-key"}, "Authorization": nil,
+		{dialects.NameChat, http.Header{"Authorization": {"Bearer up-key"}, "Openai-Beta": {"responses=v1"}, "Anthropic-Version": nil}},
+		{dialects.NameResponses, http.Header{"Authorization": {"Bearer up-key"}}},
+		{dialects.NameAnthropic, http.Header{"X-Api-Key": {"up-key"}, "Authorization": nil,
 			"Anthropic-Beta": {"a, b"}, "Anthropic-Version": {"2023-06-01"}}},
 	}
 	for _, tt := range tests {
@@ -48,10 +48,10 @@ func TestRelayHeaders(t *testing.T) {
 				"Anthropic-Beta":  {"a", "b"},
 				"Openai-Beta":     {"responses=v1"},
 			}
-			if tt.dialect != dialects.DialectAnthropic {
+			if tt.dialect != dialects.NameAnthropic {
 				caller.Del("Anthropic-Beta")
 			}
-			resp, err := up.Relay(context.Background(), "/x", caller, dialects.Body{[]byte(`{}`)})
+			resp, _, err := up.Relay(context.Background(), "/x", caller, dialects.Body{[]byte(`{}`)})
 			require.NoError(t, err)
 			_ = resp.Body.Close()
 			for k, v := range tt.want {
@@ -92,10 +92,10 @@ func TestCallClassifiesContextLength(t *testing.T) {
 		dialect, body string
 		context       bool
 	}{
-		{dialects.DialectChat, `{"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}`, true},
-		{dialects.DialectAnthropic, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}`, true},
-		{dialects.DialectResponses, `{"error":{"message":"Your input exceeds the context window of this model.","type":"invalid_request_error","code":"context_length_exceeded"}}`, true},
-		{dialects.DialectChat, `{"error":{"message":"bad temperature","type":"invalid_request_error"}}`, false},
+		{dialects.NameChat, `{"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}`, true},
+		{dialects.NameAnthropic, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}`, true},
+		{dialects.NameResponses, `{"error":{"message":"Your input exceeds the context window of this model.","type":"invalid_request_error","code":"context_length_exceeded"}}`, true},
+		{dialects.NameChat, `{"error":{"message":"bad temperature","type":"invalid_request_error"}}`, false},
 	}
 	for _, tt := range tests {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -15,11 +15,6 @@ import (
 	"github.com/evalflow/evalflow/dialects"
 )
 
-// AttemptsHeader is added to every response Do returns: how many attempts it
-// took, so the interception server can record retries. It never comes from the
-// upstream. interception.AttemptsHeader names the same header.
-const AttemptsHeader = "X-Evalflow-Attempts"
-
 // Retry defaults.
 const (
 	DefaultMaxAttempts   = 4
@@ -67,7 +62,7 @@ type Client struct {
 // NewOpenAI returns an upstream at baseURL (with /v1) authenticated by apiKey;
 // an empty apiKey sends no Authorization header.
 func NewOpenAI(baseURL, apiKey string) *OpenAI {
-	return newClient(baseURL, apiKey, dialects.DialectChat)
+	return newClient(baseURL, apiKey, dialects.NameChat)
 }
 
 func newClient(baseURL, apiKey, dialect string) *Client {
@@ -101,9 +96,10 @@ func (e *RetryError) Attempts() int { return e.Count }
 // backoff and jitter, honouring Retry-After, until MaxAttempts. When retries
 // run out on a status, the last response is returned with its body intact so
 // the caller can relay the upstream's own error; when they run out on a
-// connection error, a *RetryError is returned. The response carries
-// AttemptsHeader.
-func (o *Client) Do(ctx context.Context, path string, body []byte) (*http.Response, error) {
+// connection error, a *RetryError is returned. The int is how many attempts
+// the response or the *RetryError took; a call ended by ctx, or whose
+// request could not be built, reports 0.
+func (o *Client) Do(ctx context.Context, path string, body []byte) (*http.Response, int, error) {
 	return o.Relay(ctx, path, nil, dialects.Body{body})
 }
 
@@ -112,7 +108,7 @@ func (o *Client) Do(ctx context.Context, path string, body []byte) (*http.Respon
 // auth is replaced by the upstream's own, and hop-by-hop, length and
 // encoding headers are dropped. The body's pieces are sent as they are,
 // not joined first.
-func (o *Client) Relay(ctx context.Context, path string, h http.Header, body dialects.Body) (*http.Response, error) {
+func (o *Client) Relay(ctx context.Context, path string, h http.Header, body dialects.Body) (*http.Response, int, error) {
 	name := o.Dialect()
 	client := o.Client
 	if client == nil {
@@ -126,7 +122,7 @@ func (o *Client) Relay(ctx context.Context, path string, h http.Header, body dia
 	for attempt := 1; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, http.NoBody)
 		if err != nil {
-			return nil, fmt.Errorf("%s request: %w", name, err)
+			return nil, 0, fmt.Errorf("%s request: %w", name, err)
 		}
 		if n := body.Len(); n > 0 {
 			req.Body, req.ContentLength = io.NopCloser(body.Reader()), int64(n)
@@ -140,10 +136,10 @@ func (o *Client) Relay(ctx context.Context, path string, h http.Header, body dia
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("%s %s: %w", name, path, ctx.Err())
+				return nil, 0, fmt.Errorf("%s %s: %w", name, path, ctx.Err())
 			}
 			if attempt >= maxAttempts {
-				return nil, fmt.Errorf("%s %s: %w", name, path, &RetryError{Count: attempt, Err: err})
+				return nil, attempt, fmt.Errorf("%s %s: %w", name, path, &RetryError{Count: attempt, Err: err})
 			}
 			wait = o.backoff(attempt)
 		case retryable(resp.StatusCode) && attempt < maxAttempts:
@@ -155,11 +151,10 @@ func (o *Client) Relay(ctx context.Context, path string, h http.Header, body dia
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 			_ = resp.Body.Close()
 		default:
-			resp.Header.Set(AttemptsHeader, strconv.Itoa(attempt))
-			return resp, nil
+			return resp, attempt, nil
 		}
 		if err := sleep(ctx, wait); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", name, path, err)
+			return nil, 0, fmt.Errorf("%s %s: %w", name, path, err)
 		}
 	}
 }

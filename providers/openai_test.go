@@ -38,7 +38,7 @@ func TestOpenAIDoSendsRequest(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"ok":true}`)
 		}))
-		resp, err := NewOpenAI(srv.URL+"/v1/", tt.key).Do(context.Background(), "/chat/completions", []byte(`{"model":"m"}`))
+		resp, attempts, err := NewOpenAI(srv.URL+"/v1/", tt.key).Do(context.Background(), "/chat/completions", []byte(`{"model":"m"}`))
 		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
@@ -49,7 +49,7 @@ func TestOpenAIDoSendsRequest(t *testing.T) {
 		assert.Equal(t, "/v1/chat/completions", gotPath)
 		assert.Equal(t, `{"model":"m"}`, string(gotBody))
 		assert.Equal(t, `{"ok":true}`, string(body))
-		assert.Equal(t, "1", resp.Header.Get(AttemptsHeader))
+		assert.Equal(t, 1, attempts)
 	}
 }
 
@@ -59,14 +59,14 @@ func TestOpenAIDoRetries(t *testing.T) {
 		statuses     []int
 		retryAfter   string
 		wantStatus   int
-		wantAttempts string
+		wantAttempts int
 		wantCalls    int32
 	}{
-		{"503 then 200", []int{503, 200}, "", 200, "2", 2},
-		{"429 with Retry-After then 200", []int{429, 200}, "0", 200, "2", 2},
-		{"500 502 504 then 200", []int{500, 502, 504, 200}, "", 200, "4", 4},
-		{"400 is not retried", []int{400, 200}, "", 400, "1", 1},
-		{"exhausted returns last error", []int{503, 503, 503, 503, 200}, "", 503, "4", 4},
+		{"503 then 200", []int{503, 200}, "", 200, 2, 2},
+		{"429 with Retry-After then 200", []int{429, 200}, "0", 200, 2, 2},
+		{"500 502 504 then 200", []int{500, 502, 504, 200}, "", 200, 4, 4},
+		{"400 is not retried", []int{400, 200}, "", 400, 1, 1},
+		{"exhausted returns last error", []int{503, 503, 503, 503, 200}, "", 503, 4, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,12 +83,12 @@ func TestOpenAIDoRetries(t *testing.T) {
 			}))
 			defer srv.Close()
 
-			resp, err := fastRetries(NewOpenAI(srv.URL+"/v1", "k")).Do(context.Background(), "/chat/completions", []byte(`{}`))
+			resp, attempts, err := fastRetries(NewOpenAI(srv.URL+"/v1", "k")).Do(context.Background(), "/chat/completions", []byte(`{}`))
 			require.NoError(t, err)
 			body, _ := io.ReadAll(resp.Body)
 			_ = resp.Body.Close()
 			assert.Equal(t, tt.wantStatus, resp.StatusCode)
-			assert.Equal(t, tt.wantAttempts, resp.Header.Get(AttemptsHeader))
+			assert.Equal(t, tt.wantAttempts, attempts)
 			assert.Equal(t, tt.wantCalls, calls.Load())
 			assert.Equal(t, `{"call":`+string(rune('0'+tt.wantCalls))+`}`, string(body), "the last response's body is intact")
 		})
@@ -103,10 +103,11 @@ func TestOpenAIDoConnectionError(t *testing.T) {
 
 	o := fastRetries(NewOpenAI("http://"+addr+"/v1", "sk-secret-key"))
 	o.MaxAttempts = 3
-	_, err = o.Do(context.Background(), "/chat/completions", []byte(`{}`))
+	_, attempts, err := o.Do(context.Background(), "/chat/completions", []byte(`{}`))
 	var re *RetryError
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, 3, re.Attempts())
+	assert.Equal(t, 3, attempts)
 	assert.NotContains(t, err.Error(), "sk-secret-key")
 }
 
@@ -122,7 +123,7 @@ func TestOpenAIDoStopsOnCancel(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	_, err := NewOpenAI(srv.URL+"/v1", "").Do(ctx, "/chat/completions", []byte(`{}`))
+	_, _, err := NewOpenAI(srv.URL+"/v1", "").Do(ctx, "/chat/completions", []byte(`{}`))
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, int32(1), calls.Load())
 }

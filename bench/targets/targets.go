@@ -188,7 +188,8 @@ func (i *Interception) rotate() error {
 
 // drop unregisters a rollout and counts its turns.
 func (i *Interception) drop(key string) {
-	turns, _ := i.Srv.Unregister(key)
+	turns, _ := i.Srv.Finish(key)
+	i.Srv.Unregister(key)
 	errored := 0
 	for _, t := range turns {
 		if t.Error != "" || t.Status != http.StatusOK {

@@ -1,9 +1,9 @@
-// Package dialects holds the wire codecs the interception server speaks (OpenAI
-// chat completions, OpenAI Responses, Anthropic Messages) and the typed
-// vocabulary they translate through.
 package dialects
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Roles a Message may carry.
 const (
@@ -157,4 +157,75 @@ type Response struct {
 	Message      Message `json:"message"`
 	FinishReason string  `json:"finish_reason,omitempty"`
 	Usage        Usage   `json:"usage"`
+}
+
+// textOf joins the text parts of parts.
+func textOf(parts []Part) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == PartText {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// joinReasoning joins the text of thinking blocks.
+func joinReasoning(ts []Thinking) string {
+	var b strings.Builder
+	for _, t := range ts {
+		b.WriteString(t.Text)
+	}
+	return b.String()
+}
+
+// thinkingOf is m's reasoning as blocks: its own, or one block of its
+// Reasoning text.
+func thinkingOf(m Message) []Thinking {
+	if len(m.Thinking) == 0 && m.Reasoning != "" {
+		return []Thinking{{Text: m.Reasoning}}
+	}
+	return m.Thinking
+}
+
+// effortOf is the OpenAI reasoning effort of r: its own, or the one whose
+// budget is nearest its Anthropic budget.
+func effortOf(r *ReasoningConfig) string {
+	switch {
+	case r.Effort != "":
+		return r.Effort
+	case r.BudgetTokens >= thinkingBudget["high"]:
+		return "high"
+	case r.BudgetTokens >= thinkingBudget["medium"]:
+		return "medium"
+	}
+	return "low"
+}
+
+// thinkingBudget maps an OpenAI reasoning effort to an Anthropic budget.
+var thinkingBudget = map[string]int{"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384}
+
+// EstimateTokens is the translate arm's answer to count_tokens: the
+// characters of every message, tool definition and tool call, over four,
+// rounded up. It is meant for compaction triggers, not billing.
+func EstimateTokens(req Request) int {
+	chars := 0
+	for _, m := range req.Messages {
+		chars += len(textOf(m.Content)) + len(m.Reasoning) + len(m.Refusal)
+		for _, tc := range m.ToolCalls {
+			chars += len(tc.Name) + len(tc.Arguments)
+		}
+	}
+	for _, t := range req.Tools {
+		chars += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	return (chars + 3) / 4
+}
+
+// orDefault is s, or def when s is empty.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

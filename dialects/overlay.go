@@ -10,39 +10,15 @@ import (
 	"github.com/evalflow/evalflow/jsonshape"
 )
 
-// OverlayChat checks a chat completions request body (valid JSON, of the
-// shape ParseChatRequest reads) and sets model and the sampling fields s
-// sets on it, keeping every other byte as the caller sent it: unknown
-// fields, key order, whitespace and the messages array are untouched. A
-// max-tokens limit goes into max_completion_tokens when the caller used that
-// name, into max_tokens otherwise.
-func OverlayChat(body []byte, model string, s Sampling) ([]byte, error) {
-	out, err := overlayChat(body, model, s)
-	if err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
-}
-
-// overlayChat is OverlayChat keeping the caller's bytes in place.
-func overlayChat(body []byte, model string, s Sampling) (Body, error) {
-	maxTokens := func(has func(string) bool) []string {
-		hasNew, hasOld := has("max_completion_tokens"), has("max_tokens")
-		var names []string
-		if hasNew {
-			names = append(names, "max_completion_tokens")
-		}
-		if hasOld || !hasNew {
-			names = append(names, "max_tokens")
-		}
-		return names
-	}
-	return overlay(DialectChat, body, chatRequestShape, model, s, maxTokens, true)
-}
-
 // overlay checks body against shape and sets model, temperature, top_p,
 // the max-tokens fields maxTokens names (told which keys body has) and,
 // withSeed, seed: every dialect's overlay.
+//
+// The shape is the dialect's request shape (in its <dialect>_request.go):
+// what its ParseRequest would refuse, found in one pass without decoding,
+// before the upstream sees the body. The shapes are built from the very
+// types the parsers decode into; their unions and hooks say what the
+// parsers read from raw fields. FuzzRequestShape holds them to the parsers.
 func overlay(dialect string, body []byte, shape *jsonshape.Shape, model string, s Sampling,
 	maxTokens func(has func(string) bool) []string, withSeed bool) (Body, error) {
 	out, err := overlayFields(body, shape, func(has func(string) bool) []field {
@@ -70,6 +46,13 @@ func overlay(dialect string, body []byte, shape *jsonshape.Shape, model string, 
 		return nil, fmt.Errorf("%s request: %w", dialect, err)
 	}
 	return out, nil
+}
+
+// overlaySeedless sets model, temperature, top_p and the max-tokens field
+// named maxTokens: the overlay of dialects that have no seed (Anthropic,
+// Responses).
+func overlaySeedless(dialect string, body []byte, shape *jsonshape.Shape, model string, s Sampling, maxTokens string) (Body, error) {
+	return overlay(dialect, body, shape, model, s, func(func(string) bool) []string { return []string{maxTokens} }, false)
 }
 
 // field is one top-level JSON field to set.
@@ -181,8 +164,8 @@ func topLevelFields(body []byte) (map[string][][2]int, int, error) {
 	}
 }
 
-// The skippers below read JSON already validated.
-
+// skipSpace returns the offset of the first byte at or after i that is not
+// JSON whitespace. It and the skippers below read JSON already validated.
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
@@ -240,11 +223,4 @@ func skipValue(b []byte, i int) int {
 		}
 		return j
 	}
-}
-
-// overlaySeedless sets model, temperature, top_p and the max-tokens field
-// named maxTokens: the overlay of dialects that have no seed (Anthropic,
-// Responses).
-func overlaySeedless(dialect string, body []byte, shape *jsonshape.Shape, model string, s Sampling, maxTokens string) (Body, error) {
-	return overlay(dialect, body, shape, model, s, func(func(string) bool) []string { return []string{maxTokens} }, false)
 }

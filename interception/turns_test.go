@@ -18,7 +18,7 @@ import (
 
 // TestRelayTurnsParsedWhenRead checks that a relayed turn, parsed only when
 // read, carries the request as the upstream saw it and the answer the
-// caller got, alike through OnTurn, Pool.Turns and Pool.Release.
+// caller got, alike through OnTurn, Pool.Turns and Pool.Finish.
 func TestRelayTurnsParsedWhenRead(t *testing.T) {
 	tests := []struct {
 		name, dialect, path, body string
@@ -26,19 +26,19 @@ func TestRelayTurnsParsedWhenRead(t *testing.T) {
 		stream                    bool
 		status                    int // of the answer; 200 when 0
 	}{
-		{name: "chat", dialect: dialects.DialectChat, path: "/v1/chat/completions",
+		{name: "chat", dialect: dialects.NameChat, path: "/v1/chat/completions",
 			body: `{"model":"caller","temperature":1.5,"messages":[{"role":"user","content":"what is 2+3?"}]}`},
-		{name: "chat/sse", dialect: dialects.DialectChat, path: "/v1/chat/completions", stream: true,
+		{name: "chat/sse", dialect: dialects.NameChat, path: "/v1/chat/completions", stream: true,
 			body: `{"model":"caller","stream":true,"messages":[{"role":"user","content":"what is 2+3?"}]}`},
-		{name: "responses", dialect: dialects.DialectResponses, path: "/v1/responses",
+		{name: "responses", dialect: dialects.NameResponses, path: "/v1/responses",
 			body: `{"model":"caller","input":"what is 2+3?"}`},
-		{name: "responses/sse", dialect: dialects.DialectResponses, path: "/v1/responses", stream: true,
+		{name: "responses/sse", dialect: dialects.NameResponses, path: "/v1/responses", stream: true,
 			body: `{"model":"caller","stream":true,"input":"what is 2+3?"}`},
-		{name: "anthropic", dialect: dialects.DialectAnthropic, path: "/v1/messages", anthropicCarrier: true,
+		{name: "anthropic", dialect: dialects.NameAnthropic, path: "/v1/messages", anthropicCarrier: true,
 			body: `{"model":"caller","max_tokens":64,"messages":[{"role":"user","content":"what is 2+3?"}]}`},
-		{name: "anthropic/sse", dialect: dialects.DialectAnthropic, path: "/v1/messages", anthropicCarrier: true, stream: true,
+		{name: "anthropic/sse", dialect: dialects.NameAnthropic, path: "/v1/messages", anthropicCarrier: true, stream: true,
 			body: `{"model":"caller","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"what is 2+3?"}]}`},
-		{name: "anthropic/refused", dialect: dialects.DialectAnthropic, path: "/v1/messages", anthropicCarrier: true, status: http.StatusBadRequest,
+		{name: "anthropic/refused", dialect: dialects.NameAnthropic, path: "/v1/messages", anthropicCarrier: true, status: http.StatusBadRequest,
 			body: `{"model":"caller","messages":[{"role":"user","content":"what is 2+3?"}]}`}, // no max_tokens
 	}
 	for _, tt := range tests {
@@ -57,10 +57,11 @@ func TestRelayTurnsParsedWhenRead(t *testing.T) {
 			turns, ok := f.pool.Turns(f.slot.Key)
 			require.True(t, ok)
 			require.Len(t, turns, 1)
-			released := f.pool.Release(f.slot.Key)
-			require.Len(t, released, 1)
+			finished, ok := f.pool.Finish(f.slot.Key)
+			require.True(t, ok)
+			require.Len(t, finished, 1)
 			assert.Equal(t, onTurn, turns[0], "OnTurn and Turns")
-			assert.Equal(t, turns[0], released[0], "Turns and Release")
+			assert.Equal(t, turns[0], finished[0], "Turns and Finish")
 
 			turn := turns[0]
 			assert.Equal(t, want, turn.Request)
@@ -87,7 +88,7 @@ func TestRelayTurnsParsedWhenRead(t *testing.T) {
 // reads alike every time and in the end.
 func TestTurnsReadWhileCalling(t *testing.T) {
 	const callers, calls = 4, 8
-	f := dialectFixture(t, dialects.DialectChat, mockUpstream(t), func(c *interception.Config) { c.OnTurn = nil })
+	f := dialectFixture(t, dialects.NameChat, mockUpstream(t), func(c *interception.Config) { c.OnTurn = nil })
 	c := f.client(f.slot.Secret)
 
 	done := make(chan struct{})
@@ -129,7 +130,8 @@ func TestTurnsReadWhileCalling(t *testing.T) {
 	close(done)
 	readers.Wait()
 
-	turns := f.pool.Release(f.slot.Key)
+	turns, ok := f.pool.Finish(f.slot.Key)
+	require.True(t, ok)
 	require.Len(t, turns, callers*calls)
 	for i, turn := range turns {
 		assert.Equal(t, i, turn.Index)

@@ -4,11 +4,33 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"unicode/utf8"
+	"net/http"
+	"reflect"
+
+	"github.com/evalflow/evalflow/jsonshape"
 )
 
-// DialectChat is the name of the OpenAI chat completions dialect, as recorded in traces.
-const DialectChat = "chat"
+// chatDialect is OpenAI chat completions.
+type chatDialect struct{}
+
+var _ Dialect = chatDialect{}
+
+func (chatDialect) Name() string { return NameChat }
+
+func (chatDialect) Path() string { return "/chat/completions" }
+
+func (chatDialect) Secret(h http.Header) string {
+	if s := bearer(h); s != "" {
+		return s
+	}
+	return h.Get("X-Api-Key")
+}
+
+func (chatDialect) ParseRequest(body []byte) (Request, error) { return ParseChatRequest(body) }
+
+func (chatDialect) Overlay(body []byte, model string, s Sampling) (Body, error) {
+	return overlayChat(body, model, s)
+}
 
 // chatRequest is the part of a chat completions request evalflow reads. Fields
 // it does not name are never dropped on relay: see OverlayChat.
@@ -72,41 +94,10 @@ type chatFunc struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
-type chatUsage struct {
-	PromptTokens            int `json:"prompt_tokens"`
-	CompletionTokens        int `json:"completion_tokens"`
-	CompletionTokensDetails *struct {
-		ReasoningTokens int `json:"reasoning_tokens"`
-	} `json:"completion_tokens_details"`
-	PromptTokensDetails *struct {
-		CachedTokens int `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-}
-
-func (u *chatUsage) usage() Usage {
-	if u == nil {
-		return Usage{}
-	}
-	out := Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
-	if u.CompletionTokensDetails != nil {
-		out.ReasoningTokens = u.CompletionTokensDetails.ReasoningTokens
-	}
-	if u.PromptTokensDetails != nil {
-		out.CacheReadTokens = u.PromptTokensDetails.CachedTokens
-	}
-	return out
-}
-
-type chatResponse struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Index        int         `json:"index"`
-		Message      chatMessage `json:"message"`
-		FinishReason string      `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *chatUsage `json:"usage"`
-}
+// chatRequestShape is what ParseChatRequest reads: Overlay checks a body
+// against it (overlay.go).
+var chatRequestShape = jsonshape.Of(reflect.TypeFor[chatRequest](),
+	jsonshape.Union(reflect.TypeFor[chatMessage](), "content", reflect.TypeFor[string](), reflect.TypeFor[[]chatPart]()))
 
 // ParseChatRequest reads a chat completions request body into the typed
 // vocabulary. Content parts it has no type for (audio, files) are skipped.
@@ -152,32 +143,6 @@ func ParseChatRequest(body []byte) (Request, error) {
 	return req, nil
 }
 
-// ParseChatResponse reads a non-streaming chat completions response body. Only
-// the first choice is kept.
-func ParseChatResponse(body []byte) (Response, error) {
-	var cr chatResponse
-	if err := unmarshal(body, &cr); err != nil {
-		return Response{}, fmt.Errorf("decode chat response: %w", err)
-	}
-	resp := Response{ID: cr.ID, Model: cr.Model, Usage: cr.Usage.usage()}
-	for _, c := range cr.Choices {
-		if c.Index != 0 {
-			continue
-		}
-		m, err := c.Message.message()
-		if err != nil {
-			return Response{}, fmt.Errorf("decode chat response: %w", err)
-		}
-		if m.Role == "" {
-			m.Role = RoleAssistant
-		}
-		resp.Message = m
-		resp.FinishReason = c.FinishReason
-		break
-	}
-	return resp, nil
-}
-
 func (cm chatMessage) message() (Message, error) {
 	m := Message{Role: cm.Role, Name: cm.Name, ToolCallID: cm.ToolCallID}
 	parts, refusal, err := parseChatContent(cm.Content)
@@ -202,25 +167,6 @@ func (cm chatMessage) message() (Message, error) {
 		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
 	return m, nil
-}
-
-// scalarContent reads content given as null, absent or a JSON string; ok is
-// false when raw is something else (an array of parts).
-func scalarContent(raw json.RawMessage) (parts []Part, ok bool, err error) {
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil, true, nil
-	}
-	if raw[0] != '"' {
-		return nil, false, nil
-	}
-	s, err := unquote(raw)
-	if err != nil {
-		return nil, true, fmt.Errorf("content: %w", err)
-	}
-	if s == "" {
-		return nil, true, nil
-	}
-	return []Part{{Type: PartText, Text: s}}, true, nil
 }
 
 // parseChatContent reads message content: a string, an array of parts, or
@@ -251,16 +197,49 @@ func parseChatContent(raw json.RawMessage) ([]Part, string, error) {
 	return parts, refusal, nil
 }
 
-// unquote decodes a JSON string that an enclosing Unmarshal has already
-// validated. Without escapes and with valid UTF-8, the bytes between the
-// quotes are the string: a prompt of a megabyte is then copied once
-// instead of being scanned twice more.
-func unquote(raw []byte) (string, error) {
-	if len(raw) >= 2 && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 &&
-		bytes.IndexByte(raw[1:len(raw)-1], '"') < 0 && utf8.Valid(raw) {
-		return string(raw[1 : len(raw)-1]), nil
+// stopOf reads chat's stop: a string or an array of strings.
+func stopOf(raw json.RawMessage) []string {
+	if len(raw) == 0 {
+		return nil // absent: most requests; decoding nothing only builds an error
 	}
-	var s string
-	err := unmarshal(raw, &s)
-	return s, err
+	var one string
+	if unmarshal(raw, &one) == nil {
+		if one == "" {
+			return nil
+		}
+		return []string{one}
+	}
+	var many []string
+	_ = unmarshal(raw, &many)
+	return many
+}
+
+// OverlayChat checks a chat completions request body (valid JSON, of the
+// shape ParseChatRequest reads) and sets model and the sampling fields s
+// sets on it, keeping every other byte as the caller sent it: unknown
+// fields, key order, whitespace and the messages array are untouched. A
+// max-tokens limit goes into max_completion_tokens when the caller used that
+// name, into max_tokens otherwise.
+func OverlayChat(body []byte, model string, s Sampling) ([]byte, error) {
+	out, err := overlayChat(body, model, s)
+	if err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// overlayChat is OverlayChat keeping the caller's bytes in place.
+func overlayChat(body []byte, model string, s Sampling) (Body, error) {
+	maxTokens := func(has func(string) bool) []string {
+		hasNew, hasOld := has("max_completion_tokens"), has("max_tokens")
+		var names []string
+		if hasNew {
+			names = append(names, "max_completion_tokens")
+		}
+		if hasOld || !hasNew {
+			names = append(names, "max_tokens")
+		}
+		return names
+	}
+	return overlay(NameChat, body, chatRequestShape, model, s, maxTokens, true)
 }

@@ -2,10 +2,101 @@ package interception
 
 import (
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/trace"
 )
+
+// entry is a registered rollout and the turns recorded for it.
+type entry struct {
+	rollout Rollout
+	secret  []byte
+
+	mu    sync.Mutex
+	turns []trace.Turn // in Index order
+	// unparsed holds, by turn index, the raw bytes of relayed turns whose
+	// typed Request and Response are not parsed yet (see materialize).
+	unparsed map[int]rawTurn
+	begun    int // turns started, recorded or not
+	// delivered counts calls whose caller has the whole answer but whose
+	// turn is not recorded yet: the relay flushes an answer's last byte
+	// before it records the turn.
+	delivered int
+	// settled are closed when delivered falls to 0.
+	settled []chan struct{}
+}
+
+// begin numbers a turn when its call arrives, so turns keep the order of
+// the calls even when an earlier one finishes later.
+func (e *entry) begin() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.begun++
+	return e.begun - 1
+}
+
+// deliver notes that a call's caller has its whole answer; the call's
+// record must pass wasDelivered.
+func (e *entry) deliver() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.delivered++
+}
+
+// record keeps turn t, numbered index by begin, in index order, with the
+// raw bytes of its typed fields when raw is not nil. wasDelivered says
+// whether the call called deliver.
+func (e *entry) record(index int, t trace.Turn, raw *rawTurn, wasDelivered bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t.Index = index
+	i := len(e.turns)
+	for i > 0 && e.turns[i-1].Index > index {
+		i--
+	}
+	e.turns = slices.Insert(e.turns, i, t)
+	if raw != nil {
+		if e.unparsed == nil {
+			e.unparsed = make(map[int]rawTurn)
+		}
+		e.unparsed[index] = *raw
+	}
+	if wasDelivered {
+		e.delivered--
+		if e.delivered == 0 {
+			for _, c := range e.settled {
+				close(c)
+			}
+			e.settled = nil
+		}
+	}
+}
+
+// settleTimeout bounds how long Finish and Turns wait for calls still
+// recording.
+const settleTimeout = 2 * time.Second
+
+// settle waits, at most d, until every call whose caller has its answer has
+// recorded its turn, so that a harness that is done finds all its turns.
+// Calls still answering are not waited for.
+func (e *entry) settle(d time.Duration) {
+	e.mu.Lock()
+	if e.delivered == 0 {
+		e.mu.Unlock()
+		return
+	}
+	c := make(chan struct{})
+	e.settled = append(e.settled, c)
+	e.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c:
+	case <-t.C:
+	}
+}
 
 // rawTurn is what a relayed turn keeps instead of its typed Request and
 // Response until someone reads it: parsing is left off the relay's hot path

@@ -1,13 +1,85 @@
 package dialects
 
 import (
+	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+func chatPtr[T any](v T) *T { return &v }
+
+func TestParseChatRequest(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want Request
+	}{
+		{
+			name: "string content and sampling",
+			body: `{"model":"gpt-x","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}],
+				"temperature":0.5,"top_p":0.9,"max_tokens":100,"seed":7,"stream":true,"unknown":{"a":1}}`,
+			want: Request{
+				Model: "gpt-x",
+				Messages: []Message{
+					{Role: RoleSystem, Content: []Part{{Type: PartText, Text: "be brief"}}},
+					{Role: RoleUser, Content: []Part{{Type: PartText, Text: "hi"}}},
+				},
+				Sampling: Sampling{Temperature: chatPtr(0.5), TopP: chatPtr(0.9), MaxTokens: chatPtr(100), Seed: chatPtr(int64(7))},
+				Stream:   true,
+			},
+		},
+		{
+			name: "array content with image and unknown part",
+			body: `{"model":"m","messages":[{"role":"user","name":"ann","content":[
+				{"type":"text","text":"what is"},
+				{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA","detail":"low"}},
+				{"type":"input_audio","input_audio":{"data":"x","format":"wav"}}]}],
+				"max_completion_tokens":64}`,
+			want: Request{
+				Model: "m",
+				Messages: []Message{{Role: RoleUser, Name: "ann", Content: []Part{
+					{Type: PartText, Text: "what is"},
+					{Type: PartImage, ImageURL: "data:image/png;base64,AAAA"},
+				}}},
+				Sampling: Sampling{MaxTokens: chatPtr(64)},
+			},
+		},
+		{
+			name: "tools, tool calls and tool results",
+			body: `{"model":"m","tools":[{"type":"function","function":{"name":"add","description":"adds","parameters":{"type":"object"}}}],
+				"messages":[
+				{"role":"user","content":"1+2"},
+				{"role":"assistant","content":null,"reasoning_content":"think","tool_calls":[{"id":"c1","type":"function","function":{"name":"add","arguments":"{\"a\":1,\"b\":2}"}}]},
+				{"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"3"}]}]}`,
+			want: Request{
+				Model: "m",
+				Tools: []Tool{{Name: "add", Description: "adds", Parameters: json.RawMessage(`{"type":"object"}`)}},
+				Messages: []Message{
+					{Role: RoleUser, Content: []Part{{Type: PartText, Text: "1+2"}}},
+					{Role: RoleAssistant, Reasoning: "think", ToolCalls: []ToolCall{{ID: "c1", Name: "add", Arguments: `{"a":1,"b":2}`}}},
+					{Role: RoleTool, ToolCallID: "c1", Content: []Part{{Type: PartText, Text: "3"}}},
+				},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseChatRequest([]byte(tt.body))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got, "ParseChatRequest(%q)", tt.body)
+		})
+	}
+}
+
+func TestParseChatRequestRejects(t *testing.T) {
+	for _, body := range []string{`not json`, `{"messages":[{"role":"user","content":42}]}`} {
+		_, err := ParseChatRequest([]byte(body))
+		assert.Error(t, err, "ParseChatRequest(%q) = nil error, want one", body)
+	}
+}
 
 func TestOverlayChat(t *testing.T) {
 	full := Sampling{Temperature: chatPtr(0.25), TopP: chatPtr(1.0), MaxTokens: chatPtr(512), Seed: chatPtr(int64(42))}
@@ -81,16 +153,6 @@ func TestOverlayChatRejects(t *testing.T) {
 	}
 }
 
-func TestWriteChatError(t *testing.T) {
-	rec := httptest.NewRecorder()
-	WriteChatError(rec, 401, ErrorTypeInvalidRequest, "invalid_api_key", "Incorrect API key provided.")
-	assert.Equal(t, 401, rec.Code)
-	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
-	assert.JSONEq(t, `{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`, rec.Body.String())
-	got := ParseChatError(rec.Code, rec.Body.Bytes())
-	assert.Equal(t, &ChatError{Status: 401, Message: "Incorrect API key provided.", Type: ErrorTypeInvalidRequest, Code: "invalid_api_key"}, got)
-}
-
 func ExampleOverlayChat() {
 	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"x_vendor":{"cache":true},"max_completion_tokens":50}`)
 	temp, limit := 0.2, 512
@@ -100,38 +162,4 @@ func ExampleOverlayChat() {
 	}
 	fmt.Println(string(out))
 	// Output: {"model":"run-model","messages":[{"role":"user","content":"hi"}],"x_vendor":{"cache":true},"max_completion_tokens":512,"temperature":0.2}
-}
-
-// TestTopLevelFieldsSpans checks the spans the overlay edits against tricky
-// strings, nesting and duplicated keys.
-func TestTopLevelFieldsSpans(t *testing.T) {
-	tests := []struct {
-		body   string
-		want   map[string][]string
-		insert string // the body up to the insertion offset
-	}{
-		{body: `{}`, want: map[string][]string{}, insert: `{`},
-		{body: " { } ", want: map[string][]string{}, insert: ` {`},
-		{
-			body: `{"a" : 1 , "b":"x\"y\\","c":[1,{"d":"}"}],"e":{"f":[]},"g":null,"a":-1.5e3}`,
-			want: map[string][]string{
-				"a": {`1`, `-1.5e3`}, "b": {`"x\"y\\"`}, "c": {`[1,{"d":"}"}]`}, "e": {`{"f":[]}`}, "g": {`null`},
-			},
-			insert: `{"a" : 1 , "b":"x\"y\\","c":[1,{"d":"}"}],"e":{"f":[]},"g":null,"a":-1.5e3`,
-		},
-		{body: `{"k\u0041":"v"}`, want: map[string][]string{"kA": {`"v"`}}, insert: `{"k\u0041":"v"`},
-		{body: "{\n\t\"a\"\t:\n[ 1 , 2 ]\n}\n", want: map[string][]string{"a": {"[ 1 , 2 ]"}}, insert: "{\n\t\"a\"\t:\n[ 1 , 2 ]"},
-	}
-	for _, tt := range tests {
-		fields, insert, err := topLevelFields([]byte(tt.body))
-		require.NoError(t, err, "topLevelFields(%q)", tt.body)
-		got := map[string][]string{}
-		for k, spans := range fields {
-			for _, sp := range spans {
-				got[k] = append(got[k], tt.body[sp[0]:sp[1]])
-			}
-		}
-		assert.Equal(t, tt.want, got, "topLevelFields(%q) fields", tt.body)
-		assert.Equal(t, tt.insert, tt.body[:insert], "topLevelFields(%q) insert", tt.body)
-	}
 }

@@ -1,0 +1,67 @@
+package dialects
+
+import "fmt"
+
+func (chatDialect) ParseResponse(body []byte) (Response, error) { return ParseChatResponse(body) }
+
+type chatResponse struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Index        int         `json:"index"`
+		Message      chatMessage `json:"message"`
+		FinishReason string      `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *chatUsage `json:"usage"`
+}
+
+type chatUsage struct {
+	PromptTokens            int `json:"prompt_tokens"`
+	CompletionTokens        int `json:"completion_tokens"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+	PromptTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+func (u *chatUsage) usage() Usage {
+	if u == nil {
+		return Usage{}
+	}
+	out := Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	if u.CompletionTokensDetails != nil {
+		out.ReasoningTokens = u.CompletionTokensDetails.ReasoningTokens
+	}
+	if u.PromptTokensDetails != nil {
+		out.CacheReadTokens = u.PromptTokensDetails.CachedTokens
+	}
+	return out
+}
+
+// ParseChatResponse reads a non-streaming chat completions response body. Only
+// the first choice is kept.
+func ParseChatResponse(body []byte) (Response, error) {
+	var cr chatResponse
+	if err := unmarshal(body, &cr); err != nil {
+		return Response{}, fmt.Errorf("decode chat response: %w", err)
+	}
+	resp := Response{ID: cr.ID, Model: cr.Model, Usage: cr.Usage.usage()}
+	for _, c := range cr.Choices {
+		if c.Index != 0 {
+			continue
+		}
+		m, err := c.Message.message()
+		if err != nil {
+			return Response{}, fmt.Errorf("decode chat response: %w", err)
+		}
+		if m.Role == "" {
+			m.Role = RoleAssistant
+		}
+		resp.Message = m
+		resp.FinishReason = c.FinishReason
+		break
+	}
+	return resp, nil
+}

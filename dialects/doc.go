@@ -1,0 +1,18 @@
+// Package dialects holds the wire codecs the interception server speaks (OpenAI
+// chat completions, OpenAI Responses, Anthropic Messages) and the typed
+// vocabulary they translate through.
+//
+// Every dialect has the same files:
+//
+//	<dialect>_request.go   the dialect's route and secret carrier; reading a request, and the overlay of the relay arm
+//	<dialect>_response.go  reading a non-streaming response
+//	<dialect>_stream.go    reading a streamed response, and writing one for a caller
+//	<dialect>_encode.go    writing a request for an upstream and a response for a caller
+//	<dialect>_errors.go    the error shape: reading an upstream's, answering a caller
+//	<dialect>_models.go    the model list
+//
+// The files they share say what they hold: dialect.go (the Dialect
+// contract and the dialects by name), vocabulary.go (the typed messages,
+// requests and responses), overlay.go, tool_choice.go, errors.go, sse.go,
+// json.go and body.go.
+package dialects

@@ -1,0 +1,259 @@
+package dialects
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+
+	"github.com/evalflow/evalflow/jsonshape"
+)
+
+// responsesDialect is the OpenAI Responses API.
+type responsesDialect struct{}
+
+var _ Dialect = responsesDialect{}
+
+func (responsesDialect) Name() string { return NameResponses }
+
+func (responsesDialect) Path() string { return "/responses" }
+
+func (responsesDialect) Secret(h http.Header) string { return chatDialect{}.Secret(h) }
+
+// ParseRequest reads a Responses request. instructions become a leading
+// system message; each run of assistant-side items (reasoning, assistant
+// messages, function calls) folds into one assistant message.
+func (responsesDialect) ParseRequest(body []byte) (Request, error) {
+	var rr responsesRequest
+	if err := unmarshal(body, &rr); err != nil {
+		return Request{}, fmt.Errorf("decode responses request: %w", err)
+	}
+	req := Request{Model: rr.Model, Stream: rr.Stream,
+		Sampling: Sampling{Temperature: rr.Temperature, TopP: rr.TopP, MaxTokens: rr.MaxOutputTokens}}
+	if rr.Reasoning != nil {
+		req.Reasoning = &ReasoningConfig{Effort: rr.Reasoning.Effort}
+	}
+	req.ToolChoice = openAIToolChoice(rr.ToolChoice)
+	if rr.Instructions != "" {
+		req.Messages = append(req.Messages, Message{Role: RoleSystem, Content: []Part{{Type: PartText, Text: rr.Instructions}}})
+	}
+	msgs, err := responsesInput(rr.Input)
+	if err != nil {
+		return Request{}, fmt.Errorf("decode responses request: %w", err)
+	}
+	req.Messages = append(req.Messages, msgs...)
+	for _, t := range rr.Tools {
+		if t.Type == "function" {
+			req.Tools = append(req.Tools, Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+		}
+	}
+	return req, nil
+}
+
+func (responsesDialect) Overlay(body []byte, model string, s Sampling) (Body, error) {
+	return overlaySeedless("responses", body, responsesRequestShape, model, s, "max_output_tokens")
+}
+
+type responsesRequest struct {
+	Model           string          `json:"model"`
+	Instructions    string          `json:"instructions"`
+	Input           json.RawMessage `json:"input"`
+	Tools           []responsesTool `json:"tools"`
+	Temperature     *float64        `json:"temperature"`
+	TopP            *float64        `json:"top_p"`
+	MaxOutputTokens *int            `json:"max_output_tokens"`
+	Stream          bool            `json:"stream"`
+	ToolChoice      json.RawMessage `json:"tool_choice"`
+	Reasoning       *struct {
+		Effort string `json:"effort"`
+	} `json:"reasoning"`
+}
+
+type responsesTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// responsesItem is any input or output item; only its type's fields are set.
+type responsesItem struct {
+	Type      string          `json:"type"`
+	ID        string          `json:"id,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	Status    string          `json:"status,omitempty"`
+	Content   json.RawMessage `json:"content,omitempty"`
+	CallID    string          `json:"call_id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Arguments *string         `json:"arguments,omitempty"`
+	Output    json.RawMessage `json:"output,omitempty"`
+	Summary   []responsesText `json:"summary,omitempty"`
+	Encrypted string          `json:"encrypted_content,omitempty"`
+}
+
+type responsesText struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text,omitempty"`
+	Refusal  string          `json:"refusal,omitempty"`
+	ImageURL json.RawMessage `json:"image_url,omitempty"`
+}
+
+// The shapes of what ParseRequest reads: Overlay checks a body against
+// responsesRequestShape (overlay.go).
+var (
+	responsesRequestShape = jsonshape.Of(reflect.TypeFor[responsesRequest](),
+		jsonshape.Union(reflect.TypeFor[responsesRequest](), "input", reflect.TypeFor[string](), reflect.TypeFor[[]responsesItem]()),
+		jsonshape.Hook(reflect.TypeFor[responsesItem](), checkResponsesItem))
+	// responsesContentShape is what responsesContent reads.
+	responsesContentShape = jsonshape.OneOf([]reflect.Type{reflect.TypeFor[string](), reflect.TypeFor[[]responsesText]()})
+)
+
+// checkResponsesItem checks the content responsesInput reads for an item
+// of its type.
+func checkResponsesItem(o jsonshape.Object) error {
+	typ := o.String("type")
+	if typ == "" && o.String("role") != "" {
+		typ = "message"
+	}
+	switch typ {
+	case "message":
+		return o.Check("content", responsesContentShape)
+	case "function_call_output":
+		return o.Check("output", responsesContentShape)
+	case "reasoning":
+		// The content is read only when the summary has no text.
+		var summary []responsesText
+		if raw := o.Raw("summary"); raw != nil {
+			_ = unmarshal(raw, &summary) // its shape is checked already
+		}
+		for _, s := range summary {
+			if s.Text != "" {
+				return nil
+			}
+		}
+		return o.Check("content", responsesContentShape)
+	}
+	return nil
+}
+
+func responsesInput(raw json.RawMessage) ([]Message, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		s, err := unquote(raw)
+		if err != nil {
+			return nil, fmt.Errorf("input: %w", err)
+		}
+		return []Message{{Role: RoleUser, Content: []Part{{Type: PartText, Text: s}}}}, nil
+	}
+	var items []responsesItem
+	if err := unmarshal(raw, &items); err != nil {
+		return nil, fmt.Errorf("input: %w", err)
+	}
+	var out []Message
+	var asst *Message
+	flush := func() {
+		if asst != nil {
+			asst.Reasoning = joinReasoning(asst.Thinking)
+			out = append(out, *asst)
+			asst = nil
+		}
+	}
+	assistant := func() *Message {
+		if asst == nil {
+			asst = &Message{Role: RoleAssistant}
+		}
+		return asst
+	}
+	for i, it := range items {
+		typ := it.Type
+		if typ == "" && it.Role != "" {
+			typ = "message"
+		}
+		switch typ {
+		case "message":
+			parts, refusal, err := responsesContent(it.Content)
+			if err != nil {
+				return nil, fmt.Errorf("input %d: %w", i, err)
+			}
+			if it.Role == RoleAssistant {
+				a := assistant()
+				a.Content = append(a.Content, parts...)
+				a.Refusal += refusal
+				continue
+			}
+			flush()
+			out = append(out, Message{Role: it.Role, Content: parts})
+		case "function_call":
+			args := ""
+			if it.Arguments != nil {
+				args = *it.Arguments
+			}
+			a := assistant()
+			a.ToolCalls = append(a.ToolCalls, ToolCall{ID: it.CallID, Name: it.Name, Arguments: args})
+		case "reasoning":
+			t, err := it.thinking()
+			if err != nil {
+				return nil, fmt.Errorf("input %d: %w", i, err)
+			}
+			a := assistant()
+			a.Thinking = append(a.Thinking, t)
+		case "function_call_output":
+			flush()
+			parts, _, err := responsesContent(it.Output)
+			if err != nil {
+				return nil, fmt.Errorf("input %d: output: %w", i, err)
+			}
+			out = append(out, Message{Role: RoleTool, ToolCallID: it.CallID, Content: parts})
+		}
+	}
+	flush()
+	return out, nil
+}
+
+// responsesContent reads item content: absent, a string, or parts. Refusal
+// parts are returned apart.
+func responsesContent(raw json.RawMessage) ([]Part, string, error) {
+	raw = bytes.TrimSpace(raw)
+	if parts, ok, err := scalarContent(raw); ok {
+		return parts, "", err
+	}
+	var ps []responsesText
+	if err := unmarshal(raw, &ps); err != nil {
+		return nil, "", fmt.Errorf("content: %w", err)
+	}
+	var parts []Part
+	var refusal string
+	for _, p := range ps {
+		switch p.Type {
+		case "input_text", "output_text", "text", "summary_text", "reasoning_text":
+			parts = append(parts, Part{Type: PartText, Text: p.Text})
+		case "input_image":
+			var u string
+			if unmarshal(p.ImageURL, &u) == nil && u != "" {
+				parts = append(parts, Part{Type: PartImage, ImageURL: u})
+			}
+		case "refusal":
+			refusal += p.Refusal
+		}
+	}
+	return parts, refusal, nil
+}
+
+func (it responsesItem) thinking() (Thinking, error) {
+	t := Thinking{ID: it.ID, Encrypted: it.Encrypted}
+	for _, s := range it.Summary {
+		t.Text += s.Text
+	}
+	if t.Text == "" {
+		parts, _, err := responsesContent(it.Content)
+		if err != nil {
+			return Thinking{}, err
+		}
+		t.Text = textOf(parts)
+	}
+	return t, nil
+}

@@ -1,0 +1,175 @@
+package interception
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/trace"
+)
+
+// statusClientClosed records a call whose harness went away before an answer;
+// no status reached it (nginx's convention).
+const statusClientClosed = 499
+
+// badJSON starts the answer to a body that does not parse.
+const badJSON = "We could not parse the JSON body of your request: "
+
+// recorder serves one call of a rollout and keeps the turn it becomes: the
+// turn is numbered when the call arrives, filled in as the call goes, and
+// recorded for the rollout (turns.go) when it ends. A failure is answered
+// in the caller's dialect and recorded alike. Both arms (relay.go,
+// translate.go) serve model calls through one; count_tokens is served the
+// same way but is no turn, and records nothing.
+type recorder struct {
+	srv *Server
+	w   http.ResponseWriter
+	r   *http.Request
+	e   *entry
+	d   dialects.Dialect // the caller's
+
+	turn trace.Turn
+	// index is the turn's number (entry.begin); -1 for a call that is no turn.
+	index int
+	// delivered is set once the caller has the whole answer, before the
+	// turn is recorded (entry.deliver).
+	delivered bool
+	// raw is the relay arm's turn, kept as bytes and parsed when it is
+	// read (turns.go); its dialect is nil on the other arm.
+	raw rawTurn
+}
+
+// startTurn starts serving a model call as the rollout's next turn.
+// finish records it. A recorder is a value, so that it costs a call no
+// allocation: the arms are handed its address.
+func (s *Server) startTurn(w http.ResponseWriter, r *http.Request, e *entry, d dialects.Dialect) recorder {
+	c := s.startCall(w, r, e, d)
+	c.index = e.begin()
+	return c
+}
+
+// startCall starts serving a call that is no model turn: it is answered
+// like one, and never recorded.
+func (s *Server) startCall(w http.ResponseWriter, r *http.Request, e *entry, d dialects.Dialect) recorder {
+	return recorder{srv: s, w: w, r: r, e: e, d: d, index: -1,
+		turn: trace.Turn{Dialect: d.Name(), Route: r.URL.Path, StartedAt: time.Now()}}
+}
+
+// finish records the turn, tells Config.OnTurn, and logs the call.
+func (c *recorder) finish() {
+	if c.index < 0 {
+		return
+	}
+	c.turn.Latency = time.Since(c.turn.StartedAt)
+	var raw *rawTurn
+	if c.raw.dialect != nil {
+		raw = &c.raw
+	}
+	c.e.record(c.index, c.turn, raw, c.delivered)
+	turn := c.turn
+	if c.srv.cfg.OnTurn != nil {
+		turn = c.e.turn(c.index)
+		c.srv.cfg.OnTurn(c.e.rollout.Key, turn)
+	}
+	c.srv.cfg.Logger.Debug("model call", "rollout", c.e.rollout.Key, "route", turn.Route,
+		"status", turn.Status, "attempts", turn.Attempts, "latency", turn.Latency, "error", turn.Error)
+}
+
+// fail answers the caller with an error in its dialect and records it.
+func (c *recorder) fail(status int, code, message string) {
+	c.failWith(message, status, code, message)
+}
+
+// failWith answers like fail, and records the error as what: what went
+// wrong upstream, of which the caller is told less.
+func (c *recorder) failWith(what string, status int, code, message string) {
+	c.turn.Status, c.turn.Error = status, what
+	c.d.WriteError(c.w, status, code, message)
+}
+
+// clientGone reports whether the caller went away, and records so.
+func (c *recorder) clientGone() bool {
+	if c.r.Context().Err() == nil {
+		return false
+	}
+	c.turn.Status, c.turn.Error = statusClientClosed, "client closed request"
+	return true
+}
+
+// deliver notes that the caller has the whole answer: Turns and Finish
+// wait for the turn from now on.
+func (c *recorder) deliver() {
+	if !c.delivered {
+		c.e.deliver()
+		c.delivered = true
+	}
+}
+
+// readBody reads the bounded request body, answering 413 or 400 itself.
+func (c *recorder) readBody() ([]byte, bool) {
+	limit := c.srv.cfg.MaxBodyBytes
+	rd := http.MaxBytesReader(c.w, c.r.Body, limit)
+	var body []byte
+	var err error
+	if n := c.r.ContentLength; n > 0 && n <= limit {
+		// One allocation of the announced size instead of ReadAll's doublings.
+		body = make([]byte, n)
+		_, err = io.ReadFull(rd, body)
+	} else {
+		body, err = io.ReadAll(rd)
+	}
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			c.fail(http.StatusRequestEntityTooLarge, "request_too_large",
+				fmt.Sprintf("Request body is larger than %d bytes.", tooBig.Limit))
+			return nil, false
+		}
+		c.fail(http.StatusBadRequest, "", "Could not read the request body.")
+		return nil, false
+	}
+	return body, true
+}
+
+// send calls the upstream at path with the caller's headers h (nil when
+// translating), recording the attempts it took, and answers 502 itself
+// when the upstream cannot be reached.
+func (c *recorder) send(path string, h http.Header, body dialects.Body) (*http.Response, bool) {
+	resp, attempts, err := c.srv.cfg.Upstream.Relay(c.r.Context(), path, h, body)
+	c.turn.Attempts = attempts
+	if err != nil {
+		if c.clientGone() {
+			return nil, false
+		}
+		c.srv.cfg.Logger.Warn("upstream call failed", "rollout", c.e.rollout.Key, "err", err)
+		c.failWith("upstream: "+err.Error(), http.StatusBadGateway, "upstream_unavailable",
+			"The upstream model provider could not be reached.")
+		return nil, false
+	}
+	return resp, true
+}
+
+// firstByte wraps an upstream body to time the turn's first byte.
+func (c *recorder) firstByte(body io.Reader) *firstByteReader {
+	return &firstByteReader{r: body, start: c.turn.StartedAt}
+}
+
+// firstByteReader notes when the first byte of the upstream body arrives.
+type firstByteReader struct {
+	r     io.Reader
+	start time.Time
+	ttft  time.Duration
+	seen  bool
+}
+
+func (f *firstByteReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if n > 0 && !f.seen {
+		f.seen = true
+		f.ttft = time.Since(f.start)
+	}
+	return n, err
+}
