@@ -64,11 +64,13 @@ func (f *fakeWorker) register(env *testsuite.TestWorkflowEnvironment, total int)
 			ref := in.Rollout
 			f.mu.Lock()
 			defer f.mu.Unlock()
-			// Hold this rollout until the window is full (or the run is nearly
-			// done), so the window's bound is actually exercised.
-			deadline := time.Now().Add(5 * time.Second)
-			for f.window > 0 && f.inflight < f.window && f.started() < total && time.Now().Before(deadline) {
-				waitFor(f.cond, 50*time.Millisecond)
+			// Hold this rollout until the window is full (or every rollout has
+			// started), so the window's bound is actually exercised. Only an
+			// Acquire can make this true, and each one broadcasts; a workflow
+			// that stopped filling its window would leave the test environment
+			// idle, which fails the test.
+			for f.window > 0 && f.inflight < f.window && f.started() < total {
+				f.cond.Wait()
 			}
 			f.inflight--
 			if f.fail != nil {
@@ -94,13 +96,6 @@ func (f *fakeWorker) started() int {
 		n += c
 	}
 	return n
-}
-
-// waitFor waits on c for at most d; the caller re-checks its condition.
-func waitFor(c *sync.Cond, d time.Duration) {
-	t := time.AfterFunc(d, c.Broadcast)
-	defer t.Stop()
-	c.Wait()
 }
 
 func testConfig(tasks int64, k, window int) RunConfig {
@@ -225,8 +220,12 @@ func TestEvalRejectsMoreTasksThanTheTaskset(t *testing.T) {
 }
 
 // newEnv is a test environment that keeps the SDK's logs out of test output.
+// Its idle limit (wall clock, while activities hold the workflow) is
+// generous: on a loaded machine an activity may wait seconds for a CPU.
 func newEnv() *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(tlog.NewStructuredLogger(slog.New(slog.DiscardHandler)))
-	return s.NewTestWorkflowEnvironment()
+	env := s.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(time.Minute)
+	return env
 }
