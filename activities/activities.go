@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os/exec"
-	"slices"
+	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -21,8 +21,6 @@ import (
 	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
-	"github.com/evalflow/evalflow/rubrics"
-	"github.com/evalflow/evalflow/trace"
 )
 
 // Activities runs rollout steps on one worker. Acquire runs on the shared
@@ -43,6 +41,13 @@ type Activities struct {
 	Logger   *slog.Logger
 }
 
+func (a *Activities) logger() *slog.Logger {
+	if a.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return a.Logger
+}
+
 // DescribeTaskset opens a taskset and reports its size.
 func (a *Activities) DescribeTaskset(ctx context.Context, in rollout.DescribeTasksetInput) (rollout.DescribeTasksetResult, error) {
 	ts, err := a.Tasksets.Open(in.Taskset)
@@ -53,7 +58,9 @@ func (a *Activities) DescribeTaskset(ctx context.Context, in rollout.DescribeTas
 }
 
 // Acquire waits for capacity on this worker and registers the rollout on an
-// interception server. Retried Acquires of the same key are idempotent.
+// interception server. Retried Acquires of the same key are idempotent. An
+// interception server that cannot listen on its fixed port (the custom
+// tunnel's) is a ConfigError: it fails the same way on every retry.
 func (a *Activities) Acquire(ctx context.Context, in rollout.AcquireInput) (rollout.AcquireResult, error) {
 	key := in.Rollout.Key()
 	if s, ok, err := a.stored(ctx, in.Rollout); err != nil {
@@ -67,6 +74,9 @@ func (a *Activities) Acquire(ctx context.Context, in rollout.AcquireInput) (roll
 	slot, err := a.Pool.Acquire(ctx, interception.Rollout{Key: key, Model: in.Rollout.Model, Sampling: dialects.Sampling(in.Rollout.Sampling)})
 	if err != nil {
 		a.Capacity.Give(key)
+		if cerr := listenConfigErr(err); cerr != nil {
+			return rollout.AcquireResult{}, cerr
+		}
 		return rollout.AcquireResult{}, fmt.Errorf("acquire slot: %w", err)
 	}
 	return rollout.AcquireResult{HostQueue: a.HostQueue, Server: slot.Server}, nil
@@ -99,166 +109,36 @@ func (a *Activities) Finish(ctx context.Context, in rollout.FinishInput) error {
 	return a.Store.WriteSummary(ctx, in.RunID, in.Summary)
 }
 
-// Run runs the harness for a held slot, scores its answer, stores the trace
-// and returns a small summary. A rollout already in the store is not run
-// again. The harness's own failures are results; infrastructure failures are
-// errors the workflow retries.
-func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (rollout.Summary, error) {
-	ref := in.Rollout
-	key := ref.Key()
-	a.Capacity.Running(key)
-	defer a.Capacity.Give(key)
-	if s, ok, err := a.stored(ctx, ref); err != nil {
-		return rollout.Summary{}, err
-	} else if ok {
-		a.Pool.Release(key)
-		return s, nil
-	}
-	slot, ok := a.Pool.Slot(key)
-	if !ok {
-		return rollout.Summary{}, temporal.NewNonRetryableApplicationError("slot "+key+" is not held by this worker", rollout.ErrTypeSlotLost, nil)
-	}
-	defer a.Pool.Release(key) // however the rollout ends
-
-	ts, err := a.Tasksets.Open(ref.Taskset)
-	if err != nil {
-		return rollout.Summary{}, configErr(err)
-	}
-	task, err := ts.Task(ctx, ref.Index)
-	if err != nil {
-		return rollout.Summary{}, taskErr(ctx, ref.Taskset, ref.Index, err)
-	}
-	rubric, err := rubrics.Parse(ref.Rubric)
-	if err != nil {
-		return rollout.Summary{}, configErr(err)
-	}
-	command := ref.Harness.Command
-	if len(command) == 0 {
-		command = a.DefaultHarness
-		if d := ref.Harness.Dialect; d != "" {
-			command = append(slices.Clip(command), "--dialect", d)
-		}
-	}
-
-	started := time.Now()
-	stop := heartbeat(ctx)
-	res, err := a.Runtime.Run(ctx, harness.Spec{
-		Key:      key,
-		Command:  command,
-		BaseURL:  in.BaseURL,
-		Secret:   slot.Secret,
-		Model:    ref.Model,
-		Task:     task,
-		MaxTurns: ref.Harness.MaxTurns,
-		Timeout:  ref.Harness.Timeout,
-	})
-	stop()
-	// A failed harness may have lost its way to the model: when the tunnel it
-	// was given died, the failure is the tunnel's, retried, never a result.
-	if err == nil && ctx.Err() == nil && (res.ExitCode != 0 || res.TimedOut) {
-		if terr := a.Pool.CheckTunnel(ctx, key); terr != nil {
-			return rollout.Summary{}, temporal.NewApplicationErrorWithCause("tunnel lost during the rollout", rollout.ErrTypeTunnel, terr)
-		}
-	}
-	// The harness is done: its secret stops working, and the calls it was
-	// answered are recorded before the turns are read.
-	turns, _ := a.Pool.Finish(key)
-	switch {
-	case errors.Is(err, exec.ErrNotFound):
-		return rollout.Summary{}, configErr(fmt.Errorf("harness command %q not found", command[0]))
-	case ctx.Err() != nil:
-		return rollout.Summary{}, ctx.Err()
-	case err != nil:
-		return rollout.Summary{}, temporal.NewApplicationErrorWithCause("harness runtime", rollout.ErrTypeRuntime, err)
-	}
-	if upstreamFailed(res, turns) {
-		return rollout.Summary{}, temporal.NewApplicationError(fmt.Sprintf("the model provider kept failing (last status %d)", turns[len(turns)-1].Status), rollout.ErrTypeUpstream)
-	}
-
-	answer := res.Answer
-	if answer == "" && len(turns) > 0 {
-		answer = turns[len(turns)-1].Response.Message.Text()
-	}
-	score := rubric.Score(task, answer)
-	rec := results.Record{
-		Key: key, RunID: ref.RunID, Epoch: ref.Epoch, Index: ref.Index, K: ref.K, TaskID: task.ID,
-		Status: rollout.StatusOK, Reward: score.Reward, Turns: len(turns),
-		DurationMS: res.Duration.Milliseconds(), Attempt: ref.Attempt, FinishedAt: time.Now().UTC(),
-	}
-	for _, t := range turns {
-		rec.InputTokens += t.Response.Usage.InputTokens
-		rec.OutputTokens += t.Response.Usage.OutputTokens
-	}
-	if kind, msg := classify(res, turns); kind != "" {
-		rec.Status, rec.ErrorKind, rec.Error, rec.Reward = rollout.StatusError, kind, msg, 0
-	}
-	tr := &trace.Rollout{
-		Key: key, TaskID: task.ID, Turns: turns, Reward: rec.Reward, Score: score.Detail,
-		Harness: trace.Harness{
-			ExitCode: res.ExitCode, TimedOut: res.TimedOut, Stdout: res.Stdout, Stderr: res.Stderr,
-			Answer: res.Answer, Duration: res.Duration,
-		},
-		StartedAt: started.UTC(), EndedAt: time.Now().UTC(),
-	}
-	stored, _, err := a.Store.Put(ctx, rec, tr)
-	if err != nil {
-		return rollout.Summary{}, fmt.Errorf("write run store: %w", err)
-	}
-	return summaryOf(stored), nil
-}
-
 // stored returns the rollout's stored summary when the run store holds a
 // result to reuse: any result, or only a success when the rollout reruns
 // failures.
 func (a *Activities) stored(ctx context.Context, ref rollout.Ref) (rollout.Summary, bool, error) {
+	rec, ok, err := a.storedRecord(ctx, ref)
+	if err != nil || !ok || !reusable(ref, rec) {
+		return rollout.Summary{}, false, err
+	}
+	return reused(rec), true, nil
+}
+
+// storedRecord reads the rollout's record from the run store, if it has one.
+func (a *Activities) storedRecord(ctx context.Context, ref rollout.Ref) (results.Record, bool, error) {
 	rec, ok, err := a.Store.Get(ctx, ref.RunID, ref.Key())
 	if err != nil {
-		return rollout.Summary{}, false, fmt.Errorf("read run store: %w", err)
+		return results.Record{}, false, fmt.Errorf("read run store: %w", err)
 	}
-	if !ok || (ref.RetryFailed && rec.Status != rollout.StatusOK) {
-		return rollout.Summary{}, false, nil
-	}
+	return rec, ok, nil
+}
+
+// reusable reports whether a stored record stands for the rollout: a
+// success always does, a failure unless the rollout reruns failures.
+func reusable(ref rollout.Ref, rec results.Record) bool {
+	return !ref.RetryFailed || rec.Status == rollout.StatusOK
+}
+
+func reused(rec results.Record) rollout.Summary {
 	s := summaryOf(rec)
 	s.Reused = true
-	return s, true, nil
-}
-
-// classify names why a rollout failed as a task, or returns "".
-func classify(res harness.Result, turns []trace.Turn) (kind, msg string) {
-	for _, t := range turns {
-		if t.Status == 400 && isContextLength(t.Error) {
-			return rollout.KindContextLength, shortErr(t.Error)
-		}
-	}
-	switch {
-	case res.TimedOut:
-		return rollout.KindTimeout, "harness timed out"
-	case res.ExitCode == 2:
-		return rollout.KindMaxTurns, "harness reached its turn limit"
-	case res.ExitCode != 0:
-		return rollout.KindHarnessExit, fmt.Sprintf("harness exited with code %d: %s", res.ExitCode, shortErr(lastLine(res.Stderr)))
-	}
-	if len(turns) > 0 && turns[len(turns)-1].Response.Message.Refusal != "" {
-		return rollout.KindRefusal, shortErr(turns[len(turns)-1].Response.Message.Refusal)
-	}
-	return "", ""
-}
-
-// upstreamFailed tells an outage from a task failure: the harness failed and
-// its last model call ended in a 429, a 5xx or a relay error.
-func upstreamFailed(res harness.Result, turns []trace.Turn) bool {
-	if res.ExitCode == 0 || len(turns) == 0 {
-		return false
-	}
-	s := turns[len(turns)-1].Status
-	return s == 429 || s >= 500
-}
-
-func isContextLength(msg string) bool {
-	m := strings.ToLower(msg)
-	return strings.Contains(m, "context_length") || strings.Contains(m, "context length") ||
-		strings.Contains(m, "maximum context") || strings.Contains(m, "prompt is too long") ||
-		strings.Contains(m, "context window") || strings.Contains(m, "input is too long")
+	return s
 }
 
 func summaryOf(r results.Record) rollout.Summary {
@@ -304,6 +184,32 @@ func taskErr(ctx context.Context, taskset string, index int64, err error) error 
 		return ctx.Err()
 	}
 	return configErr(fmt.Errorf("task %d of %q: %w", index, taskset, err))
+}
+
+// listenConfigErr is the ConfigError of an interception server that cannot
+// listen on a fixed port, or nil for any other failure. A port chosen by the
+// system (0) is never in use.
+func listenConfigErr(err error) error {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "listen" {
+		return nil
+	}
+	addr, ok := op.Addr.(*net.TCPAddr)
+	if !ok || addr.Port == 0 {
+		return nil
+	}
+	var reason string
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		reason = fmt.Sprintf("port %d is in use", addr.Port)
+	case errors.Is(err, syscall.EACCES):
+		reason = fmt.Sprintf("port %d needs privileges this worker does not have", addr.Port)
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		reason = fmt.Sprintf("address %s is not on this host", addr)
+	default:
+		return nil
+	}
+	return configErr(fmt.Errorf("the interception server cannot listen: %s (the custom tunnel's --interception.port)", reason))
 }
 
 func configErr(err error) error {

@@ -14,25 +14,54 @@ import (
 func TestClassify(t *testing.T) {
 	ok := trace.Turn{Status: 200}
 	for _, tc := range []struct {
-		name  string
-		res   harness.Result
-		turns []trace.Turn
-		want  string
+		name     string
+		res      harness.Result
+		turns    []trace.Turn
+		maxTurns int
+		want     string
 	}{
-		{"success", harness.Result{}, []trace.Turn{ok}, ""},
-		{"no model call", harness.Result{}, nil, ""},
-		{"harness exit", harness.Result{ExitCode: 1, Stderr: "boom\nlast line"}, []trace.Turn{ok}, rollout.KindHarnessExit},
-		{"turn limit", harness.Result{ExitCode: 2}, []trace.Turn{ok, ok}, rollout.KindMaxTurns},
-		{"timeout", harness.Result{ExitCode: -1, TimedOut: true}, nil, rollout.KindTimeout},
-		{"context length", harness.Result{ExitCode: 1}, []trace.Turn{{Status: 400, Error: "This model's maximum context length is 8192 tokens"}}, rollout.KindContextLength},
-		{"refusal", harness.Result{}, []trace.Turn{{Status: 200, Response: dialects.Response{Message: dialects.Message{Refusal: "I can't help with that."}}}}, rollout.KindRefusal},
+		{"success", harness.Result{}, []trace.Turn{ok}, 8, ""},
+		{"no model call", harness.Result{}, nil, 8, ""},
+		{"harness exit", harness.Result{ExitCode: 1, Stderr: "boom\nlast line"}, []trace.Turn{ok}, 8, rollout.KindHarnessExit},
+		{"turn limit", harness.Result{ExitCode: 2}, []trace.Turn{ok, ok}, 2, rollout.KindMaxTurns},
+		{"timeout", harness.Result{ExitCode: -1, TimedOut: true}, nil, 8, rollout.KindTimeout},
+		{"context length", harness.Result{ExitCode: 1}, []trace.Turn{{Status: 400, Error: "This model's maximum context length is 8192 tokens"}}, 8, rollout.KindContextLength},
+		{"refusal", harness.Result{}, []trace.Turn{{Status: 200, Response: dialects.Response{Message: dialects.Message{Refusal: "I can't help with that."}}}}, 8, rollout.KindRefusal},
 	} {
-		kind, msg := classify(tc.res, tc.turns)
+		kind, msg := classify(tc.res, tc.turns, tc.maxTurns)
 		assert.Equal(t, tc.want, kind, "%s: classify = %q (%s)", tc.name, kind, msg)
 		if tc.want == rollout.KindHarnessExit {
 			assert.Contains(t, msg, "last line", "the error names the harness's last words")
 		}
 	}
+}
+
+// Running out of turns is what the interception server saw, not an exit
+// code: Python's argparse exits 2 on a usage error, and a broken harness is
+// not an agent that ran out of turns.
+func TestClassifyTurnLimitFromTurnsNotExitCode(t *testing.T) {
+	ok := trace.Turn{Status: 200}
+	for _, tc := range []struct {
+		name     string
+		res      harness.Result
+		turns    []trace.Turn
+		maxTurns int
+		want     string
+	}{
+		{"argparse usage error", harness.Result{ExitCode: 2, Stderr: "usage: agent.py [-h] --task TASK\nagent.py: error: the following arguments are required: --task"}, nil, 8, rollout.KindHarnessExit},
+		{"exit 2 before the limit", harness.Result{ExitCode: 2}, []trace.Turn{ok, ok, ok}, 8, rollout.KindHarnessExit},
+		{"limit reached, any exit code", harness.Result{ExitCode: 1}, []trace.Turn{ok, ok, ok}, 3, rollout.KindMaxTurns},
+		{"built-in agent's turn limit", harness.Result{ExitCode: 2}, []trace.Turn{ok, ok, ok}, 3, rollout.KindMaxTurns},
+		{"answered on the last turn", harness.Result{}, []trace.Turn{ok, ok, ok}, 3, ""},
+		{"no limit", harness.Result{ExitCode: 2}, []trace.Turn{ok, ok, ok}, 0, rollout.KindHarnessExit},
+		{"timed out at the limit", harness.Result{ExitCode: -1, TimedOut: true}, []trace.Turn{ok, ok, ok}, 3, rollout.KindTimeout},
+	} {
+		kind, msg := classify(tc.res, tc.turns, tc.maxTurns)
+		assert.Equal(t, tc.want, kind, "%s: classify = %q (%s)", tc.name, kind, msg)
+	}
+	_, msg := classify(harness.Result{ExitCode: 2, Stderr: "usage: agent.py\nagent.py: error: the following arguments are required: --task"}, nil, 8)
+	assert.Contains(t, msg, "code 2")
+	assert.Contains(t, msg, "arguments are required", "the usage error is what the record says")
 }
 
 func TestUpstreamFailureIsInfrastructure(t *testing.T) {

@@ -6,10 +6,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
@@ -90,7 +92,13 @@ func TestEvalEndToEnd(t *testing.T) {
 	// Kill the worker once some rollouts are stored, as a crash would.
 	store, err := results.Open(runsDir)
 	require.NoError(t, err)
-	before := waitForRecords(t, store, runID, 40)
+	var before int
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		recs, err := store.List(ctx, runID)
+		require.NoError(c, err)
+		before = len(recs)
+		assert.GreaterOrEqual(c, before, 40)
+	}, 5*time.Minute, 20*time.Millisecond, "rollouts stored before the kill")
 	first.Stop()
 	stored := map[string]bool{}
 	for _, r := range mustList(t, store, runID) {
@@ -110,6 +118,8 @@ func TestEvalEndToEnd(t *testing.T) {
 	for _, r := range recs {
 		require.False(t, seen[r.Index], "task %d stored twice", r.Index)
 		seen[r.Index] = true
+		require.Equal(t, "mock-e2e", r.Model, "the record names the model that answered")
+		require.FileExists(t, filepath.Join(store.Dir(runID), r.Trace), "the record's attempt trace")
 	}
 	for key := range stored {
 		require.Equal(t, 1, runtime.count(key), "rollout %s finished before the kill but ran again", key)
@@ -130,25 +140,23 @@ func TestEvalEndToEnd(t *testing.T) {
 	require.Equal(t, harnessRuns, runtime.total(), "a finished run reruns nothing")
 	require.Len(t, mustList(t, store, runID), tasks)
 
+	// Rerunning failures: there are none, so again nothing runs.
+	retry := cfg
+	retry.RetryFailed = true
+	run3, err := c.ExecuteWorkflow(ctx, opts, wiring.EvalWorkflowName, workflows.EvalInput{Config: retry})
+	require.NoError(t, err)
+	var res3 workflows.Result
+	require.NoError(t, run3.Get(ctx, &res3))
+	require.Equal(t, int64(tasks), res3.Reused)
+	require.Zero(t, res3.Rerun)
+	require.Equal(t, harnessRuns, runtime.total(), "successes are kept when failures are rerun")
+
 	// No secret in any history of either execution, nor in any log line.
 	secrets := append(runtime.allSecrets(), providerKey)
 	hs := append(histories(t, c, runID, run.GetRunID()), histories(t, c, runID, run2.GetRunID())...)
 	require.GreaterOrEqual(t, len(hs), 4)
 	requireNoSecret(t, "workflow history", hs, secrets)
 	requireNoSecret(t, "worker log", []string{logs.String()}, secrets)
-}
-
-func waitForRecords(t *testing.T, store *results.Store, runID string, n int) int {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
-	for time.Now().Before(deadline) {
-		if recs := mustList(t, store, runID); len(recs) >= n {
-			return len(recs)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition, bounded by the deadline
-	}
-	t.Fatalf("fewer than %d rollouts stored after 5 minutes", n)
-	return 0
 }
 
 func mustList(t *testing.T, store *results.Store, runID string) []results.Record {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
@@ -91,7 +92,11 @@ func TestTrainResumesAKilledRun(t *testing.T) {
 	tc.start(t, ctx, in)
 
 	// Terminate once the second epoch has stored some rollouts.
-	waitFor(t, func() bool { return countEpoch(t, tc.store, "train-kill", 1) >= 40 })
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		recs, err := tc.store.List(ctx, "train-kill")
+		require.NoError(c, err)
+		assert.GreaterOrEqual(c, countEpoch(recs, 1), 40)
+	}, 5*time.Minute, 20*time.Millisecond, "rollouts of epoch 1 stored before the kill")
 	require.NoError(t, tc.c.TerminateWorkflow(ctx, "train-kill", "", "test: kill mid-epoch"))
 	before := map[string]bool{}
 	for _, r := range mustList(t, tc.store, "train-kill") {
@@ -191,7 +196,7 @@ func TestPullersGetDisjointPositions(t *testing.T) {
 			defer wg.Done()
 			for range 50 {
 				ref, err := p.Sample(ctx)
-				if !assertNoError(t, err) {
+				if !assert.NoError(t, err) {
 					return
 				}
 				mu.Lock()
@@ -222,33 +227,13 @@ func TestPullersGetDisjointPositions(t *testing.T) {
 	require.NoError(t, p.Close(ctx))
 }
 
-func assertNoError(t *testing.T, err error) bool {
-	t.Helper()
-	if err != nil {
-		t.Errorf("unexpected error: %v", err)
-		return false
-	}
-	return true
-}
-
-func countEpoch(t *testing.T, store *results.Store, runID string, epoch int) int {
+// countEpoch counts the records of one epoch.
+func countEpoch(recs []results.Record, epoch int) int {
 	n := 0
-	for _, r := range mustList(t, store, runID) {
+	for _, r := range recs {
 		if r.Epoch == epoch {
 			n++
 		}
 	}
 	return n
-}
-
-// waitFor polls cond until it holds, for at most five minutes.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 5 minutes")
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition, bounded by the deadline
-	}
 }

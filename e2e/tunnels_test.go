@@ -164,7 +164,11 @@ func runThroughTunnel(t *testing.T, c client.Client, r tunnelRun) (workflows.Res
 	require.NoError(t, err)
 	if r.during != nil {
 		store := mustOpenStore(t, runsDir)
-		waitForRecords(t, store, runID, 4)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			recs, err := store.List(ctx, runID)
+			require.NoError(c, err)
+			assert.GreaterOrEqual(c, len(recs), 4)
+		}, 5*time.Minute, 20*time.Millisecond, "rollouts stored before the tunnel is disturbed")
 		r.during()
 	}
 	var res workflows.Result

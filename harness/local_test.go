@@ -135,7 +135,8 @@ func TestLocalTimeoutKillsProcessGroup(t *testing.T) {
 			assert.Equal(t, -1, res.ExitCode)
 
 			pid := readPID(t, pidFile)
-			requireGone(t, pid)
+			require.Eventually(t, func() bool { return !alive(pid) }, 10*time.Second, 10*time.Millisecond,
+				"process %d still alive after the harness was killed", pid)
 		})
 	}
 }
@@ -180,7 +181,8 @@ func TestLocalContextCancel(t *testing.T) {
 	o := <-done
 	require.ErrorIs(t, o.err, context.Canceled)
 	assert.False(t, o.res.TimedOut, "a cancelled run is not a timeout")
-	requireGone(t, pid)
+	require.Eventually(t, func() bool { return !alive(pid) }, 10*time.Second, 10*time.Millisecond,
+		"process %d still alive after the run was cancelled", pid)
 }
 
 func TestLocalOutputTailBounded(t *testing.T) {
@@ -245,19 +247,8 @@ func readPID(t *testing.T, path string) int {
 	return pid
 }
 
-// requireGone waits, up to a generous deadline, for pid to be dead. A zombie
-// counts as dead: nothing may reap orphans in a container.
-func requireGone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still alive after the harness was killed", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
+// alive reports whether pid is running. A zombie counts as dead: nothing
+// may reap orphans in a container.
 func alive(pid int) bool {
 	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 		return false

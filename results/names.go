@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -46,8 +47,51 @@ func checkKey(key string) error {
 	return nil
 }
 
-// traceName is the trace file of key, relative to the run dir. The mapping is
-// one to one because segments never contain '~'.
+// flat is key as one file name: '/' becomes '~'. The mapping is one to one
+// because segments never contain '~'.
+func flat(key string) string { return strings.ReplaceAll(key, "/", "~") }
+
+// traceName is the single trace file of key, relative to the run dir: the
+// layout of runs stored before attempts were kept apart, and of a record
+// with no attempt number.
 func traceName(key string) string {
-	return "traces/" + strings.ReplaceAll(key, "/", "~") + ".json"
+	return "traces/" + flat(key) + ".json"
+}
+
+// attemptDir holds key's attempt traces, relative to the run dir.
+func attemptDir(key string) string { return "traces/" + flat(key) }
+
+// attemptName is the trace file of attempt n of key, relative to the run dir.
+func attemptName(key string, n int) string {
+	return attemptDir(key) + "/" + attemptPrefix + strconv.Itoa(n) + ".json"
+}
+
+const attemptPrefix = "attempt-"
+
+// attemptNumber parses the attempt number out of an attempt file's base name.
+func attemptNumber(base string) (int, bool) {
+	digits, ok := strings.CutPrefix(base, attemptPrefix)
+	if !ok {
+		return 0, false
+	}
+	digits, ok = strings.CutSuffix(digits, ".json")
+	if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	return n, err == nil
+}
+
+// isTraceOf reports whether name, read from a record, is one of key's trace
+// files, so that a hand-edited record cannot send a read elsewhere.
+func isTraceOf(key, name string) bool {
+	if name == traceName(key) {
+		return true
+	}
+	base, ok := strings.CutPrefix(name, attemptDir(key)+"/")
+	if !ok {
+		return false
+	}
+	_, ok = attemptNumber(base)
+	return ok
 }

@@ -23,8 +23,14 @@ type Record struct {
 	InputTokens  int    `json:"input_tokens"`
 	OutputTokens int    `json:"output_tokens"`
 	DurationMS   int64  `json:"duration_ms"`
-	Attempt      int    `json:"attempt"`
-	// Trace is the trace file's path relative to the run dir; Put sets it.
+	// Model is the model that answered: as the provider named it in its last
+	// response, else the model the run asked for.
+	Model string `json:"model,omitempty"`
+	// Attempt numbers the attempt that made this record (Put may renumber a
+	// resumed run's attempt past those already stored).
+	Attempt int `json:"attempt"`
+	// Trace is the record's attempt's trace file, relative to the run dir;
+	// Put sets it.
 	Trace      string    `json:"trace"`
 	FinishedAt time.Time `json:"finished_at"`
 }

@@ -1,5 +1,6 @@
 // Package results is the run store: one directory per run holding the rollout
-// records (rollouts.jsonl), one trace file per rollout and the run summary.
+// records (rollouts.jsonl), the trace of every attempt of every rollout
+// (traces/) and the run summary.
 // Writes are idempotent on the rollout key, so retries and resumes never
 // duplicate or lose a rollout, even with several worker processes on one host.
 package results
@@ -56,12 +57,19 @@ func (s *Store) run(runID string) *lockedRun {
 	return r
 }
 
-// Put stores a rollout's record and trace unless a record with rec.Key is
-// already stored, in which case it returns the stored record and true and
-// writes nothing. The exception is a stored failure, which a record of a
-// later attempt or a success supersedes: resumed runs rerun failed rollouts. Otherwise it writes the trace file (when tr is not nil)
-// then appends the record, and returns it with Trace (and FinishedAt, if
-// zero) filled in.
+// Put stores a rollout's record and the trace of the attempt that made it,
+// unless a record with rec.Key is already stored, in which case it returns
+// the stored record and true. A stored success is final: nothing more is
+// written for its key. A stored failure gives way to a record of a later
+// attempt or a success (resumed runs rerun failed rollouts), and the trace
+// of a failed rerun is kept even when the stored failure stands.
+//
+// The trace (when tr is not nil) goes to its attempt's own file,
+// traces/<key with ~ for />/attempt-<rec.Attempt>.json; a resumed run's
+// attempt whose number is already taken gets the next free one, and the
+// record keeps that number. A record with no attempt number (0) writes the
+// single file traces/<key with ~ for />.json, as older runs did. Put returns
+// the record as stored, with Trace (and FinishedAt, if zero) filled in.
 func (s *Store) Put(ctx context.Context, rec Record, tr *trace.Rollout) (Record, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return Record{}, false, err
@@ -76,7 +84,7 @@ func (s *Store) Put(ctx context.Context, rec Record, tr *trace.Rollout) (Record,
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	// A success once indexed stays stored: no need to touch the disk.
-	if stored, ok := r.get(rec.Key); ok && final(stored, rec) {
+	if stored, ok := r.get(rec.Key); ok && stored.Status != rollout.StatusError {
 		return stored, true, nil
 	}
 
@@ -92,16 +100,21 @@ func (s *Store) Put(ctx context.Context, rec Record, tr *trace.Rollout) (Record,
 	if err != nil {
 		return Record{}, false, err
 	}
-	if stored, ok := r.get(rec.Key); ok && final(stored, rec) {
+	stored, ok := r.get(rec.Key)
+	if ok && stored.Status != rollout.StatusError {
 		return stored, true, nil
 	}
 
 	rec.Trace = ""
 	if tr != nil {
-		rec.Trace = traceName(rec.Key)
-		if err := writeJSON(filepath.Join(r.dir, rec.Trace), tr, false); err != nil {
-			return Record{}, false, fmt.Errorf("write trace %s: %w", rec.Key, err)
+		at, err := r.writeAttempt(rec.Key, Attempt{N: rec.Attempt, Rollout: *tr})
+		if err != nil {
+			return Record{}, false, err
 		}
+		rec.Attempt, rec.Trace = at.N, at.File
+	}
+	if ok && final(stored, rec) {
+		return stored, true, nil
 	}
 	if rec.FinishedAt.IsZero() {
 		rec.FinishedAt = time.Now().UTC()
@@ -211,20 +224,24 @@ func (s *Store) refreshShared(r *lockedRun) error {
 	return err
 }
 
-// Trace reads the trace of a rollout. A missing trace is an error wrapping
+// Trace reads the final trace of a rollout: the file its record names, or
+// for a rollout stored without one, traces/<key>.json of older runs. Every
+// attempt's trace is in Attempts. A missing trace is an error wrapping
 // fs.ErrNotExist.
 func (s *Store) Trace(ctx context.Context, runID, key string) (*trace.Rollout, error) {
-	if err := ctx.Err(); err != nil {
+	rec, ok, err := s.Get(ctx, runID, key)
+	if err != nil {
 		return nil, err
 	}
-	if err := checkRunID(runID); err != nil {
-		return nil, err
-	}
-	if err := checkKey(key); err != nil {
-		return nil, err
+	name := traceName(key)
+	if ok && rec.Trace != "" {
+		if !isTraceOf(key, rec.Trace) {
+			return nil, fmt.Errorf("read trace %s: the record names %q, not a trace of its key", key, rec.Trace)
+		}
+		name = rec.Trace
 	}
 	var tr trace.Rollout
-	if err := readJSON(filepath.Join(s.Dir(runID), traceName(key)), &tr); err != nil {
+	if err := readJSON(filepath.Join(s.Dir(runID), name), &tr); err != nil {
 		return nil, fmt.Errorf("read trace %s: %w", key, err)
 	}
 	return &tr, nil

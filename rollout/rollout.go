@@ -76,6 +76,9 @@ type Summary struct {
 	DurationMS   int64   `json:"duration_ms"`
 	// Reused is true when the store already held this rollout.
 	Reused bool `json:"reused,omitempty"`
+	// Rerun is true when the store held a failure of this rollout and the
+	// rollout ran again (Ref.RetryFailed).
+	Rerun bool `json:"rerun,omitempty"`
 	// Trace is the rollout's trace file, relative to the run's directory.
 	Trace string `json:"trace,omitempty"`
 }

@@ -15,6 +15,7 @@ type Aggregates struct {
 	OK           int64   `json:"ok"`
 	Failed       int64   `json:"failed"`
 	Reused       int64   `json:"reused"`
+	Rerun        int64   `json:"rerun,omitempty"`
 	RewardSum    float64 `json:"reward_sum"`
 	RewardSumSq  float64 `json:"reward_sum_sq"`
 	Turns        int64   `json:"turns"`
@@ -68,6 +69,9 @@ func (a *Aggregates) add(s rollout.Summary) {
 	}
 	if s.Reused {
 		a.Reused++
+	}
+	if s.Rerun {
+		a.Rerun++
 	}
 	a.RewardSum += s.Reward
 	a.RewardSumSq += s.Reward * s.Reward
@@ -157,14 +161,17 @@ type Progress struct {
 
 // Result is a finished run's summary.
 type Result struct {
-	RunID      string      `json:"run_id"`
-	Taskset    string      `json:"taskset"`
-	Model      string      `json:"model"`
-	Tasks      int64       `json:"tasks"`
-	Rollouts   int64       `json:"rollouts"`
-	OK         int64       `json:"ok"`
-	Failed     int64       `json:"failed"`
+	RunID    string `json:"run_id"`
+	Taskset  string `json:"taskset"`
+	Model    string `json:"model"`
+	Tasks    int64  `json:"tasks"`
+	Rollouts int64  `json:"rollouts"`
+	OK       int64  `json:"ok"`
+	Failed   int64  `json:"failed"`
+	// Reused counts rollouts the run store already held (a rerun run id);
+	// Rerun counts stored failures that ran again (RunConfig.RetryFailed).
 	Reused     int64       `json:"reused"`
+	Rerun      int64       `json:"rerun,omitempty"`
 	MeanReward float64     `json:"mean_reward"`
 	StdReward  float64     `json:"std_reward"`
 	PassAtK    []PassAt    `json:"pass_at_k,omitempty"`
@@ -186,7 +193,7 @@ type Result struct {
 func (a Aggregates) result(cfg RunConfig, tasks int64, started, ended time.Time, segments int) Result {
 	r := Result{
 		RunID: cfg.RunID, Taskset: cfg.Taskset, Model: cfg.Model, Tasks: tasks,
-		Rollouts: a.Rollouts, OK: a.OK, Failed: a.Failed, Reused: a.Reused,
+		Rollouts: a.Rollouts, OK: a.OK, Failed: a.Failed, Reused: a.Reused, Rerun: a.Rerun,
 		MeanReward: a.Mean(), StdReward: a.Std(), Errors: a.Errors, FailedSamples: a.FailedSamples,
 		Turns: a.Turns, InputTokens: a.InputTokens, OutputTokens: a.OutputTokens,
 		MaxRolloutMS: a.MaxMS, StartedAt: started, EndedAt: ended,

@@ -39,6 +39,12 @@ type RunConfig struct {
 	Harness         rollout.HarnessConfig `json:"harness"`
 	Rubric          string                `json:"rubric"`
 	Limits          Limits                `json:"limits"`
+	// RetryFailed reruns the rollouts an eval with the same run id stored as
+	// failures (timeouts, harness exits, …) and keeps its successes; without
+	// it every stored rollout is reused. The summary counts both (Result's
+	// Reused and Rerun). Training and pull runs always rerun failures. The
+	// starter's --retry-failed on eval and resume.
+	RetryFailed bool `json:"retry_failed,omitempty"`
 }
 
 // Limits bound how a run retries and when it checkpoints.

@@ -96,6 +96,47 @@ type EpochProgress struct {
 // Epoch runs one epoch: every task of the epoch's permutation once, each as
 // a group of RolloutsPerTask rollouts scored together.
 func Epoch(ctx workflow.Context, in EpochInput) (EpochResult, error) {
+	e := newEpochRun(ctx, in)
+	if err := workflow.SetQueryHandler(ctx, QueryProgress, e.progress); err != nil {
+		return EpochResult{}, err
+	}
+	fatal := e.win.drive(ctx, e.next, func(position int64, s rollout.Summary) { e.done(ctx, position, s) })
+	if err := workflow.Await(ctx, func() bool { return e.scoring == 0 }); err != nil {
+		return EpochResult{}, err
+	}
+	if fatal != nil {
+		return EpochResult{}, fatal
+	}
+	if e.tooMany() {
+		return EpochResult{}, e.failed()
+	}
+	if e.st.Next < e.units {
+		e.st.Segment++
+		in.State = e.st
+		return EpochResult{}, workflow.NewContinueAsNewError(ctx, Epoch, in)
+	}
+	return e.finish(ctx)
+}
+
+// epochRun is one workflow run of an epoch: its settings, its state and the
+// rollouts and group scorings in flight.
+type epochRun struct {
+	in    EpochInput
+	cfg   RunConfig
+	st    *EpochState
+	group int64 // rollouts per task
+	units int64 // rollouts in the epoch
+	limit int64 // most failed rollouts allowed, -1 for no limit
+	win   *window
+	cur   *Cursor
+	// started counts the rollouts this workflow run started, for continue-as-new.
+	started int
+	// scoring counts the groups whose scoring is in flight.
+	scoring  int
+	scoreCtx workflow.Context
+}
+
+func newEpochRun(ctx workflow.Context, in EpochInput) *epochRun {
 	cfg := in.Config.WithDefaults()
 	st := in.State
 	if st == nil {
@@ -103,99 +144,111 @@ func Epoch(ctx workflow.Context, in EpochInput) (EpochResult, error) {
 	}
 	g := int64(cfg.RolloutsPerTask)
 	units := in.Tasks * g
-	limit := in.Train.failureLimit(units)
-	win := &window{max: cfg.MaxConcurrent, lim: cfg.Limits}
-	err := workflow.SetQueryHandler(ctx, QueryProgress, func() (EpochProgress, error) {
-		return EpochProgress{Epoch: in.Epoch, Progress: Progress{
-			RunID: cfg.RunID, Tasks: in.Tasks, Rollouts: units, Done: st.Agg.Rollouts, Failed: st.Agg.Failed,
-			Running: win.running, Reused: st.Agg.Reused, MeanReward: st.Agg.Mean(), StartedAt: st.StartedAt, Segment: st.Segment,
-		}}, nil
-	})
-	if err != nil {
-		return EpochResult{}, err
+	return &epochRun{
+		in: in, cfg: cfg, st: st, group: g, units: units,
+		limit: in.Train.failureLimit(units),
+		win:   &window{max: cfg.MaxConcurrent, lim: cfg.Limits},
+		cur:   NewCursor(in.TasksetLen, cfg.Seed, cfg.Shuffle),
+		scoreCtx: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: time.Minute,
+			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{rollout.ErrTypeConfig}},
+		}),
 	}
+}
 
-	cursor := NewCursor(in.TasksetLen, cfg.Seed, cfg.Shuffle)
-	tooMany := func() bool { return limit >= 0 && st.Agg.Failed > limit }
-	started, scoring := 0, 0
-	next := func() (pending, bool) {
-		if tooMany() || st.Next >= units || started >= cfg.Limits.ContinueAsNewAfter {
-			return pending{}, false
-		}
-		u := st.Next
-		st.Next++
-		started++
-		position := u / g
-		epoch, index := cursor.Take(int64(in.Epoch)*in.Tasks+position, in.Tasks)
-		return pending{position: position, ref: rollout.Ref{
-			RunID: cfg.RunID, Epoch: epoch, Index: index, K: int(u % g),
-			Taskset: cfg.Taskset, Model: cfg.Model, Sampling: cfg.Sampling,
-			Harness: cfg.Harness, Rubric: cfg.Rubric, RetryFailed: true,
-		}}, true
+// progress answers the progress query.
+func (e *epochRun) progress() (EpochProgress, error) {
+	st := e.st
+	return EpochProgress{Epoch: e.in.Epoch, Progress: Progress{
+		RunID: e.cfg.RunID, Tasks: e.in.Tasks, Rollouts: e.units, Done: st.Agg.Rollouts, Failed: st.Agg.Failed,
+		Running: e.win.running, Reused: st.Agg.Reused, MeanReward: st.Agg.Mean(), StartedAt: st.StartedAt, Segment: st.Segment,
+	}}, nil
+}
+
+// tooMany reports whether the epoch failed more rollouts than it may.
+func (e *epochRun) tooMany() bool { return e.limit >= 0 && e.st.Agg.Failed > e.limit }
+
+// next offers the window the epoch's next rollout: unit u is sample u % group
+// of the task at position u / group of the epoch's permutation.
+func (e *epochRun) next() (pending, bool) {
+	if e.tooMany() || e.st.Next >= e.units || e.started >= e.cfg.Limits.ContinueAsNewAfter {
+		return pending{}, false
 	}
-	scoreCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{rollout.ErrTypeConfig}},
-	})
-	done := func(position int64, s rollout.Summary) {
-		st.Agg.add(s)
-		t := st.tally(position, s.Index)
-		t.Done++
-		if s.Status == rollout.StatusOK && s.Reward >= cfg.Limits.PassThreshold {
-			t.Passed++
-		}
-		if int64(t.Done) < g {
+	u := e.st.Next
+	e.st.Next++
+	e.started++
+	position := u / e.group
+	epoch, index := e.cur.Take(int64(e.in.Epoch)*e.in.Tasks+position, e.in.Tasks)
+	cfg := e.cfg
+	return pending{position: position, ref: rollout.Ref{
+		RunID: cfg.RunID, Epoch: epoch, Index: index, K: int(u % e.group),
+		Taskset: cfg.Taskset, Model: cfg.Model, Sampling: cfg.Sampling,
+		Harness: cfg.Harness, Rubric: cfg.Rubric, RetryFailed: true,
+	}}, true
+}
+
+// done counts a finished rollout and, once its task's group is complete,
+// starts scoring the group.
+func (e *epochRun) done(ctx workflow.Context, position int64, s rollout.Summary) {
+	st := e.st
+	st.Agg.add(s)
+	t := st.tally(position, s.Index)
+	t.Done++
+	if s.Status == rollout.StatusOK && s.Reward >= e.cfg.Limits.PassThreshold {
+		t.Passed++
+	}
+	if int64(t.Done) < e.group {
+		return
+	}
+	st.Agg.finishTask(int(e.group), t.Passed)
+	st.close(position)
+	e.scoreGroup(ctx, s.Index)
+}
+
+// scoreGroup scores the group of the task at index in the background; a
+// group that cannot be scored is logged and left out of the group stats.
+func (e *epochRun) scoreGroup(ctx workflow.Context, index int64) {
+	cfg := e.cfg
+	keys := make([]string, e.group)
+	for k := range keys {
+		keys[k] = rollout.Key(cfg.RunID, e.in.Epoch, index, k)
+	}
+	e.scoring++
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		defer func() { e.scoring-- }()
+		var gs rollout.GroupSummary
+		err := workflow.ExecuteActivity(e.scoreCtx, rollout.ActivityScoreGroup, rollout.ScoreGroupInput{
+			RunID: cfg.RunID, Epoch: e.in.Epoch, Index: index, Taskset: cfg.Taskset, Rubric: cfg.Rubric, Keys: keys,
+		}).Get(ctx, &gs)
+		if err != nil {
+			workflow.GetLogger(ctx).Warn("group not scored", "epoch", e.in.Epoch, "index", index, "error", err)
 			return
 		}
-		st.Agg.finishTask(int(g), t.Passed)
-		st.close(position)
-		keys := make([]string, g)
-		for k := range keys {
-			keys[k] = rollout.Key(cfg.RunID, in.Epoch, s.Index, k)
-		}
-		scoring++
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			defer func() { scoring-- }()
-			var gs rollout.GroupSummary
-			err := workflow.ExecuteActivity(scoreCtx, rollout.ActivityScoreGroup, rollout.ScoreGroupInput{
-				RunID: cfg.RunID, Epoch: in.Epoch, Index: s.Index, Taskset: cfg.Taskset, Rubric: cfg.Rubric, Keys: keys,
-			}).Get(ctx, &gs)
-			if err != nil {
-				workflow.GetLogger(ctx).Warn("group not scored", "epoch", in.Epoch, "index", s.Index, "error", err)
-				return
-			}
-			st.Groups.Count++
-			st.Groups.MeanSum += gs.Mean
-			st.Groups.StdSum += gs.Std
-		})
-	}
-	fatal := win.drive(ctx, next, done)
-	if err := workflow.Await(ctx, func() bool { return scoring == 0 }); err != nil {
-		return EpochResult{}, err
-	}
-	if fatal != nil {
-		return EpochResult{}, fatal
-	}
-	if tooMany() {
-		return EpochResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-			"epoch %d: %d of %d rollouts failed, more than --max-failures %v allows (%s)",
-			in.Epoch, st.Agg.Failed, units, in.Train.MaxFailures, errorKinds(st.Agg.Errors)), ErrEpochFailed, nil)
-	}
-	if st.Next < units {
-		st.Segment++
-		in.State = st
-		return EpochResult{}, workflow.NewContinueAsNewError(ctx, Epoch, in)
-	}
+		e.st.Groups.Count++
+		e.st.Groups.MeanSum += gs.Mean
+		e.st.Groups.StdSum += gs.Std
+	})
+}
 
+// failed is the error of an epoch past its failure limit.
+func (e *epochRun) failed() error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+		"epoch %d: %d of %d rollouts failed, more than --max-failures %v allows (%s)",
+		e.in.Epoch, e.st.Agg.Failed, e.units, e.in.Train.MaxFailures, errorKinds(e.st.Agg.Errors)), ErrEpochFailed, nil)
+}
+
+// finish records the finished epoch in the run store and returns its result.
+func (e *epochRun) finish(ctx workflow.Context) (EpochResult, error) {
+	st := e.st
 	res := EpochResult{
-		Epoch: in.Epoch, Run: st.Agg.result(cfg, in.Tasks, st.StartedAt, workflow.Now(ctx), st.Segment+1),
+		Epoch: e.in.Epoch, Run: st.Agg.result(e.cfg, e.in.Tasks, st.StartedAt, workflow.Now(ctx), st.Segment+1),
 		Ran: st.Agg.Rollouts - st.Agg.Reused, Groups: st.Groups.Count,
 	}
 	if st.Groups.Count > 0 {
 		res.MeanGroupStd = st.Groups.StdSum / float64(st.Groups.Count)
 	}
 	finishCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
-	if err := workflow.ExecuteActivity(finishCtx, rollout.ActivityFinishEpoch, rollout.FinishEpochInput{RunID: cfg.RunID, Epoch: in.Epoch, Result: res}).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(finishCtx, rollout.ActivityFinishEpoch, rollout.FinishEpochInput{RunID: e.cfg.RunID, Epoch: e.in.Epoch, Result: res}).Get(ctx, nil); err != nil {
 		// Without the record a resume would rerun nothing but reuse every
 		// rollout; still, fail so that the epoch's completion is never lost.
 		return EpochResult{}, err

@@ -72,7 +72,7 @@ func Eval(ctx workflow.Context, in EvalInput) (Result, error) {
 		return pending{position: position, ref: rollout.Ref{
 			RunID: cfg.RunID, Epoch: epoch, Index: index, K: int(u % k),
 			Taskset: cfg.Taskset, Model: cfg.Model, Sampling: cfg.Sampling,
-			Harness: cfg.Harness, Rubric: cfg.Rubric,
+			Harness: cfg.Harness, Rubric: cfg.Rubric, RetryFailed: cfg.RetryFailed,
 		}}, true
 	}
 	fatal := win.drive(ctx, next, func(position int64, s rollout.Summary) {

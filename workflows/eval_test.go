@@ -33,6 +33,11 @@ type fakeWorker struct {
 	fail func(ref rollout.Ref) error
 	// taskFails says which rollouts end as task failures (harness exit).
 	taskFails func(ref rollout.Ref) bool
+	// acquireFail returns an error for an Acquire attempt, or nil.
+	acquireFail func(ref rollout.Ref) error
+	// stored are the rollouts the run store holds, by key, as the
+	// activities reuse or rerun them.
+	stored map[string]rollout.Summary
 }
 
 func newFakeWorker(size int64, window int) *fakeWorker {
@@ -50,6 +55,16 @@ func (f *fakeWorker) register(env *testsuite.TestWorkflowEnvironment, total int)
 		func(_ context.Context, in rollout.AcquireInput) (rollout.AcquireResult, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
+			if f.acquireFail != nil {
+				if err := f.acquireFail(in.Rollout); err != nil {
+					f.acquires[in.Rollout.Key()]++
+					return rollout.AcquireResult{}, err
+				}
+			}
+			if s, ok := f.stored[in.Rollout.Key()]; ok && (s.Status == rollout.StatusOK || !in.Rollout.RetryFailed) {
+				s.Reused = true
+				return rollout.AcquireResult{Done: &s}, nil
+			}
 			f.inflight++
 			f.maxIn = max(f.maxIn, f.inflight)
 			f.acquires[in.Rollout.Key()]++
@@ -64,11 +79,13 @@ func (f *fakeWorker) register(env *testsuite.TestWorkflowEnvironment, total int)
 			ref := in.Rollout
 			f.mu.Lock()
 			defer f.mu.Unlock()
-			// Hold this rollout until the window is full (or the run is nearly
-			// done), so the window's bound is actually exercised.
-			deadline := time.Now().Add(5 * time.Second)
-			for f.window > 0 && f.inflight < f.window && f.started() < total && time.Now().Before(deadline) {
-				waitFor(f.cond, 50*time.Millisecond)
+			// Hold this rollout until the window is full (or every rollout has
+			// started), so the window's bound is actually exercised. Only an
+			// Acquire can make this true, and each one broadcasts; a workflow
+			// that stopped filling its window would leave the test environment
+			// idle, which fails the test.
+			for f.window > 0 && f.inflight < f.window && f.started() < total {
+				f.cond.Wait()
 			}
 			f.inflight--
 			if f.fail != nil {
@@ -84,7 +101,8 @@ func (f *fakeWorker) register(env *testsuite.TestWorkflowEnvironment, total int)
 			if ref.Index%2 == 0 {
 				reward = 1
 			}
-			return rollout.Summary{Key: ref.Key(), Index: ref.Index, K: ref.K, Reward: reward, Status: rollout.StatusOK, Turns: 2, DurationMS: 10}, nil
+			_, rerun := f.stored[ref.Key()]
+			return rollout.Summary{Key: ref.Key(), Index: ref.Index, K: ref.K, Reward: reward, Status: rollout.StatusOK, Turns: 2, DurationMS: 10, Rerun: rerun}, nil
 		})
 }
 
@@ -94,13 +112,6 @@ func (f *fakeWorker) started() int {
 		n += c
 	}
 	return n
-}
-
-// waitFor waits on c for at most d; the caller re-checks its condition.
-func waitFor(c *sync.Cond, d time.Duration) {
-	t := time.AfterFunc(d, c.Broadcast)
-	defer t.Stop()
-	c.Wait()
 }
 
 func testConfig(tasks int64, k, window int) RunConfig {
@@ -224,9 +235,110 @@ func TestEvalRejectsMoreTasksThanTheTaskset(t *testing.T) {
 	require.Empty(t, f.runs)
 }
 
+// An eval run again under its run id reuses what the store holds; with
+// RetryFailed it reruns the stored failures and keeps the successes, and the
+// summary says how many of each.
+func TestEvalRetryFailedRerunsStoredFailures(t *testing.T) {
+	stored := map[string]rollout.Summary{}
+	for index, kind := range []string{"", "", rollout.KindTimeout, rollout.KindHarnessExit} {
+		key := rollout.Key("run-1", 0, int64(index), 0)
+		s := rollout.Summary{Key: key, Index: int64(index), Status: rollout.StatusOK, Reward: 1}
+		if kind != "" {
+			s = rollout.Summary{Key: key, Index: int64(index), Status: rollout.StatusError, ErrorKind: kind}
+		}
+		stored[key] = s
+	}
+	for _, retry := range []bool{false, true} {
+		env := newEnv()
+		f := newFakeWorker(6, 0)
+		f.stored = stored
+		f.register(env, 6)
+		cfg := testConfig(6, 1, 2)
+		cfg.Shuffle = false
+		cfg.RetryFailed = retry
+		env.ExecuteWorkflow(Eval, EvalInput{Config: cfg})
+
+		require.NoError(t, env.GetWorkflowError())
+		var res Result
+		require.NoError(t, env.GetWorkflowResult(&res))
+		require.Equal(t, int64(6), res.Rollouts)
+		if !retry {
+			require.Equal(t, int64(4), res.Reused, "every stored rollout is reused")
+			require.Zero(t, res.Rerun)
+			require.Equal(t, int64(2), res.Failed, "the stored failures stand")
+			require.Len(t, f.runs, 2)
+			continue
+		}
+		require.Equal(t, int64(2), res.Reused, "stored successes are kept")
+		require.Equal(t, int64(2), res.Rerun, "stored failures run again")
+		require.Zero(t, res.Failed)
+		require.Len(t, f.runs, 4)
+		for index := range 2 {
+			require.Zero(t, f.runs[rollout.Key("run-1", 0, int64(index), 0)], "success %d is not rerun", index)
+		}
+		for index := 2; index < 4; index++ {
+			require.Equal(t, 1, f.runs[rollout.Key("run-1", 0, int64(index), 0)], "failure %d is rerun", index)
+		}
+	}
+}
+
+// An Acquire that keeps failing (a server that cannot start) ends the
+// rollout as an infrastructure failure in bounded time, instead of being
+// retried for ever while the run hangs.
+func TestRolloutAcquireFailuresAreBounded(t *testing.T) {
+	env := newEnv()
+	f := newFakeWorker(3, 0)
+	const runaway = 1000
+	f.acquireFail = func(ref rollout.Ref) error {
+		if ref.Index != 1 {
+			return nil
+		}
+		if f.acquires[ref.Key()] >= runaway {
+			return temporal.NewNonRetryableApplicationError("Acquire retried without bound", "Runaway", nil)
+		}
+		return errors.New("acquire slot: interception listen: listen tcp 127.0.0.1:0: socket: too many open files")
+	}
+	f.register(env, 3)
+	cfg := testConfig(3, 1, 2)
+	cfg.Shuffle = false
+	start := env.Now()
+	env.ExecuteWorkflow(Eval, EvalInput{Config: cfg})
+
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, int64(3), res.Rollouts)
+	require.Equal(t, []KindCount{{Kind: rollout.KindInfra, Count: 1}}, res.Errors)
+	require.Contains(t, res.FailedSamples[0].Error, "too many open files")
+	require.Equal(t, DefaultMaxAttempts*acquireAttempts, f.acquires[rollout.Key("run-1", 0, 1, 0)])
+	require.Less(t, env.Now().Sub(start), 10*time.Minute, "the failure ends within minutes")
+}
+
+// A fixed port in use fails the run at once, with the reason.
+func TestEvalFailsWhenTheInterceptionPortIsInUse(t *testing.T) {
+	env := newEnv()
+	f := newFakeWorker(4, 0)
+	f.acquireFail = func(rollout.Ref) error {
+		return temporal.NewNonRetryableApplicationError("the interception server cannot listen: port 8000 is in use", rollout.ErrTypeConfig, nil)
+	}
+	f.register(env, 4)
+	env.ExecuteWorkflow(Eval, EvalInput{Config: testConfig(4, 1, 2)})
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "port 8000 is in use")
+	for key, n := range f.acquires {
+		require.Equal(t, 1, n, "%s: a configuration error is not retried", key)
+	}
+	require.Empty(t, f.runs)
+}
+
 // newEnv is a test environment that keeps the SDK's logs out of test output.
+// Its idle limit (wall clock, while activities hold the workflow) is
+// generous: on a loaded machine an activity may wait seconds for a CPU.
 func newEnv() *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(tlog.NewStructuredLogger(slog.New(slog.DiscardHandler)))
-	return s.NewTestWorkflowEnvironment()
+	env := s.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(time.Minute)
+	return env
 }

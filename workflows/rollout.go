@@ -40,12 +40,18 @@ func runRollout(ctx workflow.Context, ref rollout.Ref, lim Limits) (rollout.Summ
 // rolloutAttempt is acquire → expose → run on the acquiring worker's own queue.
 func rolloutAttempt(ctx workflow.Context, ref rollout.Ref, lim Limits) (rollout.Summary, error) {
 	acquireCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		// Acquire waits for capacity on a worker, heartbeating meanwhile.
-		StartToCloseTimeout: 15 * time.Minute,
+		// Acquire waits for capacity on a worker as long as it takes,
+		// heartbeating meanwhile: a dead worker is noticed by its heartbeat.
+		StartToCloseTimeout: acquireWaitLimit,
 		HeartbeatTimeout:    lim.HeartbeatTimeout,
+		// Anything else that keeps failing (a server that cannot start) ends
+		// the attempt, so the rollout is recorded failed in bounded time
+		// instead of hanging the run.
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
 			MaximumInterval:        30 * time.Second,
+			MaximumAttempts:        acquireAttempts,
 			NonRetryableErrorTypes: []string{rollout.ErrTypeConfig},
 		},
 	})
@@ -107,6 +113,14 @@ func release(host workflow.Context, key string, lim Limits) {
 	})
 	_ = workflow.ExecuteActivity(ctx, rollout.ActivityRelease, rollout.ReleaseInput{Key: key}).Get(ctx, nil)
 }
+
+// acquireAttempts bounds how often one rollout attempt's Acquire is tried.
+const acquireAttempts = 5
+
+// acquireWaitLimit bounds one Acquire's wait for capacity. Waiting is not a
+// failure: the limit is far beyond any run, so a full fleet makes rollouts
+// wait, never fail.
+const acquireWaitLimit = 365 * 24 * time.Hour
 
 func backoff(attempt int) time.Duration {
 	d := time.Second << min(attempt-1, 5)

@@ -55,14 +55,16 @@ type TrainResult struct {
 	RunID string `json:"run_id"`
 	// Epochs holds the results of the epochs this execution ran (the last
 	// ones, when there were many).
-	Epochs     []EpochResult `json:"epochs"`
-	Skipped    []int         `json:"skipped,omitempty"`
-	Rollouts   int64         `json:"rollouts"`
-	Reused     int64         `json:"reused"`
-	Ran        int64         `json:"ran"`
-	Failed     int64         `json:"failed"`
-	MeanReward float64       `json:"mean_reward"`
-	WallTime   string        `json:"wall_time"`
+	Epochs   []EpochResult `json:"epochs"`
+	Skipped  []int         `json:"skipped,omitempty"`
+	Rollouts int64         `json:"rollouts"`
+	Reused   int64         `json:"reused"`
+	// Rerun counts the stored failures that ran again.
+	Rerun      int64   `json:"rerun,omitempty"`
+	Ran        int64   `json:"ran"`
+	Failed     int64   `json:"failed"`
+	MeanReward float64 `json:"mean_reward"`
+	WallTime   string  `json:"wall_time"`
 }
 
 // EpochID is the workflow id of a run's epoch.
@@ -124,6 +126,7 @@ func Train(ctx workflow.Context, in TrainInput) (TrainResult, error) {
 		}
 		st.Totals.Rollouts += r.Run.Rollouts
 		st.Totals.Reused += r.Run.Reused
+		st.Totals.Rerun += r.Run.Rerun
 		st.Totals.Failed += r.Run.Failed
 		st.Totals.RewardSum += r.Run.MeanReward * float64(r.Run.Rollouts)
 		st.Ran += r.Ran
@@ -131,7 +134,7 @@ func Train(ctx workflow.Context, in TrainInput) (TrainResult, error) {
 
 	res := TrainResult{
 		RunID: cfg.RunID, Epochs: st.Recent, Skipped: skipped,
-		Rollouts: st.Totals.Rollouts, Reused: st.Totals.Reused, Ran: st.Ran, Failed: st.Totals.Failed,
+		Rollouts: st.Totals.Rollouts, Reused: st.Totals.Reused, Rerun: st.Totals.Rerun, Ran: st.Ran, Failed: st.Totals.Failed,
 		MeanReward: st.Totals.Mean(), WallTime: workflow.Now(ctx).Sub(st.StartedAt).Round(time.Millisecond).String(),
 	}
 	finishCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})

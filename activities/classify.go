@@ -1,0 +1,52 @@
+package activities
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/trace"
+)
+
+// classify names why a rollout failed as a task, or returns "". Running out
+// of turns is read from what the interception server saw (maxTurns model
+// calls, then a harness that did not finish normally), never from an exit
+// code: harnesses give codes their own meanings (argparse exits 2 on a usage
+// error). maxTurns 0 is no limit.
+func classify(res harness.Result, turns []trace.Turn, maxTurns int) (kind, msg string) {
+	for _, t := range turns {
+		if t.Status == 400 && isContextLength(t.Error) {
+			return rollout.KindContextLength, shortErr(t.Error)
+		}
+	}
+	switch {
+	case res.TimedOut:
+		return rollout.KindTimeout, "harness timed out"
+	case res.ExitCode != 0 && maxTurns > 0 && len(turns) >= maxTurns:
+		return rollout.KindMaxTurns, fmt.Sprintf("harness stopped after %d model calls, the turn limit", len(turns))
+	case res.ExitCode != 0:
+		return rollout.KindHarnessExit, fmt.Sprintf("harness exited with code %d: %s", res.ExitCode, shortErr(lastLine(res.Stderr)))
+	}
+	if len(turns) > 0 && turns[len(turns)-1].Response.Message.Refusal != "" {
+		return rollout.KindRefusal, shortErr(turns[len(turns)-1].Response.Message.Refusal)
+	}
+	return "", ""
+}
+
+// upstreamFailed tells an outage from a task failure: the harness failed and
+// its last model call ended in a 429, a 5xx or a relay error.
+func upstreamFailed(res harness.Result, turns []trace.Turn) bool {
+	if res.ExitCode == 0 || len(turns) == 0 {
+		return false
+	}
+	s := turns[len(turns)-1].Status
+	return s == 429 || s >= 500
+}
+
+func isContextLength(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "context_length") || strings.Contains(m, "context length") ||
+		strings.Contains(m, "maximum context") || strings.Contains(m, "prompt is too long") ||
+		strings.Contains(m, "context window") || strings.Contains(m, "input is too long")
+}

@@ -1,0 +1,257 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/rubrics"
+	"github.com/evalflow/evalflow/tasksets"
+	"github.com/evalflow/evalflow/trace"
+)
+
+// Run runs the harness for a held slot, scores its answer, stores the record
+// and trace, and returns a small summary. A rollout already in the store is
+// not run again. The harness's own failures are results; infrastructure
+// failures are errors the workflow retries, and the attempt's trace (the
+// turns so far, the harness's output, the error) is kept in the store.
+func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (rollout.Summary, error) {
+	ref := in.Rollout
+	key := ref.Key()
+	a.Capacity.Running(key)
+	defer a.Capacity.Give(key)
+	prior, found, err := a.storedRecord(ctx, ref)
+	if err != nil {
+		return rollout.Summary{}, err
+	}
+	if found && reusable(ref, prior) {
+		a.Pool.Release(key)
+		return reused(prior), nil
+	}
+	slot, ok := a.Pool.Slot(key)
+	if !ok {
+		return rollout.Summary{}, temporal.NewNonRetryableApplicationError("slot "+key+" is not held by this worker", rollout.ErrTypeSlotLost, nil)
+	}
+	defer a.Pool.Release(key)
+
+	j, err := a.resolve(ctx, ref)
+	if err != nil {
+		return rollout.Summary{}, err
+	}
+	out := a.runHarness(ctx, j, slot, in.BaseURL)
+	if err := infraError(ctx, j, out); err != nil {
+		if retryable(err) {
+			a.keepAttempt(ctx, j, out, err)
+		}
+		return rollout.Summary{}, err
+	}
+	rec, tr := score(j, out)
+	stored, _, err := a.Store.Put(ctx, rec, tr)
+	if err != nil {
+		return rollout.Summary{}, fmt.Errorf("write run store: %w", err)
+	}
+	s := summaryOf(stored)
+	s.Rerun = found // a stored failure, run again
+	return s, nil
+}
+
+// job is one rollout resolved: its task, how it is scored, what runs it.
+type job struct {
+	ref     rollout.Ref
+	key     string
+	task    tasksets.Task
+	rubric  rubrics.Rubric
+	command []string
+}
+
+// resolve reads the rollout's task from its taskset, its rubric and the
+// harness command. What the run names but cannot be had is a ConfigError.
+func (a *Activities) resolve(ctx context.Context, ref rollout.Ref) (job, error) {
+	ts, err := a.Tasksets.Open(ref.Taskset)
+	if err != nil {
+		return job{}, configErr(err)
+	}
+	task, err := ts.Task(ctx, ref.Index)
+	if err != nil {
+		return job{}, taskErr(ctx, ref.Taskset, ref.Index, err)
+	}
+	rubric, err := rubrics.Parse(ref.Rubric)
+	if err != nil {
+		return job{}, configErr(err)
+	}
+	command := ref.Harness.Command
+	if len(command) == 0 {
+		command = a.DefaultHarness
+		if d := ref.Harness.Dialect; d != "" {
+			command = append(slices.Clip(command), "--dialect", d)
+		}
+	}
+	return job{ref: ref, key: ref.Key(), task: task, rubric: rubric, command: command}, nil
+}
+
+// outcome is how one run of the harness went.
+type outcome struct {
+	res harness.Result
+	// err is the runtime's: the harness could not run.
+	err error
+	// tunnel is set when the tunnel the harness was given died under it.
+	tunnel error
+	// turns are the model calls the interception server recorded.
+	turns            []trace.Turn
+	started, stopped time.Time
+}
+
+// runHarness runs the harness against the slot's server, heartbeating, and
+// collects what the interception server recorded. The slot's secret is
+// taken out of the harness's output.
+func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Slot, baseURL string) outcome {
+	out := outcome{started: time.Now()}
+	stop := heartbeat(ctx)
+	out.res, out.err = a.Runtime.Run(ctx, harness.Spec{
+		Key:      j.key,
+		Command:  j.command,
+		BaseURL:  baseURL,
+		Secret:   slot.Secret,
+		Model:    j.ref.Model,
+		Task:     j.task,
+		MaxTurns: j.ref.Harness.MaxTurns,
+		Timeout:  j.ref.Harness.Timeout,
+	})
+	stop()
+	// A failed harness may have lost its way to the model: when the tunnel it
+	// was given died, the failure is the tunnel's, retried, never a result.
+	if out.err == nil && ctx.Err() == nil && (out.res.ExitCode != 0 || out.res.TimedOut) {
+		out.tunnel = a.Pool.CheckTunnel(ctx, j.key)
+	}
+	out.turns = a.releaseTurns(j.key)
+	out.stopped = time.Now()
+	out.res = redacted(out.res, slot.Secret)
+	return out
+}
+
+// releaseTurns ends the rollout's model calls (its secret stops working)
+// and returns the turns recorded for it, once the calls whose caller has
+// its answer are recorded. The slot itself is released when Run returns.
+func (a *Activities) releaseTurns(key string) []trace.Turn {
+	turns, _ := a.Pool.Finish(key)
+	return turns
+}
+
+// infraError is the error a run that failed for reasons of the
+// infrastructure (not of the agent) ends with, or nil: a missing harness
+// command fails the run; a cancelled activity (a stopping worker), a dead
+// tunnel, a failing runtime or provider are retried.
+func infraError(ctx context.Context, j job, out outcome) error {
+	switch {
+	case out.tunnel != nil:
+		return temporal.NewApplicationErrorWithCause("tunnel lost during the rollout", rollout.ErrTypeTunnel, out.tunnel)
+	case errors.Is(out.err, exec.ErrNotFound):
+		return configErr(fmt.Errorf("harness command %q not found", j.command[0]))
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case out.err != nil:
+		return temporal.NewApplicationErrorWithCause("harness runtime", rollout.ErrTypeRuntime, out.err)
+	case upstreamFailed(out.res, out.turns):
+		return temporal.NewApplicationError(fmt.Sprintf("the model provider kept failing (last status %d)", out.turns[len(out.turns)-1].Status), rollout.ErrTypeUpstream)
+	}
+	return nil
+}
+
+// retryable reports whether the workflow tries the rollout again after err.
+func retryable(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && !appErr.NonRetryable()
+}
+
+// keepAttempt stores the trace of an attempt that ends in a retried
+// infrastructure error, so that what it saw is not lost with it. A store
+// that cannot keep it is logged: the rollout is retried all the same.
+func (a *Activities) keepAttempt(ctx context.Context, j job, out outcome, cause error) {
+	at := results.Attempt{N: j.ref.Attempt, Error: shortErr(errorText(cause)), Rollout: j.trace(out)}
+	if _, err := a.Store.PutAttempt(ctx, j.ref.RunID, at); err != nil {
+		a.logger().Warn("could not keep the trace of a failed attempt", "key", j.key, "attempt", j.ref.Attempt, "error", err)
+	}
+}
+
+// errorText is an error with its causes, as one line.
+func errorText(err error) string {
+	s := err.Error()
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Unwrap() != nil {
+		s += ": " + appErr.Unwrap().Error()
+	}
+	return s
+}
+
+// score scores the harness's answer and builds the rollout's record and trace.
+func score(j job, out outcome) (results.Record, *trace.Rollout) {
+	answer := out.res.Answer
+	if answer == "" && len(out.turns) > 0 {
+		answer = out.turns[len(out.turns)-1].Response.Message.Text()
+	}
+	sc := j.rubric.Score(j.task, answer)
+	ref := j.ref
+	rec := results.Record{
+		Key: j.key, RunID: ref.RunID, Epoch: ref.Epoch, Index: ref.Index, K: ref.K, TaskID: j.task.ID,
+		Status: rollout.StatusOK, Reward: sc.Reward, Turns: len(out.turns), Model: answeredBy(out.turns, ref.Model),
+		DurationMS: out.res.Duration.Milliseconds(), Attempt: ref.Attempt, FinishedAt: out.stopped.UTC(),
+	}
+	for _, t := range out.turns {
+		rec.InputTokens += t.Response.Usage.InputTokens
+		rec.OutputTokens += t.Response.Usage.OutputTokens
+	}
+	if kind, msg := classify(out.res, out.turns, ref.Harness.MaxTurns); kind != "" {
+		rec.Status, rec.ErrorKind, rec.Error, rec.Reward = rollout.StatusError, kind, msg, 0
+	}
+	tr := j.trace(out)
+	tr.Reward, tr.Score = rec.Reward, sc.Detail
+	return rec, &tr
+}
+
+// trace is the rollout's trace as far as out goes.
+func (j job) trace(out outcome) trace.Rollout {
+	return trace.Rollout{
+		Key: j.key, TaskID: j.task.ID, Turns: out.turns,
+		Harness: trace.Harness{
+			ExitCode: out.res.ExitCode, TimedOut: out.res.TimedOut, Stdout: out.res.Stdout, Stderr: out.res.Stderr,
+			Answer: out.res.Answer, Duration: out.res.Duration,
+		},
+		StartedAt: out.started.UTC(), EndedAt: out.stopped.UTC(),
+	}
+}
+
+// answeredBy is the model the provider named in its last response that named
+// one, else the model the run asked for: a mock's numbers are never filed
+// under a real model's name.
+func answeredBy(turns []trace.Turn, asked string) string {
+	for _, t := range slices.Backward(turns) {
+		if t.Response.Model != "" {
+			return t.Response.Model
+		}
+	}
+	return asked
+}
+
+// redacted is res with the rollout's secret blanked out of what the harness
+// printed: a harness may echo its environment, and its output tails are
+// stored.
+func redacted(res harness.Result, secret string) harness.Result {
+	if secret == "" {
+		return res
+	}
+	const blank = "[rollout secret]"
+	res.Stdout = strings.ReplaceAll(res.Stdout, secret, blank)
+	res.Stderr = strings.ReplaceAll(res.Stderr, secret, blank)
+	res.Answer = strings.ReplaceAll(res.Answer, secret, blank)
+	return res
+}
