@@ -51,3 +51,13 @@ func checkKey(key string) error {
 func traceName(key string) string {
 	return "traces/" + strings.ReplaceAll(key, "/", "~") + ".json"
 }
+
+// ValidateRunID reports whether runID can name a run in the store, with the
+// rule every store method applies: callers check a run id before a run
+// starts rather than have each of its writes refused.
+func ValidateRunID(runID string) error {
+	if err := checkRunID(runID); err != nil {
+		return fmt.Errorf("%w: use at most %d letters, digits and -_.:@+= (not \".\" or \"..\")", err, maxName)
+	}
+	return nil
+}
