@@ -68,9 +68,11 @@ func TestWorkerFlagsHaveEnvVars(t *testing.T) {
 }
 
 // parseWorker runs args through an app with the worker flags and returns
-// the configuration they make.
+// the configuration they make, in a fresh directory (the default run store
+// is ./runs).
 func parseWorker(t *testing.T, args ...string) (Config, error) {
 	t.Helper()
+	t.Chdir(t.TempDir())
 	var (
 		got Config
 		err error

@@ -113,6 +113,11 @@ func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, 
 	case cctx.Duration(flagMockLatency) < 0:
 		return cfg, nil, fmt.Errorf("--%s %v is negative", flagMockLatency, cctx.Duration(flagMockLatency))
 	}
+	// Checked here too, so that a binary refuses a store it cannot write
+	// before it dials Temporal.
+	if _, err := openStore(cctx.String(FlagRunsDir)); err != nil {
+		return cfg, nil, err
+	}
 	ic, err := InterceptionFromFlags(cctx)
 	if err != nil {
 		return cfg, nil, err

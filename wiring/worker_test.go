@@ -35,6 +35,10 @@ func TestOpenStoreReadOnly(t *testing.T) {
 	_, err := NewWorker(nil, Config{RunsDir: dir})
 	require.Error(t, err, "a read-only run store is refused at start")
 	assert.Contains(t, err.Error(), fmt.Sprintf("run store %s is not writable", dir))
+
+	_, err = parseWorker(t, "--runs-dir", dir)
+	require.Error(t, err, "the binaries refuse it before they dial Temporal")
+	assert.Contains(t, err.Error(), fmt.Sprintf("run store %s is not writable", dir))
 }
 
 // readOnly makes dir read-only for this process, root included (there
