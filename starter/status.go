@@ -32,7 +32,7 @@ func statusCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			server := fmt.Sprintf("the Temporal server at %s (namespace %s)",
+			server := fmt.Sprintf("the Temporal server at %s, namespace %s",
 				cctx.String(wiring.FlagAddress), cctx.String(wiring.FlagNamespace))
 			var c client.Client
 			if s, err := connect(cctx, connectOptions{}); err == nil {

@@ -54,7 +54,7 @@ func storeWith(t *testing.T, runID string, rewards ...float64) string {
 }
 
 func TestPrintStatus(t *testing.T) {
-	const server = "the Temporal server at 127.0.0.1:7233 (namespace default)"
+	const server = "the Temporal server at 127.0.0.1:7233, namespace default"
 	running := &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
 		Status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
 	}}
