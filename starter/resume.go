@@ -147,7 +147,8 @@ func (a *storeAccount) counts(ctx context.Context) (map[int]epochCount, bool) {
 }
 
 // train sets a training run's ran and reused counts, per epoch and in
-// total, to the store's where it can tell.
+// total, to the store's where it can tell, and rewrites the run's summary
+// with them so that `starter results` says the same.
 func (a *storeAccount) train(ctx context.Context, r *workflows.TrainResult) {
 	counts, ok := a.counts(ctx)
 	if !ok {
@@ -165,9 +166,11 @@ func (a *storeAccount) train(ctx context.Context, r *workflows.TrainResult) {
 			r.Reused += c.reused
 		}
 	}
+	a.writeSummary(ctx, r)
 }
 
-// eval sets an evaluation's reused count to the store's.
+// eval sets an evaluation's reused count to the store's, and rewrites the
+// run's summary with it.
 func (a *storeAccount) eval(ctx context.Context, r *workflows.Result) {
 	counts, ok := a.counts(ctx)
 	if !ok {
@@ -176,5 +179,14 @@ func (a *storeAccount) eval(ctx context.Context, r *workflows.Result) {
 	r.Reused = 0
 	for _, c := range counts {
 		r.Reused += c.reused
+	}
+	a.writeSummary(ctx, r)
+}
+
+// writeSummary replaces the summary the workflow stored; failing that, the
+// printed summary still has the store's counts.
+func (a *storeAccount) writeSummary(ctx context.Context, v any) {
+	if store, err := results.Open(a.runsDir); err == nil {
+		_ = store.WriteSummary(ctx, a.runID, v)
 	}
 }

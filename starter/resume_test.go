@@ -107,6 +107,9 @@ func TestStoreAccount(t *testing.T) {
 	assert.Zero(t, res.Epochs[1].Run.Reused)
 	assert.Equal(t, int64(103), res.Ran)
 	assert.Equal(t, int64(57), res.Reused)
+	var summary workflows.TrainResult
+	require.NoError(t, store.ReadSummary(ctx, "r", &summary))
+	assert.Equal(t, res, summary, "`starter results` prints the same counts")
 
 	eval := workflows.Result{Rollouts: 160, Reused: 3}
 	account.eval(ctx, &eval)
