@@ -95,3 +95,13 @@ func isTraceOf(key, name string) bool {
 	_, ok = attemptNumber(base)
 	return ok
 }
+
+// ValidateRunID reports whether runID can name a run in the store, with the
+// rule every store method applies: callers check a run id before a run
+// starts rather than have each of its writes refused.
+func ValidateRunID(runID string) error {
+	if err := checkRunID(runID); err != nil {
+		return fmt.Errorf("%w: use at most %d letters, digits and -_.:@+= (not \".\" or \"..\")", err, maxName)
+	}
+	return nil
+}

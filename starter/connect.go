@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -15,7 +16,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/devserver"
-	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -30,6 +30,9 @@ type session struct {
 	closeRuntime func() error
 	uiURL        string
 	logger       *slog.Logger
+	// logFile holds the log of the embedded server and the in-process
+	// worker, when this process runs them.
+	logFile io.Closer
 }
 
 // Embedded reports whether this process runs the Temporal server.
@@ -53,6 +56,9 @@ func (s *session) Close() {
 			s.logger.Warn("stop embedded temporal", "error", err)
 		}
 	}
+	if s.logFile != nil {
+		_ = s.logFile.Close()
+	}
 }
 
 // connectOptions say what a command needs besides a client.
@@ -64,32 +70,69 @@ type connectOptions struct {
 }
 
 // connectForRun connects as the commands that start or resume a run do:
-// with an embedded server and an in-process worker when nothing answers,
-// saying so when that worker falls back to the offline mock model.
-func connectForRun(cctx *cli.Context) (*session, error) {
+// with an embedded server and an in-process worker when nothing answers.
+// When that worker falls back to the offline mock model, a new run's model
+// (cfg, nil for a resume) becomes the mock's, and a notice says so.
+func connectForRun(cctx *cli.Context, cfg *workflows.RunConfig) (*session, error) {
 	s, err := connect(cctx, connectOptions{embed: true, worker: cctx.String("worker")})
 	if err != nil {
 		return nil, err
 	}
-	if s.worker != nil && s.worker.UsingMock {
-		fmt.Fprintln(os.Stderr, "No provider configured (--base-url / OPENAI_BASE_URL): using the offline mock model.")
+	if s.usingMock() && cfg != nil {
+		fmt.Fprintln(os.Stderr, useMock(cfg))
 	}
 	return s, nil
 }
 
+// usingMock reports whether this process's worker answers with the offline
+// mock model: no provider is configured.
+func (s *session) usingMock() bool { return s.worker != nil && s.worker.UsingMock }
+
+// mockModel is the model name of the offline mock.
+const mockModel = "mock"
+
+// useMock makes a run record the model that answers it: the in-process
+// worker has no provider, so the mock answers whatever --model says. It
+// returns the notice to print.
+func useMock(cfg *workflows.RunConfig) string {
+	if cfg.Model == mockModel {
+		return "No provider configured (--base-url / OPENAI_BASE_URL): using the offline mock model."
+	}
+	notice := fmt.Sprintf("--model %s was ignored because no provider is configured (--base-url / OPENAI_BASE_URL): the run uses the offline mock model, and records it as %q.", cfg.Model, mockModel)
+	cfg.Model = mockModel
+	return notice
+}
+
 // connect dials --address, or starts an embedded server there when nothing
-// answers at a local address and the command allows it.
+// answers at a local address and the command allows it. A process that may
+// run the server or a worker logs to <data-dir>/evalflow.log, so that no log
+// line lands in the progress bar; others log to stderr.
 func connect(cctx *cli.Context, opts connectOptions) (*session, error) {
 	ctx := cctx.Context
-	logger := quietLogger()
-	address, ns := cctx.String(addressFlag.Name), cctx.String(namespaceFlag.Name)
-	s := &session{logger: logger}
-	c, err := wiring.Dial(ctx, address, ns, logger, 2*time.Second)
+	s := &session{}
+	if opts.embed || opts.worker == "on" {
+		logger, f, path, err := openLog(cctx)
+		if err != nil {
+			return nil, err
+		}
+		s.logger, s.logFile = logger, f
+		fmt.Fprintf(os.Stderr, "Logs: %s\n", path)
+	} else {
+		h, err := wiring.NewLogHandler(cctx, os.Stderr)
+		if err != nil {
+			return nil, err
+		}
+		s.logger = slog.New(shutdownFilter{h})
+	}
+	address, ns := cctx.String(wiring.FlagAddress), cctx.String(wiring.FlagNamespace)
+	c, err := wiring.Dial(ctx, address, ns, s.logger, 2*time.Second)
 	if err != nil {
 		if !opts.embed || !isLocal(address) {
+			s.Close()
 			return nil, fmt.Errorf("no Temporal server answers at %s (start one with `starter dev`, or point --address at your cluster): %w", address, err)
 		}
 		if c, err = s.startEmbedded(cctx, address); err != nil {
+			s.Close()
 			return nil, err
 		}
 	}
@@ -119,7 +162,7 @@ func (s *session) startEmbedded(cctx *cli.Context, address string) (client.Clien
 		DataDir:   cctx.String(dataDirFlag.Name),
 		Port:      port,
 		UIPort:    cctx.Int(uiPortFlag.Name),
-		Namespace: cctx.String(namespaceFlag.Name),
+		Namespace: cctx.String(wiring.FlagNamespace),
 		SearchAttributes: map[string]enumspb.IndexedValueType{
 			workflows.AttrRunID:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 			workflows.AttrModel:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
@@ -129,14 +172,14 @@ func (s *session) startEmbedded(cctx *cli.Context, address string) (client.Clien
 	})
 	if errors.Is(err, devserver.ErrAlreadyRunning) {
 		// Another evalflow process owns the data dir and is still starting.
-		return wiring.Dial(cctx.Context, address, cctx.String(namespaceFlag.Name), s.logger, 30*time.Second)
+		return wiring.Dial(cctx.Context, address, cctx.String(wiring.FlagNamespace), s.logger, 30*time.Second)
 	}
 	if err != nil {
 		return nil, err
 	}
 	s.server = srv
 	s.uiURL = srv.UIURL()
-	c, err := wiring.Dial(cctx.Context, srv.Address(), cctx.String(namespaceFlag.Name), s.logger, 30*time.Second)
+	c, err := wiring.Dial(cctx.Context, srv.Address(), cctx.String(wiring.FlagNamespace), s.logger, 30*time.Second)
 	if err != nil {
 		_ = srv.Stop()
 		s.server = nil
@@ -146,31 +189,13 @@ func (s *session) startEmbedded(cctx *cli.Context, address string) (client.Clien
 }
 
 func (s *session) startWorker(cctx *cli.Context) error {
-	ic, err := wiring.InterceptionFromFlags(cctx)
-	if err != nil {
-		return err
-	}
-	rt, closeRuntime, err := wiring.RuntimeFromFlags(cctx, "")
+	cfg, closeRuntime, err := wiring.ConfigFromFlags(cctx)
 	if err != nil {
 		return err
 	}
 	s.closeRuntime = closeRuntime
-	w, err := wiring.NewWorker(s.client, wiring.Config{
-		Runtime:         rt,
-		Interception:    ic,
-		TaskQueue:       cctx.String(taskQueueFlag.Name),
-		RunsDir:         cctx.String(runsDirFlag.Name),
-		BaseURL:         cctx.String(baseURLFlag.Name),
-		APIKeyEnv:       cctx.String(apiKeyEnvFlag.Name),
-		UpstreamDialect: cctx.String(upstreamDialectFlag.Name),
-		MaxRollouts:     cctx.Int(maxRolloutsFlag.Name),
-		Multiplex:       cctx.Int(multiplexFlag.Name),
-		Mock: mock.Config{
-			Latency:   cctx.Duration(mockLatencyFlag.Name),
-			ErrorRate: cctx.Float64(mockErrorRateFlag.Name),
-		},
-		Logger: s.logger,
-	})
+	cfg.Logger = s.logger
+	w, err := wiring.NewWorker(s.client, cfg)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/evalflow/evalflow/wiring"
 )
 
 func devCommand() *cli.Command {
@@ -12,9 +14,10 @@ func devCommand() *cli.Command {
 		Name:  "dev",
 		Usage: "run the embedded Temporal server, its Web UI and a worker in the foreground",
 		Flags: append([]cli.Flag{
-			addressFlag, namespaceFlag, taskQueueFlag, dataDirFlag, runsDirFlag, uiPortFlag,
+			dataDirFlag, uiPortFlag,
 			&cli.BoolFlag{Name: "worker", Value: true, Usage: "also run a worker in this process"},
-		}, workerFlags()...),
+		}, wiring.WorkerFlags()...),
+		Before: takesArgs(0),
 		Action: func(cctx *cli.Context) error {
 			worker := "off"
 			if cctx.Bool("worker") {
@@ -26,14 +29,14 @@ func devCommand() *cli.Command {
 			}
 			defer s.Close()
 			if !s.Embedded() {
-				return fmt.Errorf("a Temporal server already answers at %s; use it, or pick another --address", cctx.String(addressFlag.Name))
+				return fmt.Errorf("a Temporal server already answers at %s; use it, or pick another --address", cctx.String(wiring.FlagAddress))
 			}
 			fmt.Fprintf(os.Stderr, "Temporal frontend: %s\n", s.server.Address())
 			if s.uiURL != "" {
 				fmt.Fprintf(os.Stderr, "Temporal Web UI:   %s\n", s.uiURL)
 			}
 			if s.worker != nil {
-				fmt.Fprintf(os.Stderr, "Worker polling task queue %q", cctx.String(taskQueueFlag.Name))
+				fmt.Fprintf(os.Stderr, "Worker polling task queue %q", cctx.String(wiring.FlagTaskQueue))
 				if s.worker.UsingMock {
 					fmt.Fprint(os.Stderr, " (offline mock model)")
 				}

@@ -17,7 +17,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/rubrics"
 	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -30,7 +32,8 @@ func evalCommand() *cli.Command {
 		Flags: append(append(runFlags(),
 			&cli.IntFlag{Name: "rollouts-per-task", Value: 1, Usage: "rollouts per task (pass@k is reported up to this k)"},
 			&cli.BoolFlag{Name: "detach", Usage: "start the run and return without watching it"},
-		), workerFlags()...),
+		), wiring.WorkerFlags()...),
+		Before: takesArgs(0),
 		Action: runEval,
 	}
 }
@@ -40,14 +43,16 @@ func runEval(cctx *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := connectForRun(cctx)
+	s, err := connectForRun(cctx, &cfg)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 
 	ctx := cctx.Context
-	done, err := startOrAttach(ctx, s.client, cctx.String(taskQueueFlag.Name), cfg)
+	// What the store holds before the run starts is what it reuses.
+	account := newStoreAccount(ctx, cctx.String(wiring.FlagRunsDir), cfg.RunID)
+	done, err := startOrAttach(ctx, s.client, cctx.String(wiring.FlagTaskQueue), cfg)
 	if err != nil {
 		return err
 	}
@@ -59,10 +64,11 @@ func runEval(cctx *cli.Context) error {
 		fmt.Printf("Started run %s. Watch it: starter status %s\n", cfg.RunID, cfg.RunID)
 		return nil
 	}
+	bar := newProgressBar(os.Stderr)
 	if s.worker == nil {
-		go warnWithoutWorkers(ctx, s.client, cctx.String(taskQueueFlag.Name))
+		go warnWithoutWorkers(ctx, s.client, cctx.String(wiring.FlagTaskQueue), bar)
 	}
-	res, err := watch(ctx, s.client, cfg.RunID)
+	res, err := watch(ctx, s.client, cfg.RunID, bar)
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintf(os.Stderr, "\nStopped watching. Run %s is saved; continue it with the same command and --run-id %s\n", cfg.RunID, cfg.RunID)
 		return exitCode(130)
@@ -70,21 +76,23 @@ func runEval(cctx *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("run %s failed: %w", cfg.RunID, err)
 	}
-	printSummary(os.Stdout, res, cctx.String(runsDirFlag.Name))
+	account.eval(ctx, &res)
+	printSummary(os.Stdout, res, cctx.String(wiring.FlagRunsDir))
 	return nil
 }
 
-// runFlags are the flags every run type shares.
+// runFlags are the starter's own flags every run type shares; the worker's
+// (address, run store, provider, …) are added from wiring.WorkerFlags.
 func runFlags() []cli.Flag {
 	return []cli.Flag{
-		addressFlag, namespaceFlag, taskQueueFlag, dataDirFlag, runsDirFlag, uiPortFlag,
+		dataDirFlag, uiPortFlag,
 		&cli.StringFlag{Name: "run-id", Usage: "run id; the same id resumes that run (default: generated)"},
 		&cli.StringFlag{Name: "taskset", Value: "sample", Usage: "taskset: a JSONL path, `sample`, or `arithmetic[?seed=N]` (infinite)"},
 		&cli.Int64Flag{Name: "tasks", Usage: "number of tasks (default: the whole taskset)"},
 		&cli.IntFlag{Name: "max-concurrent", Value: workflows.DefaultMaxConcurrent, Usage: "rollouts in flight at once, across all workers"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed of the task order when --shuffle is set"},
 		&cli.BoolFlag{Name: "shuffle", Usage: "visit tasks in a seeded random order"},
-		&cli.StringFlag{Name: "model", Usage: "model name sent to the provider (default: mock when no provider is set)"},
+		&cli.StringFlag{Name: "model", Usage: "model name sent to the provider (no provider set: the offline mock, whatever this says)"},
 		&cli.Float64Flag{Name: "temperature", Usage: "sampling temperature set on every model call"},
 		&cli.Float64Flag{Name: "top-p", Usage: "nucleus sampling set on every model call"},
 		&cli.IntFlag{Name: "max-tokens", Usage: "max tokens set on every model call"},
@@ -121,17 +129,23 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 			ContinueAsNewAfter: cctx.Int("continue-as-new-after"),
 		},
 	}
+	if err := checkCounts(cctx); err != nil {
+		return cfg, err
+	}
 	if cfg.RunID == "" {
 		cfg.RunID = newRunID(cctx.Command.Name)
 	}
-	if strings.ContainsAny(cfg.RunID, "/\\ ") || strings.Contains(cfg.RunID, "..") {
-		return cfg, fmt.Errorf("--run-id %q: use letters, digits, '-', '_' and '.'", cfg.RunID)
+	if err := results.ValidateRunID(cfg.RunID); err != nil {
+		return cfg, fmt.Errorf("--run-id: %w", err)
+	}
+	if _, err := rubrics.Parse(cfg.Rubric); err != nil {
+		return cfg, fmt.Errorf("--rubric: %w", err)
 	}
 	if cfg.Model == "" {
-		if cctx.String(baseURLFlag.Name) != "" {
+		if cctx.String(wiring.FlagBaseURL) != "" {
 			return cfg, fmt.Errorf("--model is required with --base-url")
 		}
-		cfg.Model = "mock"
+		cfg.Model = mockModel
 	}
 	if d := cfg.Harness.Dialect; d != "" && d != "chat" && d != "responses" && d != "anthropic" {
 		return cfg, fmt.Errorf("--harness-dialect %q: want chat, responses or anthropic", d)
@@ -157,6 +171,45 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 	}
 	cfg = cfg.WithDefaults()
 	return cfg, cfg.Validate()
+}
+
+// counted are the numeric run flags, each with the least value it takes. A
+// value out of range is refused: the workflow would quietly use its default.
+var counted = []struct {
+	flag string
+	min  int64
+}{
+	{"tasks", 0}, {"rollouts-per-task", 1}, {"group-size", 1}, {"max-concurrent", 1},
+	{"max-tokens", 1}, {"max-turns", 1}, {"max-attempts", 1}, {"continue-as-new-after", 1}, {"epochs", 0},
+}
+
+// checkCounts refuses counts out of range, and negative durations and limits.
+func checkCounts(cctx *cli.Context) error {
+	for _, c := range counted {
+		if !cctx.IsSet(c.flag) {
+			continue // defaults are in range
+		}
+		var v int64
+		switch x := cctx.Value(c.flag).(type) {
+		case int:
+			v = int64(x)
+		case int64:
+			v = x
+		}
+		if v < c.min {
+			if v < 0 {
+				return fmt.Errorf("--%s %d is negative", c.flag, v)
+			}
+			return fmt.Errorf("--%s %d: must be at least %d", c.flag, v, c.min)
+		}
+	}
+	if d := cctx.Duration("harness-timeout"); cctx.IsSet("harness-timeout") && d <= 0 {
+		return fmt.Errorf("--harness-timeout %s: must be positive", d)
+	}
+	if f := cctx.Float64("max-failures"); cctx.IsSet("max-failures") && f < 0 {
+		return fmt.Errorf("--max-failures %v is negative", f)
+	}
+	return nil
 }
 
 // groupSize is --rollouts-per-task for evals, --group-size for training.
@@ -233,8 +286,8 @@ func isMissingSearchAttributes(err error) bool {
 	return errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute")
 }
 
-// watch draws progress until the run ends and returns its result.
-func watch(ctx context.Context, c client.Client, runID string) (workflows.Result, error) {
+// watch draws progress on bar until the run ends and returns its result.
+func watch(ctx context.Context, c client.Client, runID string, bar *progressBar) (workflows.Result, error) {
 	type outcome struct {
 		res workflows.Result
 		err error
@@ -245,7 +298,6 @@ func watch(ctx context.Context, c client.Client, runID string) (workflows.Result
 		o.err = c.GetWorkflow(ctx, runID, "").Get(ctx, &o.res)
 		end <- o
 	}()
-	bar := newProgressBar(os.Stderr)
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -278,9 +330,9 @@ func queryProgress(ctx context.Context, c client.Client, runID string) (workflow
 	return p, v.Get(&p)
 }
 
-// warnWithoutWorkers says so when no worker polls the task queue: on a
-// cluster, the run waits for `worker` processes.
-func warnWithoutWorkers(ctx context.Context, c client.Client, taskQueue string) {
+// warnWithoutWorkers says so above the bar when no worker polls the task
+// queue: on a cluster, the run waits for `worker` processes.
+func warnWithoutWorkers(ctx context.Context, c client.Client, taskQueue string, bar *progressBar) {
 	select {
 	case <-ctx.Done():
 		return
@@ -288,12 +340,12 @@ func warnWithoutWorkers(ctx context.Context, c client.Client, taskQueue string) 
 	}
 	resp, err := c.DescribeTaskQueue(ctx, taskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
 	if err == nil && len(resp.GetPollers()) == 0 {
-		fmt.Fprintf(os.Stderr, "\nNo worker polls task queue %q: start one with `go run ./worker --address …`.\n", taskQueue)
+		bar.notice("No worker polls task queue %q: start one with `go run ./worker --address …`.", taskQueue)
 	}
 }
 
 func printWhere(s *session, cctx *cli.Context, runID string) {
 	if s.uiURL != "" {
-		fmt.Fprintf(os.Stderr, "Temporal Web UI: %s/namespaces/%s/workflows/%s\n", s.uiURL, cctx.String(namespaceFlag.Name), runID)
+		fmt.Fprintf(os.Stderr, "Temporal Web UI: %s/namespaces/%s/workflows/%s\n", s.uiURL, cctx.String(wiring.FlagNamespace), runID)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,6 +49,23 @@ func TestRunConfigErrors(t *testing.T) {
 		{[]string{"--harness", "'unclosed"}, "--harness"},
 		{[]string{"--tasks", "-3"}, "negative"},
 		{[]string{"--harness-dialect", "gemini"}, "--harness-dialect"},
+		// Checked before the run starts, not when its first rollout runs.
+		{[]string{"--rubric", "bogus"}, `--rubric: unknown rubric "bogus"`},
+		{[]string{"--rubric", "rank:bogus"}, "--rubric"},
+		// Out of range: not quietly the workflow's default.
+		{[]string{"--max-concurrent", "0"}, "--max-concurrent 0: must be at least 1"},
+		{[]string{"--max-concurrent", "-2"}, "--max-concurrent -2 is negative"},
+		{[]string{"--rollouts-per-task", "0"}, "--rollouts-per-task 0"},
+		{[]string{"--rollouts-per-task", "-1"}, "--rollouts-per-task -1 is negative"},
+		{[]string{"--max-attempts", "-1"}, "--max-attempts -1 is negative"},
+		{[]string{"--max-turns", "0"}, "--max-turns 0"},
+		{[]string{"--max-tokens", "0"}, "--max-tokens 0"},
+		{[]string{"--continue-as-new-after", "0"}, "--continue-as-new-after 0"},
+		{[]string{"--harness-timeout", "0s"}, "--harness-timeout"},
+		// The run store's own rule: refused at once, not in every write.
+		{[]string{"--run-id", "."}, "--run-id"},
+		{[]string{"--run-id", strings.Repeat("r", 300)}, "--run-id"},
+		{[]string{"--run-id", "a;b"}, `--run-id: invalid run id "a;b"`},
 	} {
 		_, err := parseEval(t, tc.args...)
 		require.Error(t, err, "runConfig(%q)", tc.args)
@@ -59,4 +77,45 @@ func TestGeneratedRunIDsDiffer(t *testing.T) {
 	a, b := newRunID("eval"), newRunID("eval")
 	assert.NotEqual(t, a, b)
 	assert.Regexp(t, `^eval-\d{8}-\d{6}-[0-9a-f]{6}$`, a)
+}
+
+func TestRunConfigAccepts(t *testing.T) {
+	for _, args := range [][]string{
+		{"--run-id", "nightly-2026.11.21:gpt@v2+x=1"},
+		{"--rubric", "numeric:0.01", "--max-concurrent", "1", "--rollouts-per-task", "1", "--tasks", "0"},
+		{"--rubric", "rank:exact"},
+	} {
+		_, err := parseEval(t, args...)
+		assert.NoError(t, err, "runConfig(%q)", args)
+	}
+}
+
+func TestTrainCountsChecked(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--group-size", "0"}, "--group-size 0"},
+		{[]string{"--epochs", "-1"}, "--epochs -1 is negative"},
+		{[]string{"--max-failures", "-0.5"}, "--max-failures -0.5 is negative"},
+	} {
+		_, err := changedConfig(resumeContext(t, tt.args...), workflows.TrainInput{})
+		require.Error(t, err, "runConfig(%q)", tt.args)
+		assert.Contains(t, err.Error(), tt.want, "runConfig(%q)", tt.args)
+	}
+}
+
+func TestUseMock(t *testing.T) {
+	for _, tt := range []struct {
+		model, notice string
+	}{
+		{"mock", "No provider configured (--base-url / OPENAI_BASE_URL): using the offline mock model."},
+		{"gpt-4.1-mini", "--model gpt-4.1-mini was ignored because no provider is configured"},
+	} {
+		cfg := workflows.RunConfig{Model: tt.model}
+		assert.Contains(t, useMock(&cfg), tt.notice, "useMock(%q)", tt.model)
+		assert.Equal(t, "mock", cfg.Model, "useMock(%q): the run records the model that answers", tt.model)
+	}
+	assert.Error(t, mockCanServe(workflows.RunConfig{RunID: "r", Model: "gpt-4.1-mini"}), "a real model's run is not resumed on the mock")
+	assert.NoError(t, mockCanServe(workflows.RunConfig{RunID: "r", Model: "mock"}))
 }

@@ -1,32 +1,19 @@
 package main
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/evalflow/evalflow/wiring"
 )
 
-// Flags shared by the commands that talk to Temporal.
+// The starter's own flags; the worker's come from wiring.WorkerFlags.
 var (
-	addressFlag = &cli.StringFlag{
-		Name: "address", Value: "localhost:7233", EnvVars: []string{"EVALFLOW_ADDRESS", "TEMPORAL_ADDRESS"},
-		Usage: "Temporal frontend; when nothing answers at a local address, an embedded server is started there",
-	}
-	namespaceFlag = &cli.StringFlag{
-		Name: "namespace", Value: "default", EnvVars: []string{"EVALFLOW_NAMESPACE", "TEMPORAL_NAMESPACE"},
-		Usage: "Temporal namespace",
-	}
-	taskQueueFlag = &cli.StringFlag{
-		Name: "task-queue", Value: wiring.DefaultTaskQueue, EnvVars: []string{"EVALFLOW_TASK_QUEUE"},
-		Usage: "task queue the workers poll",
-	}
 	dataDirFlag = &cli.StringFlag{
 		Name: "data-dir", Value: ".evalflow", EnvVars: []string{"EVALFLOW_DATA_DIR"},
-		Usage: "where the embedded Temporal server keeps its SQLite file and log",
-	}
-	runsDirFlag = &cli.StringFlag{
-		Name: "runs-dir", Value: "runs", EnvVars: []string{"EVALFLOW_RUNS_DIR"},
-		Usage: "run store: runs/<run-id>/ holds rollouts.jsonl, traces and summary.json",
+		Usage: "where the embedded Temporal server keeps its SQLite file, and this process its log (evalflow.log)",
 	}
 	uiPortFlag = &cli.IntFlag{
 		Name: "ui-port", Value: 8233, EnvVars: []string{"EVALFLOW_UI_PORT"},
@@ -34,36 +21,30 @@ var (
 	}
 )
 
-// Flags that configure an in-process worker.
-var (
-	baseURLFlag = &cli.StringFlag{
-		Name: "base-url", EnvVars: []string{"OPENAI_BASE_URL"},
-		Usage: "OpenAI-compatible provider, e.g. https://api.openai.com/v1 (empty: the offline mock model)",
-	}
-	apiKeyEnvFlag = &cli.StringFlag{
-		Name:  "api-key-env",
-		Usage: "name of the environment variable holding the provider's API key (the key itself never leaves the worker; default OPENAI_API_KEY, or ANTHROPIC_API_KEY with --upstream-dialect anthropic)",
-	}
-	upstreamDialectFlag = &cli.StringFlag{
-		Name: "upstream-dialect", Value: "chat", EnvVars: []string{"EVALFLOW_UPSTREAM_DIALECT"},
-		Usage: "wire format of the provider: chat, responses or anthropic (calls in another dialect are translated)",
-	}
-	maxRolloutsFlag = &cli.IntFlag{
-		Name: "worker-rollouts", Value: 64, Usage: "rollouts one worker runs at once",
-	}
-	multiplexFlag = &cli.IntFlag{
-		Name: "multiplex", Value: 32, Usage: "rollouts sharing one interception server",
-	}
-	mockLatencyFlag = &cli.DurationFlag{
-		Name: "mock-latency", Usage: "added latency of each mock model response",
-	}
-	mockErrorRateFlag = &cli.Float64Flag{
-		Name: "mock-error-rate", Value: 0.1, Usage: "fraction of deliberately wrong mock answers",
-	}
-)
+// readerFlags are the flags of the commands that only read a run: where the
+// run is, in Temporal and in the store, and the log.
+func readerFlags() []cli.Flag {
+	return append(append(wiring.ClientFlags(), wiring.StoreFlags()...), wiring.LogFlags()...)
+}
 
-func workerFlags() []cli.Flag {
-	flags := []cli.Flag{baseURLFlag, apiKeyEnvFlag, upstreamDialectFlag, maxRolloutsFlag, multiplexFlag, mockLatencyFlag, mockErrorRateFlag}
-	flags = append(flags, wiring.RuntimeFlags()...)
-	return append(flags, wiring.InterceptionFlags()...)
+// takesArgs refuses arguments beyond the n positional ones (0 or 1: a run
+// id) a command takes. urfave/cli stops reading flags at the first positional
+// argument, so a flag after it would otherwise be silently ignored.
+func takesArgs(n int) cli.BeforeFunc {
+	return func(cctx *cli.Context) error {
+		args := cctx.Args().Slice()
+		if len(args) <= n {
+			return nil
+		}
+		name := cctx.Command.Name
+		if n == 0 {
+			return fmt.Errorf("unexpected argument %q: %s takes flags only, and reads none after an argument", args[0], name)
+		}
+		for _, a := range args[n:] {
+			if strings.HasPrefix(a, "-") {
+				return fmt.Errorf("%s after the run id was not read: put flags before the run id (starter %s [flags] <run-id>)", a, name)
+			}
+		}
+		return fmt.Errorf("unexpected argument %q: %s takes one run id", args[n], name)
+	}
 }

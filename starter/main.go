@@ -15,6 +15,7 @@ import (
 
 	"github.com/evalflow/evalflow/harness/agent"
 	"github.com/evalflow/evalflow/tunnel"
+	"github.com/evalflow/evalflow/wiring"
 )
 
 func main() {
@@ -29,9 +30,23 @@ func main() {
 func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	app := &cli.App{
-		Name:  "starter",
-		Usage: "run LLM agent evaluations as durable Temporal workflows",
+	if err := newApp().RunContext(ctx, os.Args); err != nil {
+		var ec exitCode
+		if errors.As(err, &ec) {
+			return int(ec)
+		}
+		fmt.Fprintln(os.Stderr, "error:", err)
+		return 1
+	}
+	return 0
+}
+
+// newApp is the starter's command line.
+func newApp() *cli.App {
+	return &cli.App{
+		Name:    "starter",
+		Usage:   "run LLM agent evaluations as durable Temporal workflows",
+		Version: wiring.Version(),
 		Commands: []*cli.Command{
 			evalCommand(),
 			trainCommand(),
@@ -41,15 +56,6 @@ func run() int {
 			devCommand(),
 		},
 	}
-	if err := app.RunContext(ctx, os.Args); err != nil {
-		var ec exitCode
-		if errors.As(err, &ec) {
-			return int(ec)
-		}
-		fmt.Fprintln(os.Stderr, "error:", err)
-		return 1
-	}
-	return 0
 }
 
 // exitCode ends the program with a code after the command printed its own message.

@@ -5,17 +5,20 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/evalflow/evalflow/workflows"
 )
 
 // progressBar draws a run's progress: in place on a terminal, as a line every
-// few seconds otherwise (CI logs).
+// few seconds otherwise (CI logs). Whatever else must reach the user while it
+// is drawn goes through notice, above it; log lines go to the log file.
 type progressBar struct {
+	mu       sync.Mutex
 	w        io.Writer
 	tty      bool
-	drawn    bool
+	drawn    bool // the bar is on screen, its line unfinished
 	lastLine time.Time
 	first    time.Time
 	firstN   int64
@@ -33,6 +36,8 @@ func newProgressBar(w io.Writer) *progressBar {
 }
 
 func (b *progressBar) draw(p workflows.Progress) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	now := time.Now()
 	if b.first.IsZero() {
 		b.first, b.firstN = now, p.Done
@@ -48,16 +53,34 @@ func (b *progressBar) draw(p workflows.Progress) {
 	b.last = line
 	if b.tty {
 		fmt.Fprintf(b.w, "\r\033[K%s", line)
+		b.drawn = true
 	} else {
 		fmt.Fprintln(b.w, line)
 	}
-	b.drawn = true
 }
 
+// notice prints a line for the user above the bar: on a terminal it clears
+// the bar's line, prints, and draws the bar again below.
+func (b *progressBar) notice(format string, args ...any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	msg := fmt.Sprintf(format, args...)
+	if b.drawn {
+		fmt.Fprintf(b.w, "\r\033[K%s\n%s", msg, b.last)
+		return
+	}
+	fmt.Fprintln(b.w, msg)
+}
+
+// finish ends the bar's line; the next draw starts a new bar, with its own
+// rate.
 func (b *progressBar) finish() {
-	if b.tty && b.drawn {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.drawn {
 		fmt.Fprintln(b.w)
 	}
+	b.drawn, b.first, b.firstN, b.last = false, time.Time{}, 0, ""
 }
 
 // renderProgress formats one progress line; rate and ETA come from the

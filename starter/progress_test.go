@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -30,4 +32,30 @@ func TestIsLocal(t *testing.T) {
 	} {
 		assert.Equal(t, want, isLocal(addr), "isLocal(%q)", addr)
 	}
+}
+
+// A notice clears the bar's line, prints, and draws the bar again below it:
+// nothing lands in the middle of the bar.
+func TestProgressNoticeAboveBar(t *testing.T) {
+	var buf bytes.Buffer
+	bar := &progressBar{w: &buf, tty: true}
+	p := workflows.Progress{Rollouts: 10, Done: 5}
+	bar.draw(p)
+	line := renderProgress(p, 0, 0)
+	require.Equal(t, "\r\033[K"+line, buf.String())
+
+	buf.Reset()
+	bar.notice("No worker polls task queue %q", "q")
+	assert.Equal(t, "\r\033[KNo worker polls task queue \"q\"\n"+line, buf.String())
+
+	buf.Reset()
+	bar.finish()
+	bar.notice("epoch 1 of 2 epochs")
+	assert.Equal(t, "\nepoch 1 of 2 epochs\n", buf.String(), "no bar: the notice is a line of its own")
+
+	var plain bytes.Buffer
+	bar = &progressBar{w: &plain}
+	bar.draw(p)
+	bar.notice("warning")
+	assert.Equal(t, line+"\nwarning\n", plain.String(), "not a terminal: lines")
 }

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -57,7 +58,7 @@ func printSummary(w io.Writer, r workflows.Result, runsDir string) {
 // when the store does not have it. Evaluations and training runs each get
 // their own table.
 func printResult(ctx context.Context, c client.Client, cctx *cli.Context, runID string) error {
-	runsDir := cctx.String(runsDirFlag.Name)
+	runsDir := cctx.String(wiring.FlagRunsDir)
 	if printStored(cctx, runID) {
 		return nil
 	}
@@ -73,7 +74,7 @@ func printResult(ctx context.Context, c client.Client, cctx *cli.Context, runID 
 
 // printStored prints a run's summary from the run store, if it holds one.
 func printStored(cctx *cli.Context, runID string) bool {
-	runsDir := cctx.String(runsDirFlag.Name)
+	runsDir := cctx.String(wiring.FlagRunsDir)
 	store, err := results.Open(runsDir)
 	if err != nil {
 		return false

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -74,6 +76,7 @@ func changedConfig(cctx *cli.Context, old workflows.TrainInput) (configChange, e
 	apply("max-tokens", &cfg.Sampling.MaxTokens, &given.Sampling.MaxTokens)
 	apply("harness", &cfg.Harness.Command, &given.Harness.Command)
 	apply("harness-timeout", &cfg.Harness.Timeout, &given.Harness.Timeout)
+	apply("harness-dialect", &cfg.Harness.Dialect, &given.Harness.Dialect)
 	apply("max-turns", &cfg.Harness.MaxTurns, &given.Harness.MaxTurns)
 	apply("rubric", &cfg.Rubric, &given.Rubric)
 	apply("max-attempts", &cfg.Limits.MaxAttempts, &given.Limits.MaxAttempts)
@@ -81,4 +84,109 @@ func changedConfig(cctx *cli.Context, old workflows.TrainInput) (configChange, e
 	apply("epochs", &train.Epochs, &epochs)
 	apply("max-failures", &train.MaxFailures, &maxFailures)
 	return ch, nil
+}
+
+// storeAccount tells what a run reused from what it ran by the run store's
+// records before it started and after it ended. A workflow counts as ran
+// every rollout its own execution finished, so a run resumed while still
+// running (after Ctrl-C) would report its earlier rollouts as run again.
+type storeAccount struct {
+	runsDir, runID string
+	// before is the store's records by key; nil when the store could not
+	// be read, and then the workflow's own counts stand.
+	before map[string]results.Record
+}
+
+// newStoreAccount reads what the store holds for a run now.
+func newStoreAccount(ctx context.Context, runsDir, runID string) *storeAccount {
+	a := &storeAccount{runsDir: runsDir, runID: runID}
+	if recs, ok := storedRecords(ctx, runsDir, runID); ok {
+		a.before = make(map[string]results.Record, len(recs))
+		for _, r := range recs {
+			a.before[r.Key] = r
+		}
+	}
+	return a
+}
+
+func storedRecords(ctx context.Context, runsDir, runID string) ([]results.Record, bool) {
+	store, err := results.Open(runsDir)
+	if err != nil {
+		return nil, false
+	}
+	recs, err := store.List(ctx, runID)
+	return recs, err == nil
+}
+
+// epochCount is what one epoch reused and ran.
+type epochCount struct{ ran, reused int64 }
+
+// counts compares the store now with before, per epoch: a record stored
+// before and unchanged was reused, one added or replaced since (a failure
+// run again) was run. ok is false when the store cannot tell: it could not
+// be read, or holds nothing of the run (workers with another store).
+func (a *storeAccount) counts(ctx context.Context) (map[int]epochCount, bool) {
+	if a == nil || a.before == nil {
+		return nil, false
+	}
+	after, ok := storedRecords(ctx, a.runsDir, a.runID)
+	if !ok || len(after) == 0 {
+		return nil, false
+	}
+	counts := map[int]epochCount{}
+	for _, r := range after {
+		c := counts[r.Epoch]
+		if b, held := a.before[r.Key]; held && b.Attempt == r.Attempt && b.Status == r.Status && b.FinishedAt.Equal(r.FinishedAt) {
+			c.reused++
+		} else {
+			c.ran++
+		}
+		counts[r.Epoch] = c
+	}
+	return counts, true
+}
+
+// train sets a training run's ran and reused counts, per epoch and in
+// total, to the store's where it can tell, and rewrites the run's summary
+// with them so that `starter results` says the same.
+func (a *storeAccount) train(ctx context.Context, r *workflows.TrainResult) {
+	counts, ok := a.counts(ctx)
+	if !ok {
+		return
+	}
+	for i, e := range r.Epochs {
+		if c, ok := counts[e.Epoch]; ok {
+			r.Epochs[i].Ran, r.Epochs[i].Run.Reused = c.ran, c.reused
+		}
+	}
+	r.Ran, r.Reused = 0, 0
+	for epoch, c := range counts {
+		r.Ran += c.ran
+		if !slices.Contains(r.Skipped, epoch) {
+			r.Reused += c.reused
+		}
+	}
+	a.writeSummary(ctx, r)
+}
+
+// eval sets an evaluation's reused count to the store's, and rewrites the
+// run's summary with it.
+func (a *storeAccount) eval(ctx context.Context, r *workflows.Result) {
+	counts, ok := a.counts(ctx)
+	if !ok {
+		return
+	}
+	r.Reused = 0
+	for _, c := range counts {
+		r.Reused += c.reused
+	}
+	a.writeSummary(ctx, r)
+}
+
+// writeSummary replaces the summary the workflow stored; failing that, the
+// printed summary still has the store's counts.
+func (a *storeAccount) writeSummary(ctx context.Context, v any) {
+	if store, err := results.Open(a.runsDir); err == nil {
+		_ = store.WriteSummary(ctx, a.runID, v)
+	}
 }

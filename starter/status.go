@@ -2,71 +2,123 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
 
 func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "status",
-		Usage:     "print a run's live progress",
+		Usage:     "print a run's live progress, or what the run store holds when Temporal does not know the run",
 		ArgsUsage: "<run-id>",
-		Flags:     []cli.Flag{addressFlag, namespaceFlag, runsDirFlag},
+		Flags:     readerFlags(),
+		Before:    takesArgs(1),
 		Action: func(cctx *cli.Context) error {
 			runID, err := runArg(cctx)
 			if err != nil {
 				return err
 			}
-			s, err := connect(cctx, connectOptions{})
-			if err != nil {
-				// No server: say what the store holds.
-				store, serr := results.Open(cctx.String(runsDirFlag.Name))
-				if serr != nil {
-					return err
-				}
-				recs, lerr := store.List(cctx.Context, runID)
-				if lerr != nil || len(recs) == 0 {
-					return err
-				}
-				fmt.Printf("run %s: %d rollouts recorded in %s; no Temporal server answers at %s for live progress\n",
-					runID, len(recs), store.Dir(runID), cctx.String(addressFlag.Name))
-				return nil
+			server := fmt.Sprintf("the Temporal server at %s, namespace %s",
+				cctx.String(wiring.FlagAddress), cctx.String(wiring.FlagNamespace))
+			var c client.Client
+			if s, err := connect(cctx, connectOptions{}); err == nil {
+				defer s.Close()
+				c = s.client
 			}
-			defer s.Close()
-			desc, err := s.client.DescribeWorkflowExecution(cctx.Context, runID, "")
-			if err != nil {
-				return fmt.Errorf("run %s: %w", runID, err)
-			}
-			status := desc.WorkflowExecutionInfo.Status
-			fmt.Printf("run %s: %s\n", runID, statusWord(status))
-			progressID := runID
-			if desc.WorkflowExecutionInfo.GetType().GetName() == workflows.TrainName {
-				if v, err := s.client.QueryWorkflow(cctx.Context, runID, "", workflows.QueryProgress); err == nil {
-					var tp workflows.TrainProgress
-					if v.Get(&tp) == nil {
-						fmt.Printf("epoch %d of %s; skipped %v\n", tp.Epoch, epochsText(tp.Epochs), tp.Skipped)
-						progressID = workflows.EpochID(runID, tp.Epoch)
-					}
-				}
-			}
-			p, err := queryProgress(cctx.Context, s.client, progressID)
-			if err != nil {
-				if status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-					fmt.Fprintf(os.Stderr, "progress unavailable (is a worker running?): %v\n", err)
-				}
-				return nil
-			}
-			fmt.Println(renderProgress(p, time.Since(p.StartedAt), p.Done))
-			return nil
+			return printStatus(cctx.Context, os.Stdout, c, server, cctx.String(wiring.FlagRunsDir), runID)
 		},
 	}
+}
+
+// printStatus prints a run's live progress from Temporal (c, which is nil
+// when no server answers), saying which server it asked. When that server
+// does not know the run, it prints what the run store holds instead: the
+// default address may well be another run's embedded server.
+func printStatus(ctx context.Context, w io.Writer, c client.Client, server, runsDir, runID string) error {
+	if c == nil {
+		fmt.Fprintf(w, "run %s: no answer from %s\n", runID, server)
+		return printStoreStatus(ctx, w, runsDir, runID, server)
+	}
+	desc, err := c.DescribeWorkflowExecution(ctx, runID, "")
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		fmt.Fprintf(w, "run %s: not on %s\n", runID, server)
+		return printStoreStatus(ctx, w, runsDir, runID, server)
+	}
+	if err != nil {
+		return fmt.Errorf("run %s on %s: %w", runID, server, err)
+	}
+	status := desc.WorkflowExecutionInfo.Status
+	fmt.Fprintf(w, "run %s: %s (on %s)\n", runID, statusWord(status), server)
+	progressID := runID
+	if desc.WorkflowExecutionInfo.GetType().GetName() == workflows.TrainName {
+		if v, err := c.QueryWorkflow(ctx, runID, "", workflows.QueryProgress); err == nil {
+			var tp workflows.TrainProgress
+			if v.Get(&tp) == nil {
+				fmt.Fprintf(w, "epoch %d of %s; skipped %v\n", tp.Epoch, epochsText(tp.Epochs), tp.Skipped)
+				progressID = workflows.EpochID(runID, tp.Epoch)
+			}
+		}
+	}
+	p, err := queryProgress(ctx, c, progressID)
+	if err != nil {
+		if status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			fmt.Fprintf(os.Stderr, "progress unavailable (is a worker running?): %v\n", err)
+		}
+		return nil
+	}
+	fmt.Fprintln(w, renderProgress(p, time.Since(p.StartedAt), p.Done))
+	return nil
+}
+
+// printStoreStatus prints what the run store holds for a run: its rollouts,
+// how many succeeded and failed, and their mean reward.
+func printStoreStatus(ctx context.Context, w io.Writer, runsDir, runID, server string) error {
+	store, err := results.Open(runsDir)
+	if err != nil {
+		return err
+	}
+	recs, err := store.List(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", runID, err)
+	}
+	if len(recs) == 0 {
+		return fmt.Errorf("run %s is neither on %s nor in the run store %s (pick the run's server with --address, its store with --runs-dir)", runID, server, runsDir)
+	}
+	ok, reward := 0, 0.0
+	epochs := map[int]bool{}
+	for _, r := range recs {
+		if r.Status == rollout.StatusOK {
+			ok++
+		}
+		reward += r.Reward
+		epochs[r.Epoch] = true
+	}
+	fmt.Fprintf(w, "run store %s: %d rollouts (%d ok, %d failed), mean reward %.3f",
+		store.Dir(runID), len(recs), ok, len(recs)-ok, reward/float64(len(recs)))
+	if len(epochs) > 1 {
+		fmt.Fprintf(w, " over %d epochs", len(epochs))
+	}
+	fmt.Fprintln(w)
+	var summary json.RawMessage
+	if store.ReadSummary(ctx, runID, &summary) == nil {
+		fmt.Fprintf(w, "The run finished: `starter results %s` prints its summary.\n", runID)
+	}
+	return nil
 }
 
 func resultsCommand() *cli.Command {
@@ -74,7 +126,8 @@ func resultsCommand() *cli.Command {
 		Name:      "results",
 		Usage:     "print the summary of a finished run",
 		ArgsUsage: "<run-id>",
-		Flags:     []cli.Flag{addressFlag, namespaceFlag, runsDirFlag},
+		Flags:     readerFlags(),
+		Before:    takesArgs(1),
 		Action: func(cctx *cli.Context) error {
 			runID, err := runArg(cctx)
 			if err != nil {
@@ -96,11 +149,15 @@ func resultsCommand() *cli.Command {
 	}
 }
 
-// runArg is the command's <run-id> argument.
+// runArg is the command's <run-id> argument, checked as the run store
+// checks it.
 func runArg(cctx *cli.Context) (string, error) {
 	runID := cctx.Args().First()
 	if runID == "" {
 		return "", errNoRunID
+	}
+	if err := results.ValidateRunID(runID); err != nil {
+		return "", err
 	}
 	return runID, nil
 }

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/evalflow/evalflow/pull"
+	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -25,7 +26,7 @@ func trainFlags() []cli.Flag {
 		&cli.IntFlag{Name: "group-size", Value: 4, Usage: "rollouts per task, scored together as a group"},
 		&cli.Float64Flag{Name: "max-failures", Usage: "fail an epoch with more failed rollouts than this: a count (>= 1) or a fraction (< 1); 0: no limit"},
 		&cli.BoolFlag{Name: "pull", Usage: "start a pull run for trainers (package pull) instead of running epochs"},
-	), workerFlags()...)
+	), wiring.WorkerFlags()...)
 }
 
 func trainCommand() *cli.Command {
@@ -34,18 +35,19 @@ func trainCommand() *cli.Command {
 		Usage:     "generate scored rollouts epoch after epoch for RL training",
 		ArgsUsage: " ",
 		Flags:     trainFlags(),
+		Before:    takesArgs(0),
 		Action: func(cctx *cli.Context) error {
 			cfg, err := runConfig(cctx)
 			if err != nil {
 				return err
 			}
 			train := workflows.TrainConfig{Epochs: cctx.Int("epochs"), MaxFailures: cctx.Float64("max-failures")}
-			s, err := connectForRun(cctx)
+			s, err := connectForRun(cctx, &cfg)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			tq := cctx.String(taskQueueFlag.Name)
+			tq := cctx.String(wiring.FlagTaskQueue)
 			if cctx.Bool("pull") {
 				if _, err := pull.Start(cctx.Context, s.client, tq, cfg, train); err != nil {
 					return err
@@ -59,11 +61,12 @@ func trainCommand() *cli.Command {
 			}
 			fmt.Fprintf(os.Stderr, "Starting training run %s: %s × %d tasks × groups of %d on %q.\n",
 				cfg.RunID, epochsText(train.Epochs), cfg.Tasks, cfg.RolloutsPerTask, cfg.Taskset)
+			account := newStoreAccount(cctx.Context, cctx.String(wiring.FlagRunsDir), cfg.RunID)
 			if err := startTrain(cctx.Context, s.client, tq, cfg, train); err != nil {
 				return err
 			}
 			printWhere(s, cctx, cfg.RunID)
-			return watchTrain(cctx, s.client, cfg.RunID)
+			return watchTrain(cctx, s.client, cfg.RunID, account)
 		},
 	}
 }
@@ -76,12 +79,13 @@ func resumeCommand() *cli.Command {
 		Flags: append(trainFlags(),
 			&cli.BoolFlag{Name: "force", Usage: "resume with the changed flags given"},
 		),
+		Before: takesArgs(1),
 		Action: func(cctx *cli.Context) error {
 			runID, err := runArg(cctx)
 			if err != nil {
 				return err
 			}
-			s, err := connectForRun(cctx)
+			s, err := connectForRun(cctx, nil)
 			if err != nil {
 				return err
 			}
@@ -96,15 +100,27 @@ func resume(cctx *cli.Context, s *session, runID string) error {
 	desc, err := s.client.DescribeWorkflowExecution(ctx, runID, "")
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
-		return fmt.Errorf("no run %s on this Temporal server", runID)
+		return fmt.Errorf("no run %s on the Temporal server at %s", runID, cctx.String(wiring.FlagAddress))
 	}
 	if err != nil {
 		return fmt.Errorf("look up run %s: %w", runID, err)
 	}
 	info := desc.WorkflowExecutionInfo
 	kind := info.GetType().GetName()
+	runsDir := cctx.String(wiring.FlagRunsDir)
+	// What the store holds now is what this resume reuses.
+	account := newStoreAccount(ctx, runsDir, runID)
 	switch info.Status {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		if s.usingMock() {
+			in, err := startInput(ctx, s.client, runID, info.GetExecution().GetRunId())
+			if err != nil {
+				return err
+			}
+			if err := mockCanServe(in.Config); err != nil {
+				return err
+			}
+		}
 		fmt.Fprintf(os.Stderr, "Run %s is running: watching it.\n", runID)
 	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 		fmt.Fprintf(os.Stderr, "Run %s has already finished.\n", runID)
@@ -121,14 +137,19 @@ func resume(cctx *cli.Context, s *session, runID string) error {
 			return fmt.Errorf("run %s was started with other settings (%v); resume with the same flags, or add --force", runID, changed.fields)
 		}
 		in := changed.input
+		if s.usingMock() {
+			if err := mockCanServe(in.Config); err != nil {
+				return err
+			}
+		}
 		fmt.Fprintf(os.Stderr, "Resuming run %s (it ended %s): finished epochs and rollouts are reused.\n", runID, statusWord(info.Status))
 		switch kind {
 		case workflows.TrainName:
-			if err := startTrain(ctx, s.client, cctx.String(taskQueueFlag.Name), in.Config, in.Train); err != nil {
+			if err := startTrain(ctx, s.client, cctx.String(wiring.FlagTaskQueue), in.Config, in.Train); err != nil {
 				return err
 			}
 		case workflows.EvalName:
-			if _, err := startOrAttach(ctx, s.client, cctx.String(taskQueueFlag.Name), in.Config); err != nil {
+			if _, err := startOrAttach(ctx, s.client, cctx.String(wiring.FlagTaskQueue), in.Config); err != nil {
 				return err
 			}
 		default:
@@ -137,14 +158,29 @@ func resume(cctx *cli.Context, s *session, runID string) error {
 	}
 	printWhere(s, cctx, runID)
 	if kind == workflows.EvalName {
-		res, err := watch(ctx, s.client, runID)
-		if err != nil {
-			return err
+		res, err := watch(ctx, s.client, runID, newProgressBar(os.Stderr))
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintf(os.Stderr, "\nStopped watching. Continue with: starter resume %s\n", runID)
+			return exitCode(130)
 		}
-		printSummary(os.Stdout, res, cctx.String(runsDirFlag.Name))
+		if err != nil {
+			return fmt.Errorf("run %s failed: %w", runID, err)
+		}
+		account.eval(ctx, &res)
+		printSummary(os.Stdout, res, runsDir)
 		return nil
 	}
-	return watchTrain(cctx, s.client, runID)
+	return watchTrain(cctx, s.client, runID, account)
+}
+
+// mockCanServe refuses to resume a run of a real model on this process's
+// worker, which has no provider and answers with the offline mock.
+func mockCanServe(cfg workflows.RunConfig) error {
+	if cfg.Model == mockModel {
+		return nil
+	}
+	return fmt.Errorf("run %s uses model %q, but no provider is configured here (--base-url / OPENAI_BASE_URL): "+
+		"its rollouts would get the offline mock's answers; configure the provider it ran with", cfg.RunID, cfg.Model)
 }
 
 // startTrain starts a training run's workflow, with evalflow's search
@@ -171,8 +207,9 @@ func startTrain(ctx context.Context, c client.Client, taskQueue string, cfg work
 	return nil
 }
 
-// watchTrain follows a training run epoch by epoch until it ends.
-func watchTrain(cctx *cli.Context, c client.Client, runID string) error {
+// watchTrain follows a training run epoch by epoch until it ends, and
+// reports what it ran and reused as the run store counts it (account).
+func watchTrain(cctx *cli.Context, c client.Client, runID string, account *storeAccount) error {
 	ctx := cctx.Context
 	end := make(chan error, 1)
 	var res workflows.TrainResult
@@ -192,7 +229,8 @@ func watchTrain(cctx *cli.Context, c client.Client, runID string) error {
 			if err != nil {
 				return fmt.Errorf("run %s failed: %w", runID, err)
 			}
-			printTrainSummary(os.Stdout, res, cctx.String(runsDirFlag.Name))
+			account.train(ctx, &res)
+			printTrainSummary(os.Stdout, res, cctx.String(wiring.FlagRunsDir))
 			return nil
 		case <-t.C:
 			v, err := c.QueryWorkflow(ctx, runID, "", workflows.QueryProgress)
@@ -206,8 +244,7 @@ func watchTrain(cctx *cli.Context, c client.Client, runID string) error {
 			if tp.Epoch != epoch {
 				bar.finish()
 				epoch = tp.Epoch
-				bar = newProgressBar(os.Stderr)
-				fmt.Fprintf(os.Stderr, "epoch %d of %s\n", epoch, epochsText(tp.Epochs))
+				bar.notice("epoch %d of %s", epoch, epochsText(tp.Epochs))
 			}
 			if p, err := queryProgress(ctx, c, workflows.EpochID(runID, epoch)); err == nil {
 				bar.draw(p)

@@ -9,15 +9,140 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/providers/mock"
 )
 
-// Interception flag names; the worker binary and the starter's in-process
-// worker share them.
+// Names of the worker flags the binaries read besides ConfigFromFlags.
 const (
+	FlagAddress   = "address"
+	FlagNamespace = "namespace"
+	FlagTaskQueue = "task-queue"
+	FlagRunsDir   = "runs-dir"
+	FlagBaseURL   = "base-url"
+	FlagLogLevel  = "log-level"
+	FlagLogFormat = "log-format"
+)
+
+// Names of the other worker flags.
+const (
+	flagAPIKeyEnv          = "api-key-env"
+	flagUpstreamDialect    = "upstream-dialect"
+	flagMaxRollouts        = "max-rollouts"
+	flagWorkerRollouts     = "worker-rollouts" // the starter's former name of max-rollouts
+	flagWorkDir            = "work-dir"
+	flagMockLatency        = "mock-latency"
+	flagMockErrorRate      = "mock-error-rate"
 	flagInterceptionConfig = "interception.config"
 	flagInterceptionType   = "interception.type"
 	flagMultiplex          = "multiplex"
 )
+
+// ClientFlags are the flags that say which Temporal namespace to talk to.
+func ClientFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: FlagAddress, Value: "localhost:7233", EnvVars: []string{"EVALFLOW_ADDRESS", "TEMPORAL_ADDRESS"},
+			Usage: "Temporal frontend host:port (the starter starts an embedded server there when nothing answers at a local address)"},
+		&cli.StringFlag{Name: FlagNamespace, Value: "default", EnvVars: []string{"EVALFLOW_NAMESPACE", "TEMPORAL_NAMESPACE"},
+			Usage: "Temporal namespace"},
+	}
+}
+
+// StoreFlags are the flags that locate the run store.
+func StoreFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: FlagRunsDir, Value: "runs", EnvVars: []string{"EVALFLOW_RUNS_DIR"},
+			Usage: "run store: <runs-dir>/<run-id>/ holds rollouts.jsonl, traces and summary.json (workers of one run share it)"},
+	}
+}
+
+// LogFlags are the flags that shape a binary's log; see NewLogHandler.
+func LogFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: FlagLogLevel, Value: "info", EnvVars: []string{"EVALFLOW_LOG_LEVEL"},
+			Usage: "least severe log level written: debug, info, warn or error"},
+		&cli.StringFlag{Name: FlagLogFormat, Value: "text", EnvVars: []string{"EVALFLOW_LOG_FORMAT"},
+			Usage: "log format: text or json"},
+	}
+}
+
+// WorkerFlags are every flag of a worker: the worker binary's whole set, and
+// the part of the starter's run commands that configures their in-process
+// worker. ConfigFromFlags reads them.
+func WorkerFlags() []cli.Flag {
+	flags := append(append(append(ClientFlags(), StoreFlags()...), LogFlags()...),
+		&cli.StringFlag{Name: FlagTaskQueue, Value: DefaultTaskQueue, EnvVars: []string{"EVALFLOW_TASK_QUEUE"},
+			Usage: "task queue runs are started on and workers poll"},
+		&cli.StringFlag{Name: FlagBaseURL, EnvVars: []string{"EVALFLOW_BASE_URL", "OPENAI_BASE_URL"},
+			Usage: "the provider, e.g. https://api.openai.com/v1 (empty: the offline mock model)"},
+		&cli.StringFlag{Name: flagAPIKeyEnv, EnvVars: []string{"EVALFLOW_API_KEY_ENV"},
+			Usage: "name of the environment variable holding the provider's API key; the key never leaves the worker (default OPENAI_API_KEY, or ANTHROPIC_API_KEY with --upstream-dialect anthropic)"},
+		&cli.StringFlag{Name: flagUpstreamDialect, Value: "chat", EnvVars: []string{"EVALFLOW_UPSTREAM_DIALECT"},
+			Usage: "wire format of the provider: chat, responses or anthropic (calls in another dialect are translated)"},
+		&cli.IntFlag{Name: flagMaxRollouts, Value: 64, EnvVars: []string{"EVALFLOW_MAX_ROLLOUTS"},
+			Usage: "rollouts one worker runs at once"},
+		&cli.IntFlag{Name: flagWorkerRollouts, Hidden: true, Usage: "former name of --max-rollouts"},
+		&cli.IntFlag{Name: flagMultiplex, Value: 32, EnvVars: []string{"EVALFLOW_MULTIPLEX"},
+			Usage: "rollouts sharing one interception server"},
+		&cli.StringFlag{Name: flagWorkDir, EnvVars: []string{"EVALFLOW_WORK_DIR"},
+			Usage: "parent of harness workdirs (default: the system temp dir)"},
+		&cli.DurationFlag{Name: flagMockLatency, EnvVars: []string{"EVALFLOW_MOCK_LATENCY"},
+			Usage: "added latency of each mock model response"},
+		&cli.Float64Flag{Name: flagMockErrorRate, Value: 0.1, EnvVars: []string{"EVALFLOW_MOCK_ERROR_RATE"},
+			Usage: "fraction of deliberately wrong mock model answers"},
+	)
+	flags = append(flags, RuntimeFlags()...)
+	return append(flags, InterceptionFlags()...)
+}
+
+// ConfigFromFlags builds a worker's configuration from the flags of
+// WorkerFlags: the one mapping both binaries use. The caller sets Logger,
+// and calls close once the worker has stopped (it removes what the harness
+// runtime set up).
+func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, err error) {
+	maxRollouts := cctx.Int(flagMaxRollouts)
+	if !cctx.IsSet(flagMaxRollouts) && cctx.IsSet(flagWorkerRollouts) {
+		maxRollouts = cctx.Int(flagWorkerRollouts)
+	}
+	switch rate := cctx.Float64(flagMockErrorRate); {
+	case maxRollouts < 1:
+		return cfg, nil, fmt.Errorf("--%s %d: a worker runs at least 1 rollout at once", flagMaxRollouts, maxRollouts)
+	case cctx.Int(flagMultiplex) < 1:
+		return cfg, nil, fmt.Errorf("--%s %d: at least 1 rollout shares an interception server", flagMultiplex, cctx.Int(flagMultiplex))
+	case rate < 0 || rate > 1:
+		return cfg, nil, fmt.Errorf("--%s %v: want a fraction from 0 to 1", flagMockErrorRate, rate)
+	case cctx.Duration(flagMockLatency) < 0:
+		return cfg, nil, fmt.Errorf("--%s %v is negative", flagMockLatency, cctx.Duration(flagMockLatency))
+	}
+	// Checked here too, so that a binary refuses a store it cannot write
+	// before it dials Temporal.
+	if _, err := openStore(cctx.String(FlagRunsDir)); err != nil {
+		return cfg, nil, err
+	}
+	ic, err := InterceptionFromFlags(cctx)
+	if err != nil {
+		return cfg, nil, err
+	}
+	rt, closeRuntime, err := RuntimeFromFlags(cctx, cctx.String(flagWorkDir))
+	if err != nil {
+		return cfg, nil, err
+	}
+	return Config{
+		TaskQueue:       cctx.String(FlagTaskQueue),
+		RunsDir:         cctx.String(FlagRunsDir),
+		BaseURL:         cctx.String(FlagBaseURL),
+		APIKeyEnv:       cctx.String(flagAPIKeyEnv),
+		UpstreamDialect: cctx.String(flagUpstreamDialect),
+		Mock: mock.Config{
+			Latency:   cctx.Duration(flagMockLatency),
+			ErrorRate: cctx.Float64(flagMockErrorRate),
+		},
+		MaxRollouts:  maxRollouts,
+		Multiplex:    cctx.Int(flagMultiplex),
+		WorkDir:      cctx.String(flagWorkDir),
+		Runtime:      rt,
+		Interception: ic,
+	}, closeRuntime, nil
+}
 
 // InterceptionFlags are the flags that configure Interception. Values set on
 // the command line or in the environment override the config file's.
@@ -33,20 +158,20 @@ func InterceptionFlags() []cli.Flag {
 			Usage: "host-wide bound on tunnel creations (default 512)"},
 		&cli.StringFlag{Name: "interception.gateway-token", EnvVars: []string{"EVALFLOW_GATEWAY_TOKEN"},
 			Usage: "enables POST /v1/rollouts/{id}/register|unregister and GET …/trajectory for callers presenting this bearer token"},
-		&cli.IntFlag{Name: "interception.attempts", Usage: "tunnel creation attempts per Expose before Temporal retries it (default 3)"},
-		&cli.StringFlag{Name: "interception.url", Usage: "custom: the URL harnesses reach the shared server at"},
-		&cli.IntFlag{Name: "interception.port", Usage: "custom: the fixed port the shared server listens on (all interfaces)"},
+		&cli.IntFlag{Name: "interception.attempts", EnvVars: []string{"EVALFLOW_INTERCEPTION_ATTEMPTS"}, Usage: "tunnel creation attempts per Expose before Temporal retries it (default 3)"},
+		&cli.StringFlag{Name: "interception.url", EnvVars: []string{"EVALFLOW_INTERCEPTION_URL"}, Usage: "custom: the URL harnesses reach the shared server at"},
+		&cli.IntFlag{Name: "interception.port", EnvVars: []string{"EVALFLOW_INTERCEPTION_PORT"}, Usage: "custom: the fixed port the shared server listens on (all interfaces)"},
 		&cli.StringFlag{Name: "interception.frp.server", EnvVars: []string{"EVALFLOW_FRP_SERVER"}, Usage: "frp: frps host[:port]"},
 		&cli.StringFlag{Name: "interception.frp.token", EnvVars: []string{"EVALFLOW_FRP_TOKEN"}, Usage: "frp: frps token (prefer the env var or a token file)"},
 		&cli.StringFlag{Name: "interception.frp.token-file", EnvVars: []string{"EVALFLOW_FRP_TOKEN_FILE"}, Usage: "frp: file holding the frps token"},
-		&cli.StringFlag{Name: "interception.frp.public-host", Usage: "frp: host harnesses dial for proxied ports (default: the frps host)"},
+		&cli.StringFlag{Name: "interception.frp.public-host", EnvVars: []string{"EVALFLOW_FRP_PUBLIC_HOST"}, Usage: "frp: host harnesses dial for proxied ports (default: the frps host)"},
 		&cli.StringFlag{Name: "interception.ssh.server", EnvVars: []string{"EVALFLOW_SSH_SERVER"}, Usage: "ssh: SSH server host:port"},
 		&cli.StringFlag{Name: "interception.ssh.user", EnvVars: []string{"EVALFLOW_SSH_USER"}, Usage: "ssh: user"},
 		&cli.StringFlag{Name: "interception.ssh.key-file", EnvVars: []string{"EVALFLOW_SSH_KEY_FILE"}, Usage: "ssh: private key file"},
-		&cli.BoolFlag{Name: "interception.ssh.agent", Usage: "ssh: also offer the keys of the agent at $SSH_AUTH_SOCK"},
+		&cli.BoolFlag{Name: "interception.ssh.agent", EnvVars: []string{"EVALFLOW_SSH_AGENT"}, Usage: "ssh: also offer the keys of the agent at $SSH_AUTH_SOCK"},
 		&cli.StringFlag{Name: "interception.ssh.known-hosts", EnvVars: []string{"EVALFLOW_SSH_KNOWN_HOSTS"}, Usage: "ssh: known_hosts file (default ~/.ssh/known_hosts)"},
-		&cli.StringFlag{Name: "interception.ssh.remote-bind", Usage: "ssh: address the server binds forwards on (default 127.0.0.1; others need GatewayPorts)"},
-		&cli.StringFlag{Name: "interception.ssh.public-host", Usage: "ssh: host harnesses dial for forwarded ports (default: the SSH server host)"},
+		&cli.StringFlag{Name: "interception.ssh.remote-bind", EnvVars: []string{"EVALFLOW_SSH_REMOTE_BIND"}, Usage: "ssh: address the server binds forwards on (default 127.0.0.1; others need GatewayPorts)"},
+		&cli.StringFlag{Name: "interception.ssh.public-host", EnvVars: []string{"EVALFLOW_SSH_PUBLIC_HOST"}, Usage: "ssh: host harnesses dial for forwarded ports (default: the SSH server host)"},
 	}
 }
 
@@ -113,10 +238,10 @@ func RuntimeFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "runtime", Value: RuntimeLocal, EnvVars: []string{"EVALFLOW_RUNTIME"},
 			Usage: "where harnesses run: local (subprocesses), netns (subprocesses in a network namespace that only a tunnel connects; root) or docker"},
-		&cli.StringFlag{Name: "runtime.netns-subnet", Value: "10.213.0.0", Usage: "netns: the /30 joining the namespace to this host"},
+		&cli.StringFlag{Name: "runtime.netns-subnet", Value: "10.213.0.0", EnvVars: []string{"EVALFLOW_NETNS_SUBNET"}, Usage: "netns: the /30 joining the namespace to this host"},
 		&cli.StringFlag{Name: "runtime.docker-image", EnvVars: []string{"EVALFLOW_DOCKER_IMAGE"}, Usage: "docker: image holding the harness command"},
-		&cli.StringFlag{Name: "runtime.docker-network", Usage: "docker: container network (default: docker's)"},
-		&cli.BoolFlag{Name: "runtime.docker-host-gateway", Usage: "docker: map host.docker.internal to this host (for a custom interception URL on it)"},
+		&cli.StringFlag{Name: "runtime.docker-network", EnvVars: []string{"EVALFLOW_DOCKER_NETWORK"}, Usage: "docker: container network (default: docker's)"},
+		&cli.BoolFlag{Name: "runtime.docker-host-gateway", EnvVars: []string{"EVALFLOW_DOCKER_HOST_GATEWAY"}, Usage: "docker: map host.docker.internal to this host (for a custom interception URL on it)"},
 	}
 }
 

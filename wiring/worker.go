@@ -115,9 +115,9 @@ func NewWorker(c client.Client, cfg Config) (*Worker, error) {
 	if cfg.Runtime == nil {
 		cfg.Runtime = &harness.Local{Dir: cfg.WorkDir}
 	}
-	store, err := results.Open(cfg.RunsDir)
+	store, err := openStore(cfg.RunsDir)
 	if err != nil {
-		return nil, fmt.Errorf("open run store: %w", err)
+		return nil, err
 	}
 	w := &Worker{cfg: cfg, stop: make(chan struct{})}
 
@@ -251,6 +251,29 @@ func (w *Worker) Stop() {
 			w.cfg.Logger.Warn("stop mock model", "error", err)
 		}
 	}
+}
+
+// openStore opens the run store and checks that this process can write to
+// it: a store it cannot write fails every rollout, and Temporal would retry
+// them forever.
+func openStore(dir string) (*results.Store, error) {
+	store, err := results.Open(dir)
+	if err != nil {
+		return nil, err // results says "open run store"
+	}
+	f, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		return nil, fmt.Errorf("run store %s is not writable (--runs-dir): %w", dir, err)
+	}
+	name := f.Name()
+	err = f.Close()
+	if rerr := os.Remove(name); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run store %s is not writable (--runs-dir): %w", dir, err)
+	}
+	return store, nil
 }
 
 func hostQueue(shared string) string {

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
+
+	"github.com/evalflow/evalflow/wiring"
+)
+
+// names lists flags by name and aliases, with their env vars.
+func names(flags []cli.Flag) []string {
+	var out []string
+	for _, f := range flags {
+		line := strings.Join(f.Names(), ",")
+		if e, ok := f.(interface{ GetEnvVars() []string }); ok {
+			line += " " + strings.Join(e.GetEnvVars(), ",")
+		}
+		out = append(out, line)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Every command that runs a worker takes the worker binary's flags
+// (wiring.WorkerFlags, the worker's TestFlagsAreTheSharedSet) with the same
+// names and env vars, and adds only flags of its own.
+func TestWorkerFlagsAreShared(t *testing.T) {
+	shared := map[string]bool{}
+	for _, f := range wiring.WorkerFlags() {
+		shared[f.Names()[0]] = true
+	}
+	for _, cmd := range []*cli.Command{evalCommand(), trainCommand(), resumeCommand(), devCommand()} {
+		var workerPart []cli.Flag
+		seen := map[string]bool{}
+		for _, f := range cmd.Flags {
+			for _, n := range f.Names() {
+				assert.False(t, seen[n], "%s: flag --%s is defined twice", cmd.Name, n)
+				seen[n] = true
+			}
+			if shared[f.Names()[0]] {
+				workerPart = append(workerPart, f)
+			}
+		}
+		assert.Equal(t, names(wiring.WorkerFlags()), names(workerPart), "%s: the worker flags", cmd.Name)
+	}
+	for _, cmd := range []*cli.Command{statusCommand(), resultsCommand()} {
+		for _, f := range cmd.Flags {
+			assert.True(t, shared[f.Names()[0]], "%s: --%s is not a worker flag of the same name", cmd.Name, f.Names()[0])
+		}
+	}
+}
+
+func TestVersionFlag(t *testing.T) {
+	var out bytes.Buffer
+	app := newApp()
+	app.Writer = &out
+	require.NoError(t, app.Run([]string{"starter", "--version"}))
+	assert.Regexp(t, `^starter version \S+ \(commit [^)]+\)\n$`, out.String())
+}
+
+// urfave/cli stops reading flags at the first argument: a flag after the
+// run id must be an error, never silently ignored.
+func TestArgumentsAfterTheRunID(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "r1", "--address", "127.0.0.1:1"}, "--address after the run id was not read: put flags before the run id"},
+		{[]string{"results", "r1", "--runs-dir=/elsewhere"}, "put flags before the run id"},
+		{[]string{"resume", "r1", "--force"}, "put flags before the run id"},
+		{[]string{"status", "r1", "r2"}, `unexpected argument "r2": status takes one run id`},
+		{[]string{"eval", "--tasks", "3", "extra", "--rubric", "exact"}, `unexpected argument "extra": eval takes flags only`},
+		{[]string{"train", "now"}, `unexpected argument "now"`},
+		{[]string{"dev", "--worker=false", "x"}, `unexpected argument "x"`},
+		{[]string{"status", "a;b"}, `invalid run id "a;b"`},
+		{[]string{"status"}, "give a run id"},
+	} {
+		app := newApp()
+		app.Writer, app.ErrWriter = &bytes.Buffer{}, &bytes.Buffer{}
+		err := app.Run(append([]string{"starter"}, tt.args...))
+		require.Error(t, err, "starter %q", tt.args)
+		assert.Contains(t, err.Error(), tt.want, "starter %q", tt.args)
+	}
+}

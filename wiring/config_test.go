@@ -1,0 +1,227 @@
+package wiring
+
+import (
+	"bytes"
+	"flag"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
+)
+
+// describe lists flags one a line: names (aliases too), env vars, and
+// whether the flag is hidden, sorted by name.
+func describe(flags []cli.Flag) []string {
+	var lines []string
+	for _, f := range flags {
+		line := "--" + strings.Join(f.Names(), " --")
+		if e, ok := f.(interface{ GetEnvVars() []string }); ok && len(e.GetEnvVars()) > 0 {
+			line += " " + strings.Join(e.GetEnvVars(), " ")
+		}
+		if v, ok := f.(cli.VisibleFlag); ok && !v.IsVisible() {
+			line += " (hidden)"
+		}
+		lines = append(lines, line)
+	}
+	sort.Strings(lines)
+	return lines
+}
+
+// The worker flag set, as users script it: names and env vars change only
+// on purpose, with this file.
+func TestWorkerFlagsGolden(t *testing.T) {
+	want, err := os.ReadFile("testdata/worker_flags.txt")
+	require.NoError(t, err)
+	got := strings.Join(describe(WorkerFlags()), "\n") + "\n"
+	assert.Equal(t, string(want), got, "WorkerFlags() changed: update testdata/worker_flags.txt and README.md")
+}
+
+func TestWorkerFlagsHaveEnvVars(t *testing.T) {
+	names, envs := map[string]bool{}, map[string]string{}
+	for _, f := range WorkerFlags() {
+		for _, n := range f.Names() {
+			assert.False(t, names[n], "flag --%s is defined twice", n)
+			names[n] = true
+		}
+		if v, ok := f.(cli.VisibleFlag); ok && !v.IsVisible() {
+			continue // a hidden former name
+		}
+		vars := f.(interface{ GetEnvVars() []string }).GetEnvVars()
+		own := 0
+		for _, e := range vars {
+			if strings.HasPrefix(e, "EVALFLOW_") {
+				own++
+			}
+			prev, dup := envs[e]
+			assert.False(t, dup, "env var %s belongs to --%s and --%s", e, prev, f.Names()[0])
+			envs[e] = f.Names()[0]
+		}
+		assert.Equal(t, 1, own, "--%s has env vars %v, want one EVALFLOW_*", f.Names()[0], vars)
+	}
+}
+
+// parseWorker runs args through an app with the worker flags and returns
+// the configuration they make, in a fresh directory (the default run store
+// is ./runs).
+func parseWorker(t *testing.T, args ...string) (Config, error) {
+	t.Helper()
+	t.Chdir(t.TempDir())
+	var (
+		got Config
+		err error
+	)
+	app := &cli.App{
+		Flags: WorkerFlags(),
+		Action: func(cctx *cli.Context) error {
+			var closeRuntime func() error
+			got, closeRuntime, err = ConfigFromFlags(cctx)
+			if err == nil {
+				require.NoError(t, closeRuntime())
+			}
+			return nil
+		},
+	}
+	require.NoError(t, app.Run(append([]string{"worker"}, args...)))
+	return got, err
+}
+
+func TestConfigFromFlags(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		env   map[string]string
+		check func(t *testing.T, c Config)
+	}{
+		{"defaults", nil, nil, func(t *testing.T, c Config) {
+			assert.Equal(t, DefaultTaskQueue, c.TaskQueue)
+			assert.Equal(t, "runs", c.RunsDir)
+			assert.Equal(t, 64, c.MaxRollouts)
+			assert.Equal(t, 32, c.Multiplex)
+			assert.Equal(t, "chat", c.UpstreamDialect)
+			assert.Equal(t, 0.1, c.Mock.ErrorRate)
+			assert.NotNil(t, c.Runtime)
+		}},
+		{"flags", []string{"--max-rollouts", "8", "--multiplex", "4", "--work-dir", "/w", "--mock-latency", "5ms",
+			"--mock-error-rate", "0", "--api-key-env", "MY_KEY", "--base-url", "http://p/v1", "--runs-dir", "/r", "--task-queue", "q"}, nil,
+			func(t *testing.T, c Config) {
+				assert.Equal(t, 8, c.MaxRollouts)
+				assert.Equal(t, 4, c.Multiplex)
+				assert.Equal(t, "/w", c.WorkDir)
+				assert.Equal(t, 5*time.Millisecond, c.Mock.Latency)
+				assert.Zero(t, c.Mock.ErrorRate)
+				assert.Equal(t, "MY_KEY", c.APIKeyEnv)
+				assert.Equal(t, "http://p/v1", c.BaseURL)
+				assert.Equal(t, "/r", c.RunsDir)
+				assert.Equal(t, "q", c.TaskQueue)
+			}},
+		{"the starter's former name", []string{"--worker-rollouts", "3"}, nil, func(t *testing.T, c Config) {
+			assert.Equal(t, 3, c.MaxRollouts)
+		}},
+		{"the new name wins", []string{"--worker-rollouts", "3", "--max-rollouts", "5"}, nil, func(t *testing.T, c Config) {
+			assert.Equal(t, 5, c.MaxRollouts)
+		}},
+		{"environment", nil, map[string]string{
+			"EVALFLOW_MULTIPLEX": "7", "EVALFLOW_API_KEY_ENV": "K", "EVALFLOW_MAX_ROLLOUTS": "9", "EVALFLOW_WORK_DIR": "/e",
+			"EVALFLOW_MOCK_ERROR_RATE": "0.5", "EVALFLOW_MOCK_LATENCY": "1s", "OPENAI_BASE_URL": "http://o/v1",
+		}, func(t *testing.T, c Config) {
+			assert.Equal(t, 7, c.Multiplex)
+			assert.Equal(t, "K", c.APIKeyEnv)
+			assert.Equal(t, 9, c.MaxRollouts)
+			assert.Equal(t, "/e", c.WorkDir)
+			assert.Equal(t, 0.5, c.Mock.ErrorRate)
+			assert.Equal(t, time.Second, c.Mock.Latency)
+			assert.Equal(t, "http://o/v1", c.BaseURL)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			c, err := parseWorker(t, tt.args...)
+			require.NoError(t, err, "ConfigFromFlags(%q)", tt.args)
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestConfigFromFlagsErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-rollouts", "0"}, "--max-rollouts 0"},
+		{[]string{"--worker-rollouts", "-1"}, "--max-rollouts -1"},
+		{[]string{"--multiplex", "0"}, "--multiplex 0"},
+		{[]string{"--mock-error-rate", "1.5"}, "--mock-error-rate"},
+		{[]string{"--mock-latency", "-1s"}, "--mock-latency"},
+		{[]string{"--runtime", "vm"}, "unknown runtime"},
+		{[]string{"--interception.type", "ngrok"}, "unknown type"},
+	} {
+		_, err := parseWorker(t, tt.args...)
+		require.Error(t, err, "ConfigFromFlags(%q)", tt.args)
+		assert.Contains(t, err.Error(), tt.want, "ConfigFromFlags(%q)", tt.args)
+	}
+}
+
+func TestNewLogHandler(t *testing.T) {
+	for _, tt := range []struct {
+		args    []string
+		want    string // in the output of one Info and one Warn record
+		notWant string
+		err     string
+	}{
+		{nil, `level=INFO msg=started`, "", ""},
+		{[]string{"--log-level", "warn"}, `level=WARN msg=careful`, "started", ""},
+		{[]string{"--log-format", "json"}, `"msg":"started"`, "", ""},
+		{[]string{"--log-level", "loud"}, "", "", "--log-level"},
+		{[]string{"--log-format", "xml"}, "", "", "--log-format"},
+	} {
+		var buf bytes.Buffer
+		set := flag.NewFlagSet("log", flag.ContinueOnError)
+		for _, f := range LogFlags() {
+			require.NoError(t, f.Apply(set))
+		}
+		require.NoError(t, set.Parse(tt.args))
+		h, err := NewLogHandler(cli.NewContext(&cli.App{}, set, nil), &buf)
+		if tt.err != "" {
+			require.Error(t, err, "NewLogHandler(%q)", tt.args)
+			assert.Contains(t, err.Error(), tt.err)
+			continue
+		}
+		require.NoError(t, err, "NewLogHandler(%q)", tt.args)
+		logger := slog.New(h)
+		logger.Info("started")
+		logger.Warn("careful")
+		assert.Contains(t, buf.String(), tt.want, "NewLogHandler(%q)", tt.args)
+		if tt.notWant != "" {
+			assert.NotContains(t, buf.String(), tt.notWant, "NewLogHandler(%q)", tt.args)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, tt := range []struct {
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{nil, "devel (commit devel)"},
+		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "devel (commit devel)"},
+		{&debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "4096593abcdef0123456789"}, {Key: "vcs.modified", Value: "false"},
+		}}, "v1.4.0 (commit 4096593abcde)"},
+		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "4096593"}, {Key: "vcs.modified", Value: "true"},
+		}}, "devel (commit 4096593, modified)"},
+	} {
+		assert.Equal(t, tt.want, version(tt.bi), "version(%+v)", tt.bi)
+	}
+	assert.NotEmpty(t, Version())
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
+
+	"github.com/evalflow/evalflow/wiring"
+)
+
+// names lists flags by name and aliases, with their env vars.
+func names(flags []cli.Flag) []string {
+	var out []string
+	for _, f := range flags {
+		line := strings.Join(f.Names(), ",")
+		if e, ok := f.(interface{ GetEnvVars() []string }); ok {
+			line += " " + strings.Join(e.GetEnvVars(), ",")
+		}
+		out = append(out, line)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// The worker binary takes the shared worker flags, the same set as the
+// starter's in-process worker (starter's TestWorkerFlagsAreShared).
+func TestFlagsAreTheSharedSet(t *testing.T) {
+	assert.Equal(t, names(wiring.WorkerFlags()), names(newApp().Flags))
+}
+
+func TestVersionFlag(t *testing.T) {
+	var out bytes.Buffer
+	app := newApp()
+	app.Writer = &out
+	require.NoError(t, app.Run([]string{"worker", "--version"}))
+	assert.Regexp(t, `^worker version \S+ \(commit [^)]+\)\n$`, out.String())
+}
+
+func TestRefusesArguments(t *testing.T) {
+	app := newApp()
+	app.Action = func(*cli.Context) error { t.Fatal("the worker started"); return nil }
+	err := app.Run([]string{"worker", "--runs-dir", "/r", "serve", "--address", "elsewhere:7233"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `unexpected argument "serve"`)
+}
