@@ -102,6 +102,7 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-turns", Value: workflows.DefaultMaxTurns, Usage: "model calls a harness may make (EVALFLOW_MAX_TURNS)"},
 		&cli.StringFlag{Name: "rubric", Value: workflows.DefaultRubric, Usage: "exact, numeric[:tol], contains, regex[:pattern], rank:<rubric>"},
 		&cli.IntFlag{Name: "max-attempts", Value: workflows.DefaultMaxAttempts, Usage: "attempts of a rollout after infrastructure failures"},
+		&cli.BoolFlag{Name: "retry-failed", Usage: "with the --run-id of an earlier run: rerun its stored failures and keep its successes"},
 		&cli.IntFlag{Name: "continue-as-new-after", Value: workflows.DefaultContinueAsNewAfter, Usage: "rollouts per workflow history segment"},
 		&cli.StringFlag{Name: "worker", Value: "auto", Usage: "run a worker in this process: auto (only with the embedded server), on, off"},
 	}
@@ -119,6 +120,7 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 		Shuffle:         cctx.Bool("shuffle"),
 		Model:           cctx.String("model"),
 		Rubric:          cctx.String("rubric"),
+		RetryFailed:     cctx.Bool("retry-failed"),
 		Harness: rollout.HarnessConfig{
 			Timeout:  cctx.Duration("harness-timeout"),
 			MaxTurns: cctx.Int("max-turns"),
@@ -247,8 +249,11 @@ func startOrAttach(ctx context.Context, c client.Client, taskQueue string, cfg w
 			fmt.Fprintf(os.Stderr, "Run %s is already running: resuming it (its own configuration applies).\n", cfg.RunID)
 			return false, nil
 		case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
-			fmt.Fprintf(os.Stderr, "Run %s has already finished.\n", cfg.RunID)
-			return true, nil
+			if !cfg.RetryFailed {
+				fmt.Fprintf(os.Stderr, "Run %s has already finished (add --retry-failed to rerun its failed rollouts).\n", cfg.RunID)
+				return true, nil
+			}
+			fmt.Fprintf(os.Stderr, "Run %s has finished: running its stored failures again; its successes are reused.\n", cfg.RunID)
 		default:
 			fmt.Fprintf(os.Stderr, "Run %s ended %s: starting it again; finished rollouts are reused from the store.\n",
 				cfg.RunID, strings.ToLower(strings.TrimPrefix(status.String(), "WORKFLOW_EXECUTION_STATUS_")))

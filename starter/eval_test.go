@@ -37,6 +37,11 @@ func TestRunConfigFromFlags(t *testing.T) {
 	assert.Nil(t, cfg.Sampling.TopP, "unset sampling fields stay unset")
 	assert.Equal(t, "mock", cfg.Model, "no provider: the mock model")
 	assert.Equal(t, "sample", cfg.Taskset)
+	assert.False(t, cfg.RetryFailed, "stored failures are reused unless asked")
+
+	cfg, err = parseEval(t, "--run-id", "r1", "--retry-failed")
+	require.NoError(t, err)
+	assert.True(t, cfg.RetryFailed, "--retry-failed reruns stored failures")
 }
 
 func TestRunConfigErrors(t *testing.T) {

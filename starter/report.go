@@ -26,9 +26,16 @@ func printSummary(w io.Writer, r workflows.Result, runsDir string) {
 	fmt.Fprintf(tw, "taskset\t%s\n", r.Taskset)
 	fmt.Fprintf(tw, "model\t%s\n", r.Model)
 	fmt.Fprintf(tw, "tasks\t%d\n", r.Tasks)
-	reused := ""
+	var notes []string
 	if r.Reused > 0 {
-		reused = fmt.Sprintf(" (%d reused from an earlier attempt)", r.Reused)
+		notes = append(notes, fmt.Sprintf("%d reused from an earlier attempt", r.Reused))
+	}
+	if r.Rerun > 0 {
+		notes = append(notes, fmt.Sprintf("%d earlier failures run again", r.Rerun))
+	}
+	reused := ""
+	if len(notes) > 0 {
+		reused = " (" + strings.Join(notes, ", ") + ")"
 	}
 	fmt.Fprintf(tw, "rollouts\t%d%s\n", r.Rollouts, reused)
 	fmt.Fprintf(tw, "mean reward\t%.3f ± %.3f\n", r.MeanReward, r.StdReward)

@@ -123,7 +123,11 @@ func resume(cctx *cli.Context, s *session, runID string) error {
 		}
 		fmt.Fprintf(os.Stderr, "Run %s is running: watching it.\n", runID)
 	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
-		fmt.Fprintf(os.Stderr, "Run %s has already finished.\n", runID)
+		if kind != workflows.EvalName || !cctx.Bool("retry-failed") {
+			fmt.Fprintf(os.Stderr, "Run %s has already finished.\n", runID)
+			break
+		}
+		fallthrough // an eval's stored failures run again
 	default:
 		old, err := startInput(ctx, s.client, runID, info.GetExecution().GetRunId())
 		if err != nil {
@@ -137,6 +141,8 @@ func resume(cctx *cli.Context, s *session, runID string) error {
 			return fmt.Errorf("run %s was started with other settings (%v); resume with the same flags, or add --force", runID, changed.fields)
 		}
 		in := changed.input
+		// Not a change of the run's settings: which stored rollouts run again.
+		in.Config.RetryFailed = cctx.Bool("retry-failed")
 		if s.usingMock() {
 			if err := mockCanServe(in.Config); err != nil {
 				return err
