@@ -2,7 +2,6 @@ package tunnel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,7 +61,7 @@ func TestFRPClientThatNeverAnswersIsKilled(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(start), 5*time.Second, "Expose returns when its context ends")
-	requireGone(t, readPID(t, pidFile))
+	require.ErrorIs(t, syscall.Kill(readPID(t, pidFile), 0), syscall.ESRCH, "the process is gone, reaped included")
 }
 
 func TestFRPClientGetsTokenOnStdinOnly(t *testing.T) {
@@ -96,7 +95,7 @@ func TestFRPClientProcessLife(t *testing.T) {
 		require.NoError(t, syscall.Kill(pid, 0), "client process %d runs", pid)
 		require.NoError(t, exp.(Watched).Err())
 		require.NoError(t, exp.Close())
-		requireGone(t, pid)
+		require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the process is gone, reaped included")
 		assert.EqualError(t, exp.(Watched).Err(), "frp client exited")
 	})
 	t.Run("it exits when frps goes", func(t *testing.T) {
@@ -107,7 +106,7 @@ func TestFRPClientProcessLife(t *testing.T) {
 		w := exp.(Watched)
 		require.Eventually(t, func() bool { return w.Err() != nil }, 30*time.Second, 10*time.Millisecond)
 		assert.EqualError(t, w.Err(), "frp client exited (exit status 3: frps closed the control connection)")
-		requireGone(t, exp.(*frpExposure).process.Pid)
+		require.ErrorIs(t, syscall.Kill(exp.(*frpExposure).process.Pid, 0), syscall.ESRCH, "the process is gone, reaped included")
 	})
 }
 
@@ -119,13 +118,6 @@ func readPID(t *testing.T, file string) int {
 	_, err = fmt.Sscan(string(b), &pid)
 	require.NoError(t, err)
 	return pid
-}
-
-// requireGone fails unless process pid is gone, reaped included.
-func requireGone(t *testing.T, pid int) {
-	t.Helper()
-	err := syscall.Kill(pid, 0)
-	require.True(t, errors.Is(err, syscall.ESRCH), "kill(%d, 0) = %v, want ESRCH: the process is left", pid, err)
 }
 
 func TestLastLines(t *testing.T) {
