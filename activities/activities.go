@@ -39,6 +39,9 @@ type Activities struct {
 	// the end of Run.
 	Capacity *Capacity
 	Logger   *slog.Logger
+	// Signal sends a workflow a signal; nil sends it with the activity's
+	// own Temporal client. Tests replace it.
+	Signal func(ctx context.Context, workflowID, runID, name string, arg any) error
 }
 
 func (a *Activities) logger() *slog.Logger {
@@ -79,7 +82,58 @@ func (a *Activities) Acquire(ctx context.Context, in rollout.AcquireInput) (roll
 		}
 		return rollout.AcquireResult{}, fmt.Errorf("acquire slot: %w", err)
 	}
-	return rollout.AcquireResult{HostQueue: a.HostQueue, Server: slot.Server}, nil
+	res := rollout.AcquireResult{HostQueue: a.HostQueue, Server: slot.Server}
+	if in.Hold == "" {
+		return res, nil
+	}
+	return res, a.hold(ctx, in, slot)
+}
+
+// hold tells the workflow where the slot is and waits, heartbeating, until
+// the rollout's Run starts here or the slot is given back. When the
+// workflow cancels the hold (the rollout will not run here), or the signal
+// cannot be sent, the slot is released.
+func (a *Activities) hold(ctx context.Context, in rollout.AcquireInput, slot interception.Slot) error {
+	key := slot.Key
+	started := a.Capacity.Hold(key)
+	defer a.Capacity.Unhold(key)
+	sig := rollout.Slot{Token: in.Hold, Key: key, HostQueue: a.HostQueue, Server: slot.Server}
+	if a.Pool.Loopback() {
+		// Nothing to expose: the harness reaches the server on this host.
+		url, err := a.Pool.Expose(ctx, key)
+		if err != nil {
+			a.release(key)
+			return temporal.NewApplicationErrorWithCause("expose interception server", rollout.ErrTypeTunnel, err)
+		}
+		sig.BaseURL = url
+	}
+	info := activity.GetInfo(ctx)
+	if err := a.signal(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, rollout.SignalSlot, sig); err != nil {
+		a.release(key)
+		return fmt.Errorf("tell the workflow where slot %s is: %w", key, err)
+	}
+	stop := heartbeat(ctx, "holding the slot until the rollout runs")
+	defer stop()
+	select {
+	case <-started:
+		return nil
+	case <-ctx.Done():
+		a.release(key)
+		return ctx.Err()
+	}
+}
+
+func (a *Activities) signal(ctx context.Context, workflowID, runID, name string, arg any) error {
+	if a.Signal != nil {
+		return a.Signal(ctx, workflowID, runID, name, arg)
+	}
+	return activity.GetClient(ctx).SignalWorkflow(ctx, workflowID, runID, name, arg)
+}
+
+// release frees a slot and its capacity unit.
+func (a *Activities) release(key string) {
+	a.Pool.Release(key)
+	a.Capacity.Give(key)
 }
 
 // Expose makes the slot's interception server reachable and returns its URL.
@@ -88,7 +142,7 @@ func (a *Activities) Expose(ctx context.Context, in rollout.ExposeInput) (rollou
 	if _, ok := a.Pool.Slot(in.Key); !ok {
 		return rollout.ExposeResult{}, temporal.NewNonRetryableApplicationError("slot "+in.Key+" is not held by this worker", rollout.ErrTypeSlotLost, nil)
 	}
-	stop := heartbeat(ctx)
+	stop := heartbeat(ctx, "exposing the interception server")
 	url, err := a.Pool.Expose(ctx, in.Key)
 	stop()
 	if err != nil {
@@ -99,8 +153,7 @@ func (a *Activities) Expose(ctx context.Context, in rollout.ExposeInput) (rollou
 
 // Release frees a slot whose rollout will not run.
 func (a *Activities) Release(ctx context.Context, in rollout.ReleaseInput) error {
-	a.Pool.Release(in.Key)
-	a.Capacity.Give(in.Key)
+	a.release(in.Key)
 	return nil
 }
 
@@ -152,7 +205,7 @@ func summaryOf(r results.Record) rollout.Summary {
 
 // heartbeat records heartbeats until stop is called, so a dead worker's
 // rollout is noticed within the heartbeat timeout.
-func heartbeat(ctx context.Context) (stop func()) {
+func heartbeat(ctx context.Context, doing string) (stop func()) {
 	every := activity.GetInfo(ctx).HeartbeatTimeout / 4
 	if every <= 0 {
 		return func() {}
@@ -170,7 +223,7 @@ func heartbeat(ctx context.Context) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx, "harness running")
+				activity.RecordHeartbeat(ctx, doing)
 			}
 		}
 	}()

@@ -18,6 +18,20 @@ type Capacity struct {
 type hold struct {
 	since   time.Time
 	running bool
+	// holding is set while a holding Acquire waits for the rollout's Run
+	// (Hold): the unit is in use, whatever its age.
+	holding bool
+	// started is closed when the unit starts running or is given back.
+	started chan struct{}
+}
+
+// end marks h as started or gone: a holding Acquire waiting on it returns.
+func (h *hold) end() {
+	select {
+	case <-h.started:
+	default:
+		close(h.started)
+	}
 }
 
 // NewCapacity allows n rollouts at once.
@@ -48,7 +62,7 @@ func (c *Capacity) Take(ctx context.Context, key string, wait func()) error {
 				c.free <- struct{}{}
 				return nil
 			}
-			c.held[key] = hold{since: time.Now()}
+			c.held[key] = hold{since: time.Now(), started: make(chan struct{})}
 			return nil
 		case <-t.C:
 			wait()
@@ -62,7 +76,8 @@ func (c *Capacity) Take(ctx context.Context, key string, wait func()) error {
 func (c *Capacity) Give(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.held[key]; ok {
+	if h, ok := c.held[key]; ok {
+		h.end()
 		delete(c.held, key)
 		c.free <- struct{}{}
 	}
@@ -74,6 +89,34 @@ func (c *Capacity) Running(key string) {
 	defer c.mu.Unlock()
 	if h, ok := c.held[key]; ok {
 		h.running = true
+		h.end()
+		c.held[key] = h
+	}
+}
+
+// Hold marks key's unit as held by a live Acquire until the returned channel
+// is closed: when the rollout's Run starts or the unit is given back. Sweep
+// keeps a held unit. A key without a unit gets a closed channel.
+func (c *Capacity) Hold(key string) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.held[key]
+	if !ok {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	h.holding = true
+	c.held[key] = h
+	return h.started
+}
+
+// Unhold says the Acquire holding key's unit has stopped waiting.
+func (c *Capacity) Unhold(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h, ok := c.held[key]; ok {
+		h.holding = false
 		c.held[key] = h
 	}
 }
@@ -85,7 +128,8 @@ func (c *Capacity) Sweep(age time.Duration) []string {
 	defer c.mu.Unlock()
 	var keys []string
 	for k, h := range c.held {
-		if !h.running && time.Since(h.since) > age {
+		if !h.running && !h.holding && time.Since(h.since) > age {
+			h.end()
 			keys = append(keys, k)
 			delete(c.held, k)
 			c.free <- struct{}{}

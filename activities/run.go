@@ -116,7 +116,7 @@ type outcome struct {
 // taken out of the harness's output.
 func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Slot, baseURL string) outcome {
 	out := outcome{started: time.Now()}
-	stop := heartbeat(ctx)
+	stop := heartbeat(ctx, "harness running")
 	out.res, out.err = a.Runtime.Run(ctx, harness.Spec{
 		Key:      j.key,
 		Command:  j.command,

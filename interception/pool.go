@@ -146,6 +146,10 @@ func (p *Pool) Acquire(ctx context.Context, r Rollout) (Slot, error) {
 	return s, nil
 }
 
+// Loopback reports whether the pool's servers are reached on this host as
+// they are (a local tunnel): Expose then only names the loopback URL.
+func (p *Pool) Loopback() bool { return p.name == "local" }
+
 // Slot returns a registered rollout's slot.
 func (p *Pool) Slot(key string) (Slot, bool) {
 	p.mu.Lock()

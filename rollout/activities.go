@@ -50,6 +50,30 @@ type DescribeTasksetResult struct {
 // AcquireInput reserves a rollout slot on some worker.
 type AcquireInput struct {
 	Rollout Ref `json:"rollout"`
+	// Hold, when set, makes Acquire hold the slot: it signals the workflow
+	// (SignalSlot, a Slot carrying this token) where the slot is, then keeps
+	// running, heartbeating, until the rollout's Run has started on that
+	// worker or the slot is released. A worker that dies before Run starts
+	// fails Acquire within its heartbeat timeout, so the workflow never
+	// needs a schedule-to-start timeout on the worker's own queue: a slow
+	// but live worker is waited for, never sent back for load.
+	Hold string `json:"hold,omitempty"`
+}
+
+// SignalSlot is the signal a holding Acquire sends its workflow: a Slot.
+const SignalSlot = "slot"
+
+// Slot tells a workflow where a holding Acquire reserved a rollout's slot.
+type Slot struct {
+	// Token is the AcquireInput.Hold it answers.
+	Token string `json:"token"`
+	Key   string `json:"key"`
+	// HostQueue is the task queue only the acquiring worker polls.
+	HostQueue string `json:"host_queue"`
+	Server    int    `json:"server"`
+	// BaseURL is where the harness reaches the interception server when
+	// nothing needs exposing (a local tunnel); empty: run Expose first.
+	BaseURL string `json:"base_url,omitempty"`
 }
 
 // AcquireResult says where the rollout's later steps must run, or that the

@@ -23,7 +23,6 @@ import (
 
 	"github.com/evalflow/evalflow/activities"
 	"github.com/evalflow/evalflow/harness"
-	"github.com/evalflow/evalflow/harness/agent"
 	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
@@ -106,11 +105,14 @@ func NewWorker(c client.Client, cfg Config) (*Worker, error) {
 		cfg.Logger = slog.Default()
 	}
 	if len(cfg.DefaultHarness) == 0 {
-		exe, err := os.Executable()
+		command, lean, err := builtinAgent()
 		if err != nil {
-			return nil, fmt.Errorf("find own executable for the built-in agent: %w", err)
+			return nil, err
 		}
-		cfg.DefaultHarness = []string{exe, agent.Subcommand}
+		if !lean {
+			cfg.Logger.Info("the built-in agent runs as this program; build cmd/evalflow-agent beside it (make build) or set "+AgentEnv+" for lighter rollouts", "program", command[0])
+		}
+		cfg.DefaultHarness = command
 	}
 	if cfg.Runtime == nil {
 		cfg.Runtime = &harness.Local{Dir: cfg.WorkDir}

@@ -147,7 +147,7 @@ func newEpochRun(ctx workflow.Context, in EpochInput) *epochRun {
 	return &epochRun{
 		in: in, cfg: cfg, st: st, group: g, units: units,
 		limit: in.Train.failureLimit(units),
-		win:   &window{max: cfg.MaxConcurrent, lim: cfg.Limits},
+		win:   newWindow(ctx, cfg.MaxConcurrent, cfg.Limits),
 		cur:   NewCursor(in.TasksetLen, cfg.Seed, cfg.Shuffle),
 		scoreCtx: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: time.Minute,

@@ -46,7 +46,7 @@ func Eval(ctx workflow.Context, in EvalInput) (Result, error) {
 	}
 	k := int64(cfg.RolloutsPerTask)
 	units := st.Tasks * k
-	win := &window{max: cfg.MaxConcurrent, lim: cfg.Limits}
+	win := newWindow(ctx, cfg.MaxConcurrent, cfg.Limits)
 	err := workflow.SetQueryHandler(ctx, QueryProgress, func() (Progress, error) {
 		return Progress{
 			RunID: cfg.RunID, Tasks: st.Tasks, Rollouts: units,

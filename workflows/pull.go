@@ -81,7 +81,7 @@ type PullProgress struct {
 // runs a group of rollouts of a sampled position, UpdateClose ends the run.
 func Pull(ctx workflow.Context, in PullInput) (PullProgress, error) {
 	p := &pullRun{cfg: in.Config.WithDefaults(), train: in.Train, st: in.State, limit: -1}
-	p.win = &window{max: p.cfg.MaxConcurrent, lim: p.cfg.Limits}
+	p.win = newWindow(ctx, p.cfg.MaxConcurrent, p.cfg.Limits)
 	// Handlers are registered before the run's first activity, so that
 	// updates sent right after the start are not refused; they wait until
 	// the run knows its taskset.
@@ -259,11 +259,11 @@ func (p *pullRun) rollouts(ctx workflow.Context, r TaskRef, n int) ([]rollout.Su
 		p.win.running++
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer func() { p.win.running--; remaining-- }()
-			s, err := runRollout(ctx, rollout.Ref{
+			s, err := p.win.run(ctx, rollout.Ref{
 				RunID: cfg.RunID, Epoch: r.Epoch, Index: r.Index, K: k,
 				Taskset: cfg.Taskset, Model: cfg.Model, Sampling: cfg.Sampling,
 				Harness: cfg.Harness, Rubric: cfg.Rubric, RetryFailed: true,
-			}, cfg.Limits)
+			})
 			if err != nil && fatal == nil {
 				fatal = err
 			}

@@ -9,14 +9,26 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// runRollout runs one rollout to a Summary, retrying infrastructure failures
-// (a lost worker, a tunnel, an upstream outage) up to the run's MaxAttempts by
+// heldSlots is the change that made Acquire hold its slot until the
+// rollout's Run starts (rollout.AcquireInput.Hold): histories recorded
+// before it replay the attempts of rolloutAttempt.
+const heldSlots = "held-slots"
+
+// run runs one rollout to a Summary, retrying infrastructure failures (a
+// lost worker, a tunnel, an upstream outage) up to the run's MaxAttempts by
 // re-acquiring a slot, possibly on another worker. A returned error is fatal
 // to the run: the configuration cannot work.
-func runRollout(ctx workflow.Context, ref rollout.Ref, lim Limits) (rollout.Summary, error) {
+func (w *window) run(ctx workflow.Context, ref rollout.Ref) (rollout.Summary, error) {
+	lim := w.lim
 	for attempt := 1; ; attempt++ {
 		ref.Attempt = attempt
-		s, err := rolloutAttempt(ctx, ref, lim)
+		var s rollout.Summary
+		var err error
+		if workflow.GetVersion(ctx, heldSlots, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			s, err = rolloutAttempt(ctx, ref, lim)
+		} else {
+			s, err = w.heldAttempt(ctx, ref)
+		}
 		if err == nil {
 			return s, nil
 		}
@@ -37,16 +49,140 @@ func runRollout(ctx workflow.Context, ref rollout.Ref, lim Limits) (rollout.Summ
 	}
 }
 
-// rolloutAttempt is acquire → expose → run on the acquiring worker's own queue.
-func rolloutAttempt(ctx workflow.Context, ref rollout.Ref, lim Limits) (rollout.Summary, error) {
-	acquireCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		// Acquire waits for capacity on a worker as long as it takes,
-		// heartbeating meanwhile: a dead worker is noticed by its heartbeat.
+// heldAttempt is one attempt of a rollout: Acquire admits it on some
+// worker and holds the slot; that worker's own queue then runs Expose (when
+// the slot needs exposing) and Run. Nothing here waits on a timeout for a
+// live worker: Acquire, heartbeating until Run starts, says when the
+// holding worker died, and the attempt ends so that the rollout is acquired
+// again elsewhere.
+func (w *window) heldAttempt(ctx workflow.Context, ref rollout.Ref) (rollout.Summary, error) {
+	lim := w.lim
+	token, slots := w.slots.open(ctx)
+	defer w.slots.close(token)
+	acquireCtx, cancelAcquire := workflow.WithCancel(ctx)
+	// A hold still open when the attempt ends (its steps failed before Run)
+	// is cancelled, and the worker releases the slot.
+	defer cancelAcquire()
+	acquire := workflow.ExecuteActivity(acquireOptions(acquireCtx, lim), rollout.ActivityAcquire,
+		rollout.AcquireInput{Rollout: ref, Hold: token})
+
+	var (
+		acquired    bool // Acquire has ended
+		acquireRes  rollout.AcquireResult
+		acquireErr  error
+		steps       workflow.Future // the host steps of the latest slot
+		cancelSteps workflow.CancelFunc
+		stepsDone   bool
+		summary     rollout.Summary
+		stepsErr    error
+	)
+	start := func(s rollout.Slot) {
+		// A later slot means the Acquire was retried on another worker
+		// after the first holder went silent: its steps are abandoned.
+		if cancelSteps != nil {
+			cancelSteps()
+		}
+		var stepsCtx workflow.Context
+		stepsCtx, cancelSteps = workflow.WithCancel(ctx)
+		f, settle := workflow.NewFuture(stepsCtx)
+		steps = f
+		workflow.Go(stepsCtx, func(ctx workflow.Context) {
+			settle.Set(hostSteps(ctx, ref, s, lim))
+		})
+	}
+	for {
+		switch {
+		case stepsDone:
+			return summary, stepsErr
+		case acquired && acquireErr != nil:
+			// The holding worker died (or Acquire kept failing) before the
+			// rollout's Run started: whatever waits on its queue is moot.
+			if cancelSteps != nil {
+				cancelSteps()
+			}
+			return rollout.Summary{}, acquireErr
+		case acquired && acquireRes.Done != nil:
+			// Already in the run store (a resumed run): nothing to run.
+			return *acquireRes.Done, nil
+		case acquired && steps == nil:
+			// Acquire ended without its signal reaching this attempt (a
+			// worker that does not hold): its result names the slot.
+			start(rollout.Slot{Key: ref.Key(), HostQueue: acquireRes.HostQueue, Server: acquireRes.Server})
+		}
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(slots, func(c workflow.ReceiveChannel, _ bool) {
+			var s rollout.Slot
+			c.Receive(ctx, &s)
+			if acquired {
+				return // the Acquire that sent it has ended: its slot is running
+			}
+			start(s)
+		})
+		if !acquired {
+			sel.AddFuture(acquire, func(f workflow.Future) {
+				acquired = true
+				acquireErr = f.Get(ctx, &acquireRes)
+			})
+		}
+		if steps != nil {
+			current := steps
+			sel.AddFuture(current, func(f workflow.Future) {
+				stepsDone = true
+				stepsErr = f.Get(ctx, &summary)
+			})
+		}
+		sel.Select(ctx)
+	}
+}
+
+// hostSteps runs a held slot's Expose (when the slot needs one) and Run on
+// the holding worker's queue. They wait as long as that worker takes to
+// start them: its Acquire tells when it died.
+func hostSteps(ctx workflow.Context, ref rollout.Ref, slot rollout.Slot, lim Limits) (rollout.Summary, error) {
+	host := workflow.WithTaskQueue(ctx, slot.HostQueue)
+	baseURL := slot.BaseURL
+	if baseURL == "" {
+		exposeCtx := workflow.WithActivityOptions(host, workflow.ActivityOptions{
+			StartToCloseTimeout: 2 * time.Minute,
+			HeartbeatTimeout:    lim.HeartbeatTimeout,
+			RetryPolicy:         exposeRetry,
+		})
+		var exp rollout.ExposeResult
+		if err := workflow.ExecuteActivity(exposeCtx, rollout.ActivityExpose, rollout.ExposeInput{Key: ref.Key()}).Get(ctx, &exp); err != nil {
+			return rollout.Summary{}, err
+		}
+		baseURL = exp.BaseURL
+	}
+	runCtx := workflow.WithActivityOptions(host, workflow.ActivityOptions{
+		StartToCloseTimeout: ref.Harness.Timeout + 2*time.Minute,
+		HeartbeatTimeout:    lim.HeartbeatTimeout,
+		// The workflow retries the whole rollout, so that a dead worker's
+		// rollout moves to a live one.
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	var s rollout.Summary
+	err := workflow.ExecuteActivity(runCtx, rollout.ActivityRun, rollout.RunInput{Rollout: ref, BaseURL: baseURL}).Get(ctx, &s)
+	return s, err
+}
+
+// exposeRetry retries tunnel creation, each retry visible in the UI.
+var exposeRetry = &temporal.RetryPolicy{
+	InitialInterval:        time.Second,
+	BackoffCoefficient:     2,
+	MaximumInterval:        30 * time.Second,
+	MaximumAttempts:        6,
+	NonRetryableErrorTypes: []string{rollout.ErrTypeSlotLost, rollout.ErrTypeConfig},
+}
+
+// acquireOptions are Acquire's: it waits for capacity on a worker as long
+// as it takes, heartbeating meanwhile, so a dead worker is noticed by its
+// heartbeat; anything else that keeps failing (a server that cannot start)
+// ends the attempt, so the rollout is recorded failed in bounded time
+// instead of hanging the run.
+func acquireOptions(ctx workflow.Context, lim Limits) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: acquireWaitLimit,
 		HeartbeatTimeout:    lim.HeartbeatTimeout,
-		// Anything else that keeps failing (a server that cannot start) ends
-		// the attempt, so the rollout is recorded failed in bounded time
-		// instead of hanging the run.
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
@@ -55,6 +191,13 @@ func rolloutAttempt(ctx workflow.Context, ref rollout.Ref, lim Limits) (rollout.
 			NonRetryableErrorTypes: []string{rollout.ErrTypeConfig},
 		},
 	})
+}
+
+// rolloutAttempt is acquire → expose → run on the acquiring worker's own
+// queue, each host step with a schedule-to-start timeout: how attempts ran
+// before Acquire held its slot (heldSlots), kept for their histories.
+func rolloutAttempt(ctx workflow.Context, ref rollout.Ref, lim Limits) (rollout.Summary, error) {
+	acquireCtx := acquireOptions(ctx, lim)
 	var slot rollout.AcquireResult
 	if err := workflow.ExecuteActivity(acquireCtx, rollout.ActivityAcquire, rollout.AcquireInput{Rollout: ref}).Get(ctx, &slot); err != nil {
 		return rollout.Summary{}, err
@@ -72,13 +215,7 @@ func rolloutAttempt(ctx workflow.Context, ref rollout.Ref, lim Limits) (rollout.
 		StartToCloseTimeout:    2 * time.Minute,
 		// A worker that dies while exposing is noticed within this.
 		HeartbeatTimeout: lim.HeartbeatTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        30 * time.Second,
-			MaximumAttempts:        6,
-			NonRetryableErrorTypes: []string{rollout.ErrTypeSlotLost, rollout.ErrTypeConfig},
-		},
+		RetryPolicy:      exposeRetry,
 	})
 	var exp rollout.ExposeResult
 	if err := workflow.ExecuteActivity(exposeCtx, rollout.ActivityExpose, rollout.ExposeInput{Key: ref.Key()}).Get(ctx, &exp); err != nil {

@@ -11,6 +11,12 @@ type window struct {
 	max     int
 	lim     Limits
 	running int
+	slots   *slotRouter
+}
+
+// newWindow returns a window of at most max rollouts in flight.
+func newWindow(ctx workflow.Context, max int, lim Limits) *window {
+	return &window{max: max, lim: lim, slots: newSlotRouter(ctx)}
 }
 
 // pending is a rollout to start and the task position it belongs to.
@@ -40,7 +46,7 @@ func (w *window) drive(ctx workflow.Context, next func() (pending, bool), done f
 			}
 			w.running++
 			workflow.Go(ctx, func(ctx workflow.Context) {
-				s, err := runRollout(ctx, p.ref, w.lim)
+				s, err := w.run(ctx, p.ref)
 				ch.Send(ctx, outcome{position: p.position, summary: s, err: err})
 			})
 		}
