@@ -20,14 +20,29 @@ import (
 
 const composeFile = "../docker-compose.yml"
 
+// testFRPToken is FRP_TOKEN for tests that do not set their own: the file
+// does not load without one.
+const testFRPToken = "frp-compose-default-test-token"
+
+// loadProject loads the compose file with the test's environment, and an
+// FRP_TOKEN when the test set none.
 func loadProject(t *testing.T, opts ...cli.ProjectOptionsFn) *types.Project {
 	t.Helper()
-	opts = append([]cli.ProjectOptionsFn{cli.WithOsEnv, cli.WithName("evalflow")}, opts...)
-	po, err := cli.NewProjectOptions([]string{composeFile}, opts...)
-	require.NoError(t, err)
-	p, err := po.LoadProject(context.Background())
+	if _, ok := os.LookupEnv("FRP_TOKEN"); !ok {
+		t.Setenv("FRP_TOKEN", testFRPToken)
+	}
+	p, err := tryLoadProject(opts...)
 	require.NoError(t, err, "LoadProject(%s)", composeFile)
 	return p
+}
+
+func tryLoadProject(opts ...cli.ProjectOptionsFn) (*types.Project, error) {
+	opts = append([]cli.ProjectOptionsFn{cli.WithOsEnv, cli.WithName("evalflow")}, opts...)
+	po, err := cli.NewProjectOptions([]string{composeFile}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return po.LoadProject(context.Background())
 }
 
 func service(t *testing.T, p *types.Project, name string) types.ServiceConfig {
@@ -180,8 +195,9 @@ func TestComposeProviderKeyPassedThrough(t *testing.T) {
 // secretName matches environment variables that hold credentials.
 var secretName = regexp.MustCompile(`(?i)(API_KEY|TOKEN|SECRET|PASSWORD|_PWD)$`)
 
-// reference matches a value taken from the host: ${NAME} or ${NAME:-default}.
-var reference = regexp.MustCompile(`^\$\{[A-Z_][A-Z0-9_]*(:?-[^}]*)?\}$`)
+// reference matches a value taken from the host: ${NAME},
+// ${NAME:-default} or ${NAME:?error}.
+var reference = regexp.MustCompile(`^\$\{[A-Z_][A-Z0-9_]*(:?[-?][^}]*)?\}$`)
 
 func TestComposeNoLiteralSecrets(t *testing.T) {
 	// Raw values, as written in the file.
@@ -254,4 +270,34 @@ func TestComposeFRPS(t *testing.T) {
 	p = loadProject(t)
 	assert.Equal(t, token, env(service(t, p, "frps"), "FRP_TOKEN"))
 	assert.Equal(t, token, env(service(t, p, "worker"), "EVALFLOW_FRP_TOKEN"), "the worker and frps share the token")
+}
+
+// TestComposeRequiresFRPToken: frps's ports are published on every
+// interface, so without a token anyone who reaches the host could register
+// proxies. The file does not load without FRP_TOKEN, unset or empty.
+func TestComposeRequiresFRPToken(t *testing.T) {
+	const want = "set FRP_TOKEN to the token your workers use"
+	t.Setenv("FRP_TOKEN", "")
+	_, err := tryLoadProject()
+	require.Error(t, err, "LoadProject with FRP_TOKEN empty")
+	assert.Contains(t, err.Error(), want)
+
+	require.NoError(t, os.Unsetenv("FRP_TOKEN"))
+	_, err = tryLoadProject()
+	require.Error(t, err, "LoadProject without FRP_TOKEN")
+	assert.Contains(t, err.Error(), want)
+
+	// Both services that use the token insist on it, not just the first.
+	raw, err := os.ReadFile(composeFile)
+	require.NoError(t, err)
+	assert.Equal(t, 2, strings.Count(string(raw), "${FRP_TOKEN:?"+want+"}"), "frps and the worker require FRP_TOKEN")
+	assert.NotContains(t, string(raw), "${FRP_TOKEN:-", "no default for FRP_TOKEN")
+
+	t.Setenv("FRP_TOKEN", "frp-compose-test-token")
+	p, err := tryLoadProject()
+	require.NoError(t, err, "LoadProject with FRP_TOKEN")
+	assert.Equal(t, "frp-compose-test-token", env(service(t, p, "frps"), "FRP_TOKEN"))
+	// The server also refuses an empty token itself, should it be started
+	// some other way.
+	assert.Contains(t, script(service(t, p, "frps")), `if [ -z "$FRP_TOKEN" ]`)
 }

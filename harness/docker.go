@@ -52,7 +52,9 @@ func (d *Docker) Run(ctx context.Context, spec Spec) (Result, error) {
 	}
 	name := containerName(spec.Key)
 	spec.Command = d.Argv(name, spec.Command)
-	res, err := d.Local.Run(ctx, spec)
+	// The CLI dies with the worker, but its container would not: the
+	// supervisor removes it when the worker dies first.
+	res, err := d.Local.runWith(ctx, spec, []string{d.binary(), "rm", "-f", name})
 	if err != nil || res.TimedOut {
 		// The CLI may die before its container (SIGKILL after the grace).
 		rm, cancel := context.WithTimeout(context.Background(), 30*time.Second)

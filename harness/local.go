@@ -28,6 +28,16 @@ var _ Runtime = (*Local)(nil)
 
 // Local runs harnesses as subprocesses of the worker, each in its own process
 // group and its own temporary workdir.
+//
+// A harness dies with its worker, however the worker ends (SIGKILL, a
+// crash, the OOM killer), so that no orphan keeps spending a provider's
+// tokens: the kernel kills the harness process when the worker dies
+// (Pdeathsig, Linux), and a supervisor kills the rest of its process group,
+// the harness's own children included. The supervisor is a /bin/sh that
+// leads the group and waits on a pipe only the worker holds: the worker's
+// death closes it. Leading the group also keeps its id from being reused
+// while the supervisor lives. A process that leaves the group (setsid) is
+// out of its reach.
 type Local struct {
 	// Dir is the parent of per-rollout temporary workdirs; "" is os.TempDir().
 	Dir string
@@ -44,6 +54,12 @@ type Local struct {
 // group is terminated too and ctx.Err() is returned with the partial Result.
 // A command that cannot be found returns an error wrapping exec.ErrNotFound.
 func (l *Local) Run(ctx context.Context, spec Spec) (Result, error) {
+	return l.runWith(ctx, spec, nil)
+}
+
+// runWith is Run; onOrphan, if set, is a command the supervisor runs when
+// the worker dies before the harness ends (a container to remove, say).
+func (l *Local) runWith(ctx context.Context, spec Spec, onOrphan []string) (Result, error) {
 	if len(spec.Command) == 0 {
 		return Result{}, errors.New("run harness: empty command")
 	}
@@ -65,7 +81,7 @@ func (l *Local) Run(ctx context.Context, spec Spec) (Result, error) {
 		defer cancel()
 	}
 
-	res, killed, err := l.run(runCtx, spec, workdir)
+	res, killed, err := l.run(runCtx, spec, workdir, onOrphan)
 	if err != nil {
 		return res, err
 	}
@@ -106,11 +122,20 @@ func (l *Local) makeWorkdir(spec Spec) (string, error) {
 
 // run starts the process and waits for it. killed reports whether ctx ended
 // it (the caller tells timeout from cancellation).
-func (l *Local) run(ctx context.Context, spec Spec, workdir string) (res Result, killed bool, err error) {
+func (l *Local) run(ctx context.Context, spec Spec, workdir string, onOrphan []string) (res Result, killed bool, err error) {
 	grace := l.Grace
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
+	sup, err := startSupervisor(onOrphan)
+	if err != nil {
+		return res, false, err
+	}
+	// The group dies with its supervisor once the harness is done (or could
+	// not start): the worker's own SIGKILL, or the supervisor's on EOF.
+	defer sup.stop()
+	pgid := sup.pgid()
+
 	stdout, stderr := newTail(spec.OutputLimit), newTail(spec.OutputLimit)
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -130,17 +155,17 @@ func (l *Local) run(ctx context.Context, spec Spec, workdir string) (res Result,
 	// copying goroutines, and Wait returns as soon as the leader exits even if
 	// a grandchild still holds the pipes.
 	cmd.Stdout, cmd.Stderr = outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = harnessProcAttr(pgid)
 	cmd.Cancel = func() error {
 		canceled.Store(true)
-		return signalGroup(cmd.Process.Pid, syscall.SIGTERM)
+		return signalGroup(pgid, syscall.SIGTERM)
 	}
-	// After the grace period exec SIGKILLs the leader; the group is SIGKILLed
-	// below once the leader is gone.
+	// After the grace period exec SIGKILLs the harness; the group is
+	// SIGKILLed below once the harness is gone.
 	cmd.WaitDelay = grace
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := startHarness(cmd); err != nil {
 		closeAll(outR, outW, errR, errW)
 		// The error names the program, never its environment.
 		return res, false, fmt.Errorf("start harness %q: %w", spec.Command[0], err)
@@ -154,9 +179,9 @@ func (l *Local) run(ctx context.Context, spec Spec, workdir string) (res Result,
 
 	waitErr := cmd.Wait()
 	res.Duration = time.Since(start)
-	// Whatever is left of the group (background children of the harness) dies
-	// with it; this also closes the pipes they hold.
-	_ = signalGroup(cmd.Process.Pid, syscall.SIGKILL)
+	// Whatever is left of the group (background children of the harness, and
+	// the supervisor) dies with it; this also closes the pipes they hold.
+	_ = signalGroup(pgid, syscall.SIGKILL)
 	waitDrained(&copying, grace, outR, errR)
 	closeAll(outR, errR)
 
@@ -166,6 +191,46 @@ func (l *Local) run(ctx context.Context, spec Spec, workdir string) (res Result,
 	}
 	res.ExitCode = cmd.ProcessState.ExitCode()
 	return res, canceled.Load(), nil
+}
+
+// supervisorScript is what the supervisor runs: it ignores the signals that
+// end a harness gently (it must outlive the harness to clean up after it)
+// and waits for EOF on its stdin, which only the worker writes to. EOF
+// means the worker closed it, or died: it then runs its arguments, if any,
+// and kills its process group, itself included.
+const supervisorScript = `trap '' TERM INT HUP QUIT; read -r _; "$@"; kill -KILL 0`
+
+// supervisor is the process leading a harness's process group.
+type supervisor struct {
+	cmd  *exec.Cmd
+	pipe *os.File // the write end of its stdin
+}
+
+func startSupervisor(onOrphan []string) (*supervisor, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("harness supervisor pipe: %w", err)
+	}
+	cmd := exec.Command("/bin/sh", append([]string{"-c", supervisorScript, "evalflow-harness-supervisor"}, onOrphan...)...)
+	cmd.Stdin = r
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	r.Close()
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("start harness supervisor: %w", err)
+	}
+	return &supervisor{cmd: cmd, pipe: w}, nil
+}
+
+// pgid is the harness's process group: the supervisor's pid.
+func (s *supervisor) pgid() int { return s.cmd.Process.Pid }
+
+// stop ends the supervisor and whatever is left of its group, and reaps it.
+func (s *supervisor) stop() {
+	_ = signalGroup(s.pgid(), syscall.SIGKILL)
+	_ = s.pipe.Close()
+	_ = s.cmd.Wait()
 }
 
 // drain copies r into w until EOF or until r is closed.

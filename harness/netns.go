@@ -71,6 +71,8 @@ func (n *Netns) Run(ctx context.Context, spec Spec) (Result, error) {
 	if len(spec.Command) == 0 {
 		return Result{}, errors.New("run harness: empty command")
 	}
+	// ip execs the command in place: it keeps the process group and the
+	// Pdeathsig Local gives it, so it dies with the worker like any harness.
 	spec.Command = append([]string{"ip", "netns", "exec", n.Name}, spec.Command...)
 	return n.Local.Run(ctx, spec)
 }

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"reflect"
+	"strings"
+	"unicode"
 )
 
 // JSONL is a taskset read lazily from a JSON Lines source: opening scans it
@@ -35,10 +37,14 @@ var (
 
 // OpenFile opens a JSONL task file. Each non-blank line must be a JSON object
 // with an "id" (string or number) and a "prompt" or "messages"; ids must be
-// unique. Errors name the file and line, as in "tasks.jsonl:17: invalid JSON".
-// The caller must Close it.
+// unique. Errors name the file, the line and, for malformed JSON, the byte
+// offset in the line, as in "tasks.jsonl:17: offset 9: invalid JSON: expected
+// a value"; they never quote the file's content, since they end up in
+// workflow histories. Only a regular file is read: a FIFO, a device or a
+// socket is refused before it is read, so none can block a worker. The caller
+// must Close it.
 func OpenFile(path string) (*JSONL, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("open taskset: %w", err)
 	}
@@ -71,12 +77,13 @@ func NewJSONL(name string, r io.ReaderAt, size int64) (*JSONL, error) {
 		start := off
 		off += int64(len(raw))
 		if line := bytes.TrimSpace(raw); len(line) > 0 {
-			t, err := decodeTask(line)
+			t, err := decodeTask(raw)
 			if err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", name, lineNo, err)
 			}
 			if first, dup := firstLine[t.ID]; dup {
-				return nil, fmt.Errorf("%s:%d: duplicate id %q (first on line %d)", name, lineNo, t.ID, first)
+				// The id itself is content: the line numbers locate it.
+				return nil, fmt.Errorf("%s:%d: duplicate id (first on line %d)", name, lineNo, first)
 			}
 			firstLine[t.ID] = lineNo
 			ts.lines = append(ts.lines, span{off: start, n: int32(len(raw)), line: lineNo})
@@ -108,7 +115,10 @@ func (j *JSONL) Task(ctx context.Context, i int64) (Task, error) {
 	if n, err := j.r.ReadAt(buf, s.off); n < len(buf) {
 		return Task{}, fmt.Errorf("%s:%d: read: %w", j.name, s.line, err)
 	}
-	t, err := decodeTask(bytes.TrimSpace(buf))
+	if len(bytes.TrimSpace(buf)) == 0 {
+		return Task{}, fmt.Errorf("%s:%d: the line is blank now; the file changed after it was opened", j.name, s.line)
+	}
+	t, err := decodeTask(buf)
 	if err != nil {
 		// The file changed after it was opened.
 		return Task{}, fmt.Errorf("%s:%d: %w", j.name, s.line, err)
@@ -134,19 +144,23 @@ type taskLine struct {
 	Info     json.RawMessage `json:"info"`
 }
 
-// decodeTask validates and decodes one trimmed, non-empty line.
-func decodeTask(line []byte) (Task, error) {
+// decodeTask validates and decodes one non-blank line, raw as read (with its
+// surrounding space). Its errors describe the problem and where it is, never
+// the line's bytes: a file that is not a taskset at all must not leak into a
+// workflow history through them.
+func decodeTask(raw []byte) (Task, error) {
+	line := bytes.TrimSpace(raw)
+	lead := len(raw) - len(bytes.TrimLeftFunc(raw, unicode.IsSpace))
+	if line[0] != '{' {
+		return Task{}, fmt.Errorf("offset %d: not a JSON object", lead)
+	}
 	if !json.Valid(line) {
 		var v any
-		err := json.Unmarshal(line, &v)
-		return Task{}, fmt.Errorf("invalid JSON: %w", err)
-	}
-	if line[0] != '{' {
-		return Task{}, errors.New("not a JSON object")
+		return Task{}, syntaxError(json.Unmarshal(line, &v), lead, len(line))
 	}
 	var tl taskLine
 	if err := json.Unmarshal(line, &tl); err != nil {
-		return Task{}, fmt.Errorf("invalid task: %w", err)
+		return Task{}, typeError(err)
 	}
 	id, err := scalarString(tl.ID)
 	if err != nil || id == "" {
@@ -169,6 +183,80 @@ func decodeTask(line []byte) (Task, error) {
 		t.Info = tl.Info
 	}
 	return t, nil
+}
+
+// syntaxExpectations says what the JSON scanner expected, by the end of its
+// message (the part after the character it quotes, which is never reused);
+// the first match wins, so longer endings come first.
+var syntaxExpectations = []struct{ suffix, expected string }{
+	{"looking for beginning of value", "expected a value"},
+	{"looking for beginning of object key string", "expected a string key or '}'"},
+	{"after object key", "expected ':' after a key"},
+	{"after object key:value pair", "expected ',' or '}' after a value"},
+	{"after array element", "expected ',' or ']' after an element"},
+	{"after top-level value", "expected the end of the line after the object"},
+	{"in string literal", "expected a character allowed in a string (control characters must be escaped)"},
+	{"in string escape code", "expected an escape such as \\n or \\\" in a string"},
+	{"in \\u hexadecimal character escape", "expected four hex digits after \\u"},
+	{"after decimal point in numeric literal", "expected a digit after a decimal point"},
+	{"in exponent of numeric literal", "expected a digit in an exponent"},
+	{"in numeric literal", "expected a digit in a number"},
+}
+
+// syntaxError describes err, from decoding a line of n bytes (lead bytes of
+// space before it), by its offset in the line and what was expected there.
+func syntaxError(err error, lead, n int) error {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return errors.New("invalid JSON")
+	}
+	msg := se.Error()
+	if strings.HasPrefix(msg, "unexpected end of JSON input") {
+		return fmt.Errorf("offset %d: invalid JSON: the line ends inside a value", lead+n)
+	}
+	// The scanner counts the offending byte as read.
+	off := lead + int(se.Offset) - 1
+	expected := "unexpected character"
+	for _, e := range syntaxExpectations {
+		if strings.HasSuffix(msg, " "+e.suffix) {
+			expected = e.expected
+			break
+		}
+	}
+	if strings.Contains(msg, " in literal ") {
+		expected = "expected true, false or null"
+	}
+	return fmt.Errorf("offset %d: invalid JSON: %s", off, expected)
+}
+
+// typeError describes an error decoding valid JSON into a taskLine by the
+// field and the type it wants, without the value found there.
+func typeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) || te.Field == "" || te.Type == nil {
+		return errors.New("invalid task")
+	}
+	want := "a " + te.Type.Kind().String()
+	switch te.Type.Kind() {
+	case reflect.Slice, reflect.Array:
+		want = "an array"
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	}
+	// Value is the JSON type found, followed by the number itself for some
+	// numbers: only the type is kept.
+	found, _, _ := strings.Cut(te.Value, " ")
+	switch found {
+	case "array", "object":
+		found = "an " + found
+	case "bool":
+		found = "a boolean"
+	case "number", "string":
+		found = "a " + found
+	default:
+		return fmt.Errorf("invalid task: %q must be %s", te.Field, want)
+	}
+	return fmt.Errorf("invalid task: %q must be %s, not %s", te.Field, want, found)
 }
 
 // scalarString reads a JSON string or number as a string; absent or null is "".

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -91,15 +94,18 @@ func TestJSONLErrors(t *testing.T) {
 		content string
 		want    string
 	}{
-		{"bad json", ok + "\n\n" + `{"id":"b","prompt":}`, "tasks.jsonl:3: invalid JSON"},
-		{"not object", ok + "\n[1,2]", "tasks.jsonl:2: not a JSON object"},
+		{"bad json", ok + "\n\n" + `{"id":"b","prompt":}`, "tasks.jsonl:3: offset 19: invalid JSON: expected a value"},
+		{"bad json after space", "  \t" + `{"id" "b"}`, "tasks.jsonl:1: offset 9: invalid JSON: expected ':' after a key"},
+		{"unterminated", `{"id":"b","prompt":"p`, "tasks.jsonl:1: offset 21: invalid JSON: the line ends inside a value"},
+		{"not object", ok + "\n[1,2]", "tasks.jsonl:2: offset 0: not a JSON object"},
 		{"no id", `{"prompt":"p"}`, `tasks.jsonl:1: "id" must be`},
 		{"bool id", `{"id":true,"prompt":"p"}`, `tasks.jsonl:1: "id" must be`},
 		{"no prompt", ok + "\n" + `{"id":"b"}`, `tasks.jsonl:2: task has neither "prompt" nor "messages"`},
-		{"bad prompt type", `{"id":"b","prompt":3}`, "tasks.jsonl:1: invalid task"},
+		{"bad prompt type", `{"id":"b","prompt":3}`, `tasks.jsonl:1: invalid task: "prompt" must be a string, not a number`},
+		{"bad messages type", `{"id":"b","messages":{}}`, `tasks.jsonl:1: invalid task: "messages" must be an array, not an object`},
 		{"message without role", `{"id":"b","messages":[{"content":"x"}]}`, `tasks.jsonl:1: messages[0] has no "role"`},
-		{"duplicate", ok + "\n" + `{"id":"b","prompt":"p"}` + "\n" + ok, `tasks.jsonl:3: duplicate id "a" (first on line 1)`},
-		{"duplicate number and string", `{"id":5,"prompt":"p"}` + "\n" + `{"id":"5","prompt":"p"}`, `tasks.jsonl:2: duplicate id "5"`},
+		{"duplicate", ok + "\n" + `{"id":"b","prompt":"p"}` + "\n" + ok, "tasks.jsonl:3: duplicate id (first on line 1)"},
+		{"duplicate number and string", `{"id":5,"prompt":"p"}` + "\n" + `{"id":"5","prompt":"p"}`, "tasks.jsonl:2: duplicate id (first on line 1)"},
 		{"empty", "\n  \n", "tasks.jsonl: no tasks"},
 	}
 	for _, tt := range tests {
@@ -111,6 +117,106 @@ func TestJSONLErrors(t *testing.T) {
 			assert.True(t, strings.HasPrefix(err.Error(), path), "error %q should start with the path", err)
 		})
 	}
+}
+
+// TestJSONLErrorsHideContent holds errors to naming the line and the
+// problem: they reach workflow histories, so no byte of a file that is not
+// a taskset (a password file, a key) may travel in them. Every line holds
+// the marker Q where the problem is or around it.
+func TestJSONLErrorsHideContent(t *testing.T) {
+	lines := []string{
+		"root:x:0:0:Q:/root:/bin/bash",
+		`{"id":Q}`,
+		`{"idQ" 1}`,
+		`{"id":"Q" "prompt"}`,
+		`{"id":["Q" "x"]}`,
+		`{"id":"Q","prompt":"Q`,
+		`{"id":"\Q"}`,
+		`{"id":"\uQQQQ"}`,
+		`{"id":1.Q}`,
+		`{"id":1eQ}`,
+		`{"id":-Q}`,
+		`{"id":tQ}`,
+		`{'Q':1}`,
+		`{"id":"a","prompt":"p"} Q`,
+		"{\"id\":\"Q\x01\"}",
+		`{"id":"a","prompt":"p","messages":"Q"}`,
+		`{"id":"a","prompt":"p","messages":[{"role":["Q"]}]}`,
+		`{"id":["Q"],"prompt":"p"}`,
+		`{"id":"a","prompt":"p","answer":{"Q":1}}`,
+		`{"id":"Q","prompt":"p"}` + "\n" + `{"id":"Q","prompt":"p"}`,
+	}
+	for _, content := range lines {
+		path := writeFile(t, "tasks.jsonl", content)
+		_, err := OpenFile(path)
+		require.Error(t, err, "OpenFile(%q)", content)
+		msg := strings.TrimPrefix(err.Error(), path)
+		assert.NotEqual(t, err.Error(), msg, "error %q should start with the path", err)
+		assert.NotContains(t, msg, "Q", "OpenFile(%q) error quotes the file", content)
+		assert.NotContains(t, msg, "root", "OpenFile(%q) error quotes the file", content)
+		assert.NotContains(t, msg, "x01", "OpenFile(%q) error quotes the file", content)
+		assert.NotContains(t, msg, "\x01", "OpenFile(%q) error quotes the file", content)
+	}
+}
+
+// TestOpenFileRefusesSpecialFiles: only a regular file is read. A FIFO
+// would block the worker on open (waiting for a writer) and a device could
+// stream forever, so both are refused, promptly, naming what they are.
+func TestOpenFileRefusesSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "tasks.jsonl")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	fifoLink := filepath.Join(dir, "link.jsonl")
+	require.NoError(t, os.Symlink(fifo, fifoLink))
+	sock := filepath.Join(dir, "s.jsonl")
+	ln, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	defer ln.Close()
+
+	tests := []struct {
+		path string
+		want string
+	}{
+		{fifo, "is a named pipe (FIFO)"},
+		{fifoLink, "is a named pipe (FIFO)"},
+		{"/dev/null", "is a character device"},
+		{"/dev/zero", "is a character device"},
+		{sock, "is a socket"},
+		{dir, "is a directory"},
+	}
+	for _, tt := range tests {
+		done := make(chan error, 1)
+		go func() {
+			ts, err := OpenFile(tt.path)
+			if err == nil {
+				ts.Close()
+			}
+			done <- err
+		}()
+		var err error
+		require.Eventually(t, func() bool {
+			select {
+			case err = <-done:
+				return true
+			default:
+				return false
+			}
+		}, 5*time.Second, 5*time.Millisecond, "OpenFile(%q) blocked", tt.path)
+		require.Error(t, err, "OpenFile(%q)", tt.path)
+		assert.ErrorIs(t, err, ErrNotRegular, "OpenFile(%q)", tt.path)
+		assert.Contains(t, err.Error(), tt.path+" "+tt.want, "OpenFile(%q)", tt.path)
+	}
+}
+
+// TestOpenFileFollowsSymlinkToRegularFile: a link to a task file is fine.
+func TestOpenFileFollowsSymlinkToRegularFile(t *testing.T) {
+	target := writeFile(t, "tasks.jsonl", `{"id":"a","prompt":"p"}`)
+	link := filepath.Join(t.TempDir(), "link.jsonl")
+	require.NoError(t, os.Symlink(target, link))
+	ts, err := OpenFile(link)
+	require.NoError(t, err)
+	defer ts.Close()
+	assert.Equal(t, int64(1), ts.Len())
 }
 
 func TestJSONLMissingFile(t *testing.T) {

@@ -12,7 +12,7 @@ const refHelp = "sample, arithmetic[?seed=N&size=N], or a path to a .jsonl file"
 //
 //	sample                       the bundled sample (256 word problems)
 //	arithmetic?seed=7&size=100   generated arithmetic; infinite without size
-//	path/to/tasks.jsonl          a JSONL file, read lazily
+//	path/to/tasks.jsonl          a JSONL file (a regular file), read lazily
 //
 // A result that holds a file implements io.Closer; callers should close it.
 func Open(ref string) (Taskset, error) {

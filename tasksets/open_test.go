@@ -50,6 +50,7 @@ func TestOpenErrors(t *testing.T) {
 		{"arithmetic?size=-3", `size "-3"`},
 		{"arithmetic?colour=red", `unknown parameter "colour"`},
 		{"missing.jsonl", "missing.jsonl"},
+		{"/dev/null", "/dev/null is a character device: not a regular file"},
 	}
 	for _, tt := range tests {
 		_, err := Open(tt.ref)

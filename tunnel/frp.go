@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
@@ -39,8 +40,12 @@ type FRP struct {
 	ServerPort int
 	// Token authenticates to frps. It is a credential: it comes from the
 	// worker's flags or environment, is never logged, and reaches the client
-	// process on its stdin only (never its arguments or environment).
+	// process on its stdin only (never its arguments or environment). It is
+	// required: without one, anyone who reaches frps can register proxies.
 	Token string
+	// AllowEmptyToken accepts an empty Token, for tests against an frps on
+	// loopback only: Validate refuses it for any other ServerAddr.
+	AllowEmptyToken bool
 	// PublicHost is the host consumers dial to reach proxied ports; ServerAddr
 	// when empty.
 	PublicHost string
@@ -56,6 +61,10 @@ type FRP struct {
 
 var _ Tunnel = (*FRP)(nil)
 
+// ErrNoToken is Validate's error for an FRP without a Token (and without
+// AllowEmptyToken).
+var ErrNoToken = errors.New("frp tunnel: a token is required")
+
 // Validate reports a configuration that cannot work.
 func (f *FRP) Validate() error {
 	if f.ServerAddr == "" {
@@ -64,7 +73,22 @@ func (f *FRP) Validate() error {
 	if f.ServerPort < 0 || f.ServerPort > 65535 {
 		return fmt.Errorf("frp tunnel: server port %d is not a TCP port", f.ServerPort)
 	}
+	if f.Token == "" {
+		if !f.AllowEmptyToken {
+			return ErrNoToken
+		}
+		if !isLoopbackIP(f.ServerAddr) {
+			return fmt.Errorf("frp tunnel: an empty token is allowed only for an frps on a loopback address, not %q", f.ServerAddr)
+		}
+	}
 	return nil
+}
+
+// isLoopbackIP reports whether host is a loopback IP address. A name, even
+// "localhost", is not trusted to resolve to one.
+func isLoopbackIP(host string) bool {
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // BindHost implements Tunnel: frpc connects to the server on loopback.

@@ -28,7 +28,7 @@ func TestLimiterBurstThenBlocks(t *testing.T) {
 func TestFRPRetriesThroughLimiter(t *testing.T) {
 	// An frps that does not exist: every attempt fails and takes a token.
 	lim := tunnel.NewLimiter(2)
-	f := &tunnel.FRP{ServerAddr: "127.0.0.1", ServerPort: 1, Limiter: lim, Retry: tunnel.Retry{Attempts: 2}}
+	f := &tunnel.FRP{ServerAddr: "127.0.0.1", ServerPort: 1, Token: "t", Limiter: lim, Retry: tunnel.Retry{Attempts: 2}}
 	_, err := f.Expose(context.Background(), "127.0.0.1", 1)
 	require.Error(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -128,7 +128,7 @@ func TestExposeUnreachableServer(t *testing.T) {
 		name string
 		tun  tunnel.Tunnel
 	}{
-		{"frp", &tunnel.FRP{ServerAddr: "127.0.0.1", ServerPort: port, Retry: tunnel.Retry{Attempts: 2}}},
+		{"frp", &tunnel.FRP{ServerAddr: "127.0.0.1", ServerPort: port, Token: "t", Retry: tunnel.Retry{Attempts: 2}}},
 		{"ssh", &tunnel.SSH{Addr: "127.0.0.1:" + itoa(port), User: "u", KeyFile: writeKey(t), KnownHostsFile: "/dev/null", Retry: tunnel.Retry{Attempts: 2}}},
 	}
 	for _, tt := range tests {

@@ -48,3 +48,17 @@ func TestInterceptionFromFlags(t *testing.T) {
 	_, err = parse(t, "--interception.type", "custom", "--interception.url", "http://h:1", "--interception.port", "1")
 	assert.NoError(t, err, "the multiplex default is not a setting")
 }
+
+func TestInterceptionFromFlagsFRPNeedsToken(t *testing.T) {
+	t.Setenv("EVALFLOW_FRP_TOKEN", "")
+	require.NoError(t, os.Unsetenv("EVALFLOW_FRP_TOKEN"))
+	t.Setenv("EVALFLOW_FRP_TOKEN_FILE", "")
+	require.NoError(t, os.Unsetenv("EVALFLOW_FRP_TOKEN_FILE"))
+
+	_, err := parse(t, "--interception.type", "frp", "--interception.frp.server", "frps.example:7000")
+	assert.EqualError(t, err, "frp tunnel: a token is required (EVALFLOW_FRP_TOKEN or --interception.frp.token-file)")
+
+	t.Setenv("EVALFLOW_FRP_TOKEN", "from-env")
+	_, err = parse(t, "--interception.type", "frp", "--interception.frp.server", "frps.example:7000")
+	assert.NoError(t, err)
+}

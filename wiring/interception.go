@@ -127,9 +127,18 @@ func (c Interception) tunnel(multiplexSet bool) (tunnel.Tunnel, error) {
 				return nil, fmt.Errorf("interception: frp token file: %w", err)
 			}
 			token = strings.TrimSpace(string(b))
+			if token == "" {
+				return nil, fmt.Errorf("interception: frp token file %s is empty", c.FRPTokenFile)
+			}
 		}
 		t := &tunnel.FRP{ServerAddr: host, ServerPort: port, Token: token, PublicHost: c.FRPPublicHost, Retry: retry}
-		return t, t.Validate()
+		if err := t.Validate(); err != nil {
+			if errors.Is(err, tunnel.ErrNoToken) {
+				return nil, fmt.Errorf("%w (EVALFLOW_FRP_TOKEN or --interception.frp.token-file)", err)
+			}
+			return nil, err
+		}
+		return t, nil
 	case InterceptionSSH:
 		t := &tunnel.SSH{
 			Addr: c.SSHServer, User: c.SSHUser, KeyFile: c.SSHKeyFile, UseAgent: c.SSHAgent,

@@ -20,6 +20,8 @@ func (remoteRuntime) Remote() bool { return true }
 func TestInterceptionTunnel(t *testing.T) {
 	token := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(token, []byte("tok-from-file\n"), 0o600))
+	emptyToken := filepath.Join(t.TempDir(), "empty")
+	require.NoError(t, os.WriteFile(emptyToken, []byte(" \n"), 0o600))
 	tests := []struct {
 		name      string
 		c         Interception
@@ -29,13 +31,19 @@ func TestInterceptionTunnel(t *testing.T) {
 		wantErr   string
 	}{
 		{"default local", Interception{}, true, false, tunnel.Local{}, ""},
-		{"local runtime ignores frp", Interception{Type: "frp", FRPServer: "frps.example:7000"}, false, false, tunnel.Local{}, ""},
+		{"local runtime ignores frp", Interception{Type: "frp", FRPServer: "frps.example:7000", FRPToken: "tok"}, false, false, tunnel.Local{}, ""},
 		{"custom", Interception{Type: "custom", URL: "https://evals.example", Port: 8765}, false, true, tunnel.Custom{URL: "https://evals.example", Port: 8765}, ""},
 		{"custom with multiplex", Interception{Type: "custom", URL: "https://evals.example", Port: 8765}, true, true, nil, "multiplex"},
 		{"custom without port", Interception{Type: "custom", URL: "https://evals.example"}, false, true, nil, "port"},
 		{"frp", Interception{Type: "frp", FRPServer: "frps.example", FRPTokenFile: token}, true, true,
 			&tunnel.FRP{ServerAddr: "frps.example", ServerPort: 7000, Token: "tok-from-file"}, ""},
 		{"frp without server", Interception{Type: "frp"}, false, true, nil, "address is required"},
+		{"frp without token", Interception{Type: "frp", FRPServer: "frps.example"}, false, true, nil,
+			"frp tunnel: a token is required (EVALFLOW_FRP_TOKEN or --interception.frp.token-file)"},
+		{"frp without token, local runtime", Interception{Type: "frp", FRPServer: "127.0.0.1:7000"}, false, false, nil,
+			"frp tunnel: a token is required (EVALFLOW_FRP_TOKEN or --interception.frp.token-file)"},
+		{"frp with empty token file", Interception{Type: "frp", FRPServer: "frps.example", FRPTokenFile: emptyToken}, false, true, nil,
+			"frp token file " + emptyToken + " is empty"},
 		{"ssh without known hosts or key", Interception{Type: "ssh", SSHServer: "h:22", SSHUser: "u", SSHKnownHosts: "/k"}, false, true, nil, "key file or the agent"},
 		{"remote runtime needs a tunnel", Interception{}, false, true, nil, "cannot reach"},
 		{"unknown", Interception{Type: "ngrok"}, false, true, nil, "unknown type"},

@@ -82,7 +82,8 @@ func ServeFRPSIfAsked() {
 // StartFRPS starts frps on 127.0.0.1 and stops it when the test ends.
 func StartFRPS(t testing.TB) *FRPS { return StartFRPSOn(t, "127.0.0.1") }
 
-// StartFRPSOn starts frps with its control port and proxies on addr.
+// StartFRPSOn starts frps with its control port and proxies on addr. It
+// always has a token (generated), as a real one must.
 func StartFRPSOn(t testing.TB, addr string) *FRPS {
 	t.Helper()
 	f := &FRPS{Addr: addr, Port: FreePort(t, addr), Token: "frps-test-token-" + strconv.Itoa(FreePort(t, "127.0.0.1")), t: t, dashboard: FreePort(t, "127.0.0.1")}

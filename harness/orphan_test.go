@@ -1,0 +1,196 @@
+//go:build linux
+
+package harness
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Variables that turn this test binary into a worker running one harness:
+// which runtime, and the directory it reports to.
+const (
+	workerRuntimeEnv = "EVALFLOW_TEST_WORKER_RUNTIME"
+	workerOutEnv     = "EVALFLOW_TEST_WORKER_OUT"
+	workerNetnsEnv   = "EVALFLOW_TEST_WORKER_NETNS"
+)
+
+// orphanScript is a harness with a child of its own: it records its pid and
+// its background child's, then waits.
+const orphanScript = `sleep 1000 & echo "$$ $!" > "$OUT/pids.tmp" && mv "$OUT/pids.tmp" "$OUT/pids"; sleep 1000`
+
+// orphanDocker is a docker CLI that logs `rm` calls and runs the command
+// after the image in place, as a container would. (`rm` is run with the
+// worker's environment, `run` with the harness's.)
+const orphanDocker = `#!/bin/sh
+if [ "$1" = rm ]; then echo "$*" >> "$EVALFLOW_TEST_WORKER_OUT/rm"; exit 0; fi
+while [ "$1" != "img:1" ]; do shift; done
+shift
+exec "$@"
+`
+
+// TestWorkerProcess is the worker process of TestHarnessDiesWithWorker; it
+// does nothing in a normal run.
+func TestWorkerProcess(t *testing.T) {
+	out := os.Getenv(workerOutEnv)
+	if out == "" {
+		return
+	}
+	local := Local{Dir: out}
+	spec := shell(orphanScript, "OUT="+out)
+	var err error
+	switch os.Getenv(workerRuntimeEnv) {
+	case "docker":
+		d := &Docker{Image: "img:1", Binary: filepath.Join(out, "docker"), Local: local}
+		_, err = d.Run(context.Background(), spec)
+	case "netns":
+		n := &Netns{Name: os.Getenv(workerNetnsEnv), Local: local}
+		_, err = n.Run(context.Background(), spec)
+	default:
+		_, err = local.Run(context.Background(), spec)
+	}
+	// Only SIGKILL ends this process in the test; getting here is a failure.
+	t.Fatalf("harness returned: %v", err)
+}
+
+// TestHarnessDiesWithWorker kills a worker with SIGKILL while its harness
+// runs: the harness, its own child and the rest of its process group must
+// die too, or they would keep spending a provider's tokens. A docker
+// harness's container is removed.
+func TestHarnessDiesWithWorker(t *testing.T) {
+	for _, rt := range []string{"local", "docker", "netns"} {
+		t.Run(rt, func(t *testing.T) {
+			out := t.TempDir()
+			env := append(os.Environ(), workerRuntimeEnv+"="+rt, workerOutEnv+"="+out)
+			switch rt {
+			case "docker":
+				require.NoError(t, os.WriteFile(filepath.Join(out, "docker"), []byte(orphanDocker), 0o755))
+			case "netns":
+				if os.Geteuid() != 0 {
+					t.Skip("network namespaces need root")
+				}
+				if _, err := exec.LookPath("ip"); err != nil {
+					t.Skip("iproute2 is not installed")
+				}
+				// Made here: the worker dies before it could remove it.
+				n, err := NewNetns(context.Background(), "10.213.249.0", Local{})
+				require.NoError(t, err)
+				t.Cleanup(func() { require.NoError(t, n.Close()) })
+				env = append(env, workerNetnsEnv+"="+n.Name)
+			}
+			worker := exec.Command(os.Args[0], "-test.run=^TestWorkerProcess$", "-test.count=1")
+			worker.Env = env
+			require.NoError(t, worker.Start())
+			t.Cleanup(func() {
+				_ = worker.Process.Kill()
+				_ = worker.Wait()
+			})
+
+			var pids []int
+			require.Eventually(t, func() bool {
+				b, err := os.ReadFile(filepath.Join(out, "pids"))
+				if err != nil {
+					return false
+				}
+				pids = nil
+				for _, f := range strings.Fields(string(b)) {
+					pid, err := strconv.Atoi(f)
+					require.NoError(t, err)
+					pids = append(pids, pid)
+				}
+				return true
+			}, 30*time.Second, 10*time.Millisecond, "the harness never started")
+			require.Len(t, pids, 2, "harness and child pids")
+			pgid := processGroup(t, pids[0])
+			// A failing run leaves nothing behind.
+			t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+			for _, pid := range pids {
+				require.True(t, alive(pid), "process %d is not running yet", pid)
+			}
+
+			require.NoError(t, worker.Process.Signal(syscall.SIGKILL))
+			_ = worker.Wait()
+
+			for i, what := range []string{"harness", "harness's child"} {
+				require.Eventually(t, func() bool { return !alive(pids[i]) }, 10*time.Second, 10*time.Millisecond,
+					"the %s (pid %d) outlived its worker", what, pids[i])
+			}
+			require.Eventually(t, func() bool { return len(groupMembers(pgid)) == 0 }, 10*time.Second, 10*time.Millisecond,
+				"process group %d outlived its worker", pgid)
+			if rt == "docker" {
+				require.Eventually(t, func() bool {
+					b, _ := os.ReadFile(filepath.Join(out, "rm"))
+					return strings.HasPrefix(string(b), "rm -f evalflow-")
+				}, 10*time.Second, 10*time.Millisecond, "the container was not removed")
+			}
+		})
+	}
+}
+
+// processGroup reads pid's process group from /proc.
+func processGroup(t *testing.T, pid int) int {
+	t.Helper()
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	require.NoError(t, err)
+	// After the parenthesised command name: state, ppid, pgrp.
+	i := strings.LastIndexByte(string(stat), ')')
+	require.Positive(t, i)
+	fields := strings.Fields(string(stat[i+1:]))
+	require.GreaterOrEqual(t, len(fields), 3)
+	pgid, err := strconv.Atoi(fields[2])
+	require.NoError(t, err)
+	return pgid
+}
+
+// groupMembers lists the live processes of process group pgid.
+func groupMembers(pgid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if g, err := syscall.Getpgid(pid); err == nil && g == pgid && alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// TestHarnessSurvivesStartingThread: Pdeathsig fires when the thread that
+// forked a harness exits, and Go ends a thread whose locked goroutine
+// returns. A harness started from such a goroutine must outlive it.
+func TestHarnessSurvivesStartingThread(t *testing.T) {
+	cmd := exec.Command("sleep", "1000")
+	cmd.SysProcAttr = harnessProcAttr(0)
+	started := make(chan error, 1)
+	var tid int
+	go func() {
+		runtime.LockOSThread()
+		tid = syscall.Gettid()
+		started <- startHarness(cmd)
+		// Returning while locked ends this thread.
+	}()
+	require.NoError(t, <-started)
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join("/proc/self/task", strconv.Itoa(tid)))
+		return os.IsNotExist(err)
+	}, 10*time.Second, 10*time.Millisecond, "the locked thread did not exit")
+	require.Never(t, func() bool { return !alive(cmd.Process.Pid) }, 300*time.Millisecond, 10*time.Millisecond,
+		"the harness died with the thread that started it")
+}
