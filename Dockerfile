@@ -10,7 +10,8 @@ COPY . .
 # Static binary: the runtime image needs no Go toolchain and no libc match.
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/worker ./worker
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/worker ./worker \
+    && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/evalflow-agent ./cmd/evalflow-agent
 
 # Slim Debian rather than distroless: harness programs run as subprocesses of
 # the worker and want a shell (and room to add python or node).
@@ -21,7 +22,9 @@ RUN apt-get update \
     && useradd --system --uid 10001 --create-home evalflow \
     && mkdir -p /runs \
     && chown evalflow:evalflow /runs
-COPY --from=build /out/worker /usr/local/bin/worker
+# The built-in agent beside the worker: rollouts run this small program, not
+# the worker binary.
+COPY --from=build /out/worker /out/evalflow-agent /usr/local/bin/
 USER evalflow
 WORKDIR /home/evalflow
 ENV EVALFLOW_RUNS_DIR=/runs

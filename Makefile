@@ -4,14 +4,21 @@ GO      ?= go
 TASKS   ?= 128
 ARGS    ?=
 
-.PHONY: run build test test-short lint bench bench-scale compose-check clean
+.PHONY: run build test test-short lint bench bench-scale compose-check clean FORCE
 
-run:
-	$(GO) run ./starter eval --tasks $(TASKS) $(ARGS)
+# The built-in agent is built first: rollouts run this small program rather
+# than the starter, which links the Temporal server (wiring/agent.go).
+run: bin/evalflow-agent
+	EVALFLOW_AGENT=$(CURDIR)/bin/evalflow-agent $(GO) run ./starter eval --tasks $(TASKS) $(ARGS)
 
-build:
+build: bin/evalflow-agent
 	$(GO) build -o bin/starter ./starter
 	$(GO) build -o bin/worker ./worker
+
+bin/evalflow-agent: FORCE
+	CGO_ENABLED=0 $(GO) build -o $@ ./cmd/evalflow-agent
+
+FORCE:
 
 test:
 	$(GO) test -race -count=1 -timeout 30m ./...

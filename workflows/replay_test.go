@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"log/slog"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,11 +14,23 @@ import (
 // TestWorkflowsReplaySavedHistories replays histories recorded from real runs
 // (see e2e.TestCaptureReplayHistories). A failure means a workflow change
 // is not replay-safe: guard it with workflow.GetVersion.
+//
+// Each folder of testdata holds the histories of one version of the
+// workflows (recorded with EVALFLOW_WRITE_HISTORY=$PWD/workflows/testdata/<name>):
+// every one of them must keep replaying.
 func TestWorkflowsReplaySavedHistories(t *testing.T) {
-	for _, file := range []string{
-		"testdata/eval_segment.json", "testdata/eval_final.json",
-		"testdata/train_final.json", "testdata/epoch_final.json", "testdata/pull_final.json",
-	} {
+	files, err := filepath.Glob("testdata/*/*.json")
+	require.NoError(t, err)
+	for _, want := range []string{"before-held-slots", "held-slots"} {
+		n := 0
+		for _, f := range files {
+			if filepath.Base(filepath.Dir(f)) == want {
+				n++
+			}
+		}
+		require.Equal(t, 5, n, "testdata/%s holds the eval, train, epoch and pull histories", want)
+	}
+	for _, file := range files {
 		t.Run(file, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(Eval, workflow.RegisterOptions{Name: EvalName})
