@@ -172,7 +172,8 @@ func TestComposeDockerfile(t *testing.T) {
 	require.NoError(t, err)
 	df := string(b)
 	assert.Regexp(t, `(?m)^FROM golang:1\.26\S* AS build$`, df)
-	assert.Regexp(t, `(?m)go build .* \./worker$`, df)
+	assert.Regexp(t, `(?m)go build .* \./worker( \\)?$`, df)
+	assert.Regexp(t, `(?m)go build .* \./cmd/evalflow-agent$`, df, "the lean built-in agent ships beside the worker")
 	assert.Equal(t, 2, strings.Count(df, "\nFROM "), "want a builder and a runtime stage")
 	assert.Contains(t, df, "COPY --from=build")
 }

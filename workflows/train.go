@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -67,6 +68,42 @@ type TrainResult struct {
 	WallTime   string  `json:"wall_time"`
 }
 
+// epochRestart is the change that makes a resumed run wait for an epoch
+// of the run it replaces to end, instead of failing to start it.
+const epochRestart = "epoch-restart"
+
+// epochRestartWait and epochRestartTries bound that wait.
+const (
+	epochRestartWait  = 2 * time.Second
+	epochRestartTries = 60
+)
+
+// runEpoch runs one epoch as a child workflow under its own id. A run that
+// was terminated and resumed at once may find its old epoch still running:
+// the server terminates children of a closed parent shortly after, so the
+// start is tried again until that epoch has ended.
+func runEpoch(ctx workflow.Context, cfg RunConfig, train TrainConfig, st *TrainState) (EpochResult, error) {
+	childCtx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID: EpochID(cfg.RunID, st.Epoch),
+		// A resumed run starts a failed epoch again under its own id.
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	})
+	in := EpochInput{Config: cfg, Train: train, Epoch: st.Epoch, TasksetLen: st.TasksetLen, Tasks: st.Tasks}
+	for try := 1; ; try++ {
+		var r EpochResult
+		err := workflow.ExecuteChildWorkflow(childCtx, EpochName, in).Get(ctx, &r)
+		var started *temporal.ChildWorkflowExecutionAlreadyStartedError
+		if !errors.As(err, &started) || try == epochRestartTries ||
+			workflow.GetVersion(ctx, epochRestart, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			return r, err
+		}
+		workflow.GetLogger(ctx).Info("an epoch of the replaced run is still ending; waiting to start it again", "epoch", st.Epoch)
+		if err := workflow.Sleep(ctx, epochRestartWait); err != nil {
+			return r, err
+		}
+	}
+}
+
 // EpochID is the workflow id of a run's epoch.
 func EpochID(runID string, epoch int) string { return fmt.Sprintf("%s/epoch-%d", runID, epoch) }
 
@@ -106,15 +143,7 @@ func Train(ctx workflow.Context, in TrainInput) (TrainResult, error) {
 			st.Segment++
 			return TrainResult{}, workflow.NewContinueAsNewError(ctx, Train, TrainInput{Config: cfg, Train: in.Train, State: st})
 		}
-		childCtx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID: EpochID(cfg.RunID, st.Epoch),
-			// A resumed run starts a failed epoch again under its own id.
-			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		})
-		var r EpochResult
-		err := workflow.ExecuteChildWorkflow(childCtx, EpochName, EpochInput{
-			Config: cfg, Train: in.Train, Epoch: st.Epoch, TasksetLen: st.TasksetLen, Tasks: st.Tasks,
-		}).Get(ctx, &r)
+		r, err := runEpoch(ctx, cfg, in.Train, st)
 		if err != nil {
 			return TrainResult{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("epoch %d failed; fix the cause and run `starter resume %s`", st.Epoch, cfg.RunID), ErrEpochFailed, err)

@@ -113,6 +113,33 @@ func TestTrainSkipsFinishedEpochs(t *testing.T) {
 	require.Equal(t, int64(20), res.Ran)
 }
 
+// TestTrainWaitsForAReplacedRunsEpoch: a run terminated and resumed at once
+// finds its old epoch still running (the server ends children of a closed
+// parent shortly after); it waits for it to end instead of failing.
+func TestTrainWaitsForAReplacedRunsEpoch(t *testing.T) {
+	env := newEnv()
+	f := newFakeWorker(5, 0)
+	f.register(env, 0)
+	(&groupRecorder{}).register(env, nil)
+	starts := 0
+	env.RegisterWorkflowWithOptions(Epoch, workflow.RegisterOptions{Name: EpochName})
+	env.OnWorkflow(EpochName, mock.Anything, mock.Anything).Return(
+		func(_ workflow.Context, in EpochInput) (EpochResult, error) {
+			starts++
+			if starts <= 2 {
+				return EpochResult{}, &temporal.ChildWorkflowExecutionAlreadyStartedError{}
+			}
+			return EpochResult{Epoch: in.Epoch, Run: Result{Rollouts: 10}}, nil
+		})
+	env.ExecuteWorkflow(Train, TrainInput{Config: testConfig(0, 2, 4), Train: TrainConfig{Epochs: 1}})
+
+	require.NoError(t, env.GetWorkflowError())
+	var res TrainResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, 3, starts, "started again until the old epoch had ended")
+	require.Len(t, res.Epochs, 1)
+}
+
 func TestTrainRejectsAnInfiniteTasksetWithoutATaskCount(t *testing.T) {
 	env := newEnv()
 	f := newFakeWorker(-1, 0)
