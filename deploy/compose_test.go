@@ -302,3 +302,20 @@ func TestComposeRequiresFRPToken(t *testing.T) {
 	// some other way.
 	assert.Contains(t, script(service(t, p, "frps")), `if [ -z "$FRP_TOKEN" ]`)
 }
+
+func TestComposeServerDynamicConfig(t *testing.T) {
+	srv := service(t, loadProject(t), "temporal")
+	path := env(srv, "DYNAMIC_CONFIG_FILE_PATH")
+	require.NotEmpty(t, path, "the server reads evalflow's dynamic config")
+	var mounted bool
+	for _, v := range srv.Volumes {
+		if v.Target == path {
+			mounted = true
+			assert.True(t, strings.HasSuffix(v.Source, "deploy/dynamicconfig.yaml"), "mounted from %s", v.Source)
+		}
+	}
+	assert.True(t, mounted, "%s is mounted into the server", path)
+	b, err := os.ReadFile("dynamicconfig.yaml")
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "history.maximumBufferedEventsBatch:", "the server takes the events of hundreds of rollouts in flight")
+}

@@ -29,6 +29,10 @@ const (
 	retention = 7 * 24 * time.Hour
 )
 
+// maxBufferedEvents bounds the events that may wait for one workflow task
+// (history.maximumBufferedEventsBatch).
+const maxBufferedEvents = 2000
+
 func dbPath(dataDir string) string { return filepath.Join(dataDir, "temporal.db") }
 
 // sqlConfig is the SQLite store: WAL so readers do not block the writer, and
@@ -151,6 +155,12 @@ func newTemporal(cfg Config, p ports, logger log.Logger) (temporal.Server, error
 			// wait to be forwarded, which delays rollouts by seconds.
 			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
 			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
+			// Hundreds of rollouts in flight finish, and signal their slots,
+			// while a workflow task runs; past this many events waiting for
+			// it the server fails the task and the work is done again.
+			// 100 (the default) is reached at 256 rollouts in flight on 2
+			// cores (faults.TestManyInFlightOnTwoCores).
+			dynamicconfig.MaximumBufferedEventsBatch.Key(): maxBufferedEvents,
 		}),
 	)
 	if err != nil {

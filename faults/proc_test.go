@@ -241,3 +241,5 @@ func figure(t *testing.T, format string, args ...any) {
 	t.Helper()
 	t.Logf("figure: "+format, args...)
 }
+
+func itoa(i int) string { return strconv.Itoa(i) }
