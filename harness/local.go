@@ -109,7 +109,7 @@ func (l *Local) makeWorkdir(spec Spec) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("harness workdir: %w", err)
 	}
-	task, err := json.Marshal(spec.Task)
+	task, err := json.Marshal(spec.Task.ForHarness())
 	if err == nil {
 		err = os.WriteFile(filepath.Join(dir, TaskFile), task, 0o644)
 	}

@@ -5,6 +5,7 @@ package tasksets
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // Infinite is the Len of a taskset with no end.
@@ -16,13 +17,46 @@ type Message struct {
 	Content string `json:"content"`
 }
 
-// Task is one problem a rollout solves.
+// Task is one problem a rollout solves: a prompt with a reference answer, or
+// an instruction with a starting workspace and a verifier (a task directory
+// in the Harbor layout, or a JSONL task naming its workspace and verify
+// command). Paths are absolute, on the worker that resolved the task.
 type Task struct {
 	ID       string          `json:"id"`
 	Prompt   string          `json:"prompt,omitempty"`
 	Messages []Message       `json:"messages,omitempty"`
 	Answer   string          `json:"answer,omitempty"`
 	Info     json.RawMessage `json:"info,omitempty"`
+
+	// Environment is the directory the starting workspace is prepared from
+	// (a Harbor task's environment/: a Dockerfile and its build context, or
+	// plain files copied as they are); "" starts from an empty workspace.
+	Environment string `json:"environment,omitempty"`
+	// Tests is the directory placed at /tests for the verifier only (a Harbor
+	// task's tests/); the agent never sees it in an isolating runtime.
+	Tests string `json:"tests,omitempty"`
+	// Verify is the verifier's command, run in the workspace after the agent
+	// (a Harbor task: "bash /tests/test.sh"); "" means the task is scored by
+	// its rubric from the answer alone.
+	Verify string `json:"verify,omitempty"`
+	// Solution is the directory of the reference solution (solve.sh), run
+	// by the oracle harness in place of an agent.
+	Solution string `json:"solution,omitempty"`
+	// AgentTimeout and VerifierTimeout are the task's own limits (Harbor's
+	// [agent] and [verifier] timeout_sec); 0 leaves the run's.
+	AgentTimeout    time.Duration `json:"agent_timeout,omitempty"`
+	VerifierTimeout time.Duration `json:"verifier_timeout,omitempty"`
+	// VerifierEnv is set for the verifier only (Harbor's [verifier.env]).
+	VerifierEnv map[string]string `json:"verifier_env,omitempty"`
+}
+
+// Verified reports whether the task is scored by running a verifier.
+func (t Task) Verified() bool { return t.Verify != "" }
+
+// ForHarness is the task as the agent may see it: what it is asked, never
+// the reference answer, the tests or the solution.
+func (t Task) ForHarness() Task {
+	return Task{ID: t.ID, Prompt: t.Prompt, Messages: t.Messages, Info: t.Info}
 }
 
 // Taskset is an index-addressable source of tasks. Task(i) is the same on every
