@@ -109,12 +109,9 @@ func relayJSON(c *recorder, resp *http.Response, maxBody int64) {
 		data = whole.Bytes()
 		c.turn.TTFT = time.Since(c.turn.StartedAt)
 	} else {
-		var buf bytes.Buffer
-		if n := resp.ContentLength; n > 0 && n <= maxBody {
-			buf.Grow(int(n) + bytes.MinRead) // room to read the EOF without growing
-		}
 		upstream := c.firstByte(resp.Body)
-		_, err := buf.ReadFrom(upstream)
+		var err error
+		data, err = readAnswer(upstream, resp.ContentLength, maxBody)
 		c.turn.TTFT = upstream.ttft
 		if err != nil {
 			if c.clientGone() {
@@ -123,7 +120,6 @@ func relayJSON(c *recorder, resp *http.Response, maxBody int64) {
 			c.upstreamFailed(failureOf(err), "upstream: "+err.Error())
 			return
 		}
-		data = buf.Bytes()
 	}
 	copyHeaders(c.w.Header(), resp.Header)
 	c.w.WriteHeader(resp.StatusCode)
@@ -136,6 +132,28 @@ func relayJSON(c *recorder, resp *http.Response, maxBody int64) {
 	c.deliver()
 	_ = http.NewResponseController(c.w).Flush()
 	c.raw.answered, c.raw.status, c.raw.answer = true, resp.StatusCode, data
+}
+
+// readAnswer reads a whole answer of announced size n (-1 when unknown)
+// into one allocation of that size, plus a byte to read the EOF into.
+func readAnswer(r io.Reader, n, maxBody int64) ([]byte, error) {
+	if n <= 0 || n > maxBody {
+		return io.ReadAll(r)
+	}
+	data := make([]byte, 0, n+1)
+	for {
+		k, err := r.Read(data[len(data):cap(data)])
+		data = data[:len(data)+k]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(data) == cap(data) { // longer than announced
+			data = append(data, 0)[:len(data)]
+		}
+	}
 }
 
 // relayFailed records a relay cut short. When the upstream broke a stream,
