@@ -9,7 +9,7 @@ import (
 // Concurrency defaults of a Client's adaptive limit.
 const (
 	DefaultMinConcurrency = 1
-	DefaultMaxConcurrency = 1024
+	DefaultMaxConcurrency = 4096 // the shared transport keeps as many connections
 )
 
 // limiter bounds how many calls a Client has in flight at its provider,
