@@ -34,14 +34,23 @@ func classify(res harness.Result, turns []trace.Turn, maxTurns int) (kind, msg s
 	return "", ""
 }
 
-// upstreamFailed tells an outage from a task failure: the harness failed and
-// its last model call ended in a 429, a 5xx or a relay error.
-func upstreamFailed(res harness.Result, turns []trace.Turn) bool {
-	if res.ExitCode == 0 || len(turns) == 0 {
-		return false
+// upstreamFailure tells an outage from a task failure: the harness failed
+// (exited non-zero or timed out) and its last model call was failed by the
+// provider, as the interception server recorded it (a 429 or 5xx, a
+// connection cut or reset, a timeout, a truncated stream, an answer that
+// is not JSON). It returns how, or "".
+func upstreamFailure(res harness.Result, turns []trace.Turn) trace.UpstreamFailure {
+	if (res.ExitCode == 0 && !res.TimedOut) || len(turns) == 0 {
+		return ""
 	}
-	s := turns[len(turns)-1].Status
-	return s == 429 || s >= 500
+	last := turns[len(turns)-1]
+	if last.UpstreamFailure != "" {
+		return last.UpstreamFailure
+	}
+	if last.Status == 429 || last.Status >= 500 {
+		return trace.UpstreamStatus // a trace from before failures were named
+	}
+	return ""
 }
 
 func isContextLength(msg string) bool {

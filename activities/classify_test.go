@@ -65,19 +65,27 @@ func TestClassifyTurnLimitFromTurnsNotExitCode(t *testing.T) {
 }
 
 func TestUpstreamFailureIsInfrastructure(t *testing.T) {
+	exit1 := harness.Result{ExitCode: 1}
+	timedOut := harness.Result{ExitCode: -1, TimedOut: true}
 	for _, tc := range []struct {
-		res    harness.Result
-		status int
-		want   bool
+		name string
+		res  harness.Result
+		turn trace.Turn
+		want trace.UpstreamFailure
 	}{
-		{harness.Result{ExitCode: 1}, 503, true},
-		{harness.Result{ExitCode: 1}, 429, true},
-		{harness.Result{ExitCode: 1}, 502, true},
-		{harness.Result{ExitCode: 1}, 400, false},
-		{harness.Result{ExitCode: 0}, 503, false}, // the harness coped
+		{"503", exit1, trace.Turn{Status: 503}, trace.UpstreamStatus},
+		{"429", exit1, trace.Turn{Status: 429}, trace.UpstreamStatus},
+		{"502", exit1, trace.Turn{Status: 502}, trace.UpstreamStatus},
+		{"400", exit1, trace.Turn{Status: 400}, ""},
+		{"the harness coped", harness.Result{}, trace.Turn{Status: 503}, ""},
+		{"cut mid-body, relayed as 200", exit1, trace.Turn{Status: 200, UpstreamFailure: trace.UpstreamConnection}, trace.UpstreamConnection},
+		{"truncated stream", exit1, trace.Turn{Status: 200, UpstreamFailure: trace.UpstreamTruncated}, trace.UpstreamTruncated},
+		{"invalid JSON in a 200", exit1, trace.Turn{Status: 200, UpstreamFailure: trace.UpstreamBadAnswer}, trace.UpstreamBadAnswer},
+		{"hung provider, then the harness timed out", timedOut, trace.Turn{Status: 504, UpstreamFailure: trace.UpstreamTimeout}, trace.UpstreamTimeout},
+		{"a timeout after a good answer", timedOut, trace.Turn{Status: 200}, ""},
 	} {
-		got := upstreamFailed(tc.res, []trace.Turn{{Status: tc.status}})
-		assert.Equal(t, tc.want, got, "upstreamFailed(exit %d, status %d)", tc.res.ExitCode, tc.status)
+		got := upstreamFailure(tc.res, []trace.Turn{tc.turn})
+		assert.Equal(t, tc.want, got, "%s: upstreamFailure = %q", tc.name, got)
 	}
-	assert.False(t, upstreamFailed(harness.Result{ExitCode: 1}, nil))
+	assert.Empty(t, upstreamFailure(exit1, nil))
 }

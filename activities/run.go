@@ -150,7 +150,10 @@ func (a *Activities) releaseTurns(key string) []trace.Turn {
 // infraError is the error a run that failed for reasons of the
 // infrastructure (not of the agent) ends with, or nil: a missing harness
 // command fails the run; a cancelled activity (a stopping worker), a dead
-// tunnel, a failing runtime or provider are retried.
+// tunnel, a failing runtime or provider are retried. A provider failed the
+// run when the harness failed after the provider failed its last call
+// (upstreamFailure): a connection cut mid-answer or a provider that hung
+// is an UpstreamUnavailable, never the agent's harness_exit or timeout.
 func infraError(ctx context.Context, j job, out outcome) error {
 	switch {
 	case out.tunnel != nil:
@@ -161,8 +164,9 @@ func infraError(ctx context.Context, j job, out outcome) error {
 		return ctx.Err()
 	case out.err != nil:
 		return temporal.NewApplicationErrorWithCause("harness runtime", rollout.ErrTypeRuntime, out.err)
-	case upstreamFailed(out.res, out.turns):
-		return temporal.NewApplicationError(fmt.Sprintf("the model provider kept failing (last status %d)", out.turns[len(out.turns)-1].Status), rollout.ErrTypeUpstream)
+	}
+	if f := upstreamFailure(out.res, out.turns); f != "" {
+		return temporal.NewApplicationError(fmt.Sprintf("the model provider kept failing (%s failure, last status %d)", f, out.turns[len(out.turns)-1].Status), rollout.ErrTypeUpstream)
 	}
 	return nil
 }

@@ -125,11 +125,20 @@ type rig struct {
 
 func newRig(t *testing.T, h fakeRuntime) *rig {
 	t.Helper()
+	up := &fakeUpstream{}
+	up.status.Store(http.StatusOK)
+	r := newRigWith(t, up, h)
+	r.up = up
+	return r
+}
+
+// newRigWith is a rig whose interception servers call upstream.
+func newRigWith(t *testing.T, upstream interception.Upstream, h fakeRuntime) *rig {
+	t.Helper()
 	store, err := results.Open(t.TempDir())
 	require.NoError(t, err)
-	r := &rig{store: store, up: &fakeUpstream{}, tun: &fakeTunnel{}}
-	r.up.status.Store(http.StatusOK)
-	pool := interception.NewPool(interception.Config{Upstream: r.up, Tunnel: r.tun, Multiplex: 4})
+	r := &rig{store: store, tun: &fakeTunnel{}}
+	pool := interception.NewPool(interception.Config{Upstream: upstream, Tunnel: r.tun, Multiplex: 4})
 	t.Cleanup(func() { assert.NoError(t, pool.Close()) })
 	r.acts = &activities.Activities{
 		Pool: pool, Store: store, Tasksets: &activities.TasksetCache{},

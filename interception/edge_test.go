@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/trace"
 )
 
 // post sends a raw request to the interception server with the slot's
@@ -229,18 +230,19 @@ func TestRefusalAcrossDialects(t *testing.T) {
 // and lands in the trace.
 func TestUpstreamErrorMidStream(t *testing.T) {
 	tests := []struct {
-		name   string
-		events []string
-		cut    bool
+		name    string
+		events  []string
+		cut     bool
+		failure trace.UpstreamFailure
 	}{
 		{"connection dropped", []string{
 			`{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"x","content":[],"usage":{"input_tokens":1,"output_tokens":0}}}`,
 			`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
-		}, true},
+		}, true, trace.UpstreamConnection},
 		{"error event", []string{
 			`{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"x","content":[],"usage":{"input_tokens":1,"output_tokens":0}}}`,
 			`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
-		}, false},
+		}, false, trace.UpstreamErrorEvent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -270,6 +272,7 @@ func TestUpstreamErrorMidStream(t *testing.T) {
 			turn := f.turn(t)
 			assert.NotEmpty(t, turn.Error)
 			assert.True(t, turn.Streamed)
+			assert.Equal(t, tt.failure, turn.UpstreamFailure, "the provider's failure, not the agent's")
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/evalflow/evalflow/dialects"
@@ -47,7 +48,7 @@ type recorder struct {
 // allocation: the arms are handed its address.
 func (s *Server) startTurn(w http.ResponseWriter, r *http.Request, e *entry, d dialects.Dialect) recorder {
 	c := s.startCall(w, r, e, d)
-	c.index = e.begin()
+	c.index, c.turn.CallerRetry = e.begin(r.Header)
 	return c
 }
 
@@ -84,10 +85,29 @@ func (c *recorder) fail(status int, code, message string) {
 }
 
 // failWith answers like fail, and records the error as what: what went
-// wrong upstream, of which the caller is told less.
+// wrong upstream, of which the caller is told less. An error is the
+// caller's whole answer: Turns and Finish wait for its turn.
 func (c *recorder) failWith(what string, status int, code, message string) {
 	c.turn.Status, c.turn.Error = status, what
+	c.deliver()
 	c.d.WriteError(c.w, status, code, message)
+}
+
+// upstreamFailed answers a call the upstream failed before any of its
+// answer reached the caller, with an error in the caller's dialect that
+// its SDK reads as a server's failure, and records how it failed.
+func (c *recorder) upstreamFailed(kind trace.UpstreamFailure, what string) {
+	c.turn.UpstreamFailure = kind
+	status, code, message := http.StatusBadGateway, "upstream_unavailable", "The upstream model provider could not be reached, or broke off its answer."
+	switch kind {
+	case trace.UpstreamTimeout:
+		status, code, message = http.StatusGatewayTimeout, "upstream_timeout", "The upstream model provider did not answer in time."
+	case trace.UpstreamBadAnswer:
+		code, message = "bad_upstream_response", "The upstream model provider's answer could not be read."
+	case trace.UpstreamTruncated:
+		message = "The upstream model provider's answer ended before it was complete."
+	}
+	c.failWith(what, status, code, message)
 }
 
 // clientGone reports whether the caller went away, and records so.
@@ -100,17 +120,22 @@ func (c *recorder) clientGone() bool {
 }
 
 // deliver notes that the caller has the whole answer: Turns and Finish
-// wait for the turn from now on.
+// wait for the turn from now on. A call that is no turn records nothing,
+// so nothing waits for it.
 func (c *recorder) deliver() {
-	if !c.delivered {
+	if c.index >= 0 && !c.delivered {
 		c.e.deliver()
 		c.delivered = true
 	}
 }
 
-// readBody reads the bounded request body, answering 413 or 400 itself.
+// readBody reads the bounded request body within the body read timeout,
+// answering 413, 408 or 400 itself.
 func (c *recorder) readBody() ([]byte, bool) {
 	limit := c.srv.cfg.MaxBodyBytes
+	// net/http lifts the deadline itself once the body is read, when its
+	// watch for a caller that hangs up starts.
+	_ = http.NewResponseController(c.w).SetReadDeadline(time.Now().Add(c.srv.cfg.BodyReadTimeout))
 	rd := http.MaxBytesReader(c.w, c.r.Body, limit)
 	var body []byte
 	var err error
@@ -123,30 +148,42 @@ func (c *recorder) readBody() ([]byte, bool) {
 	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		switch {
+		case errors.As(err, &tooBig):
 			c.fail(http.StatusRequestEntityTooLarge, "request_too_large",
 				fmt.Sprintf("Request body is larger than %d bytes.", tooBig.Limit))
-			return nil, false
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			c.w.Header().Set("Connection", "close")
+			c.fail(http.StatusRequestTimeout, "request_timeout",
+				fmt.Sprintf("The request body did not arrive within %v.", c.srv.cfg.BodyReadTimeout))
+		default:
+			c.fail(http.StatusBadRequest, "", "Could not read the request body.")
 		}
-		c.fail(http.StatusBadRequest, "", "Could not read the request body.")
 		return nil, false
 	}
 	return body, true
 }
 
 // send calls the upstream at path with the caller's headers h (nil when
-// translating), recording the attempts it took, and answers 502 itself
-// when the upstream cannot be reached.
+// translating), recording the attempts it took, and answers 502 or 504
+// itself when the upstream failed. A caller retrying on its own gets a
+// single attempt (see entry.begin).
 func (c *recorder) send(path string, h http.Header, body dialects.Body) (*http.Response, bool) {
-	resp, attempts, err := c.srv.cfg.Upstream.Relay(c.r.Context(), path, h, body)
+	var resp *http.Response
+	var attempts int
+	var err error
+	if once, ok := c.srv.cfg.Upstream.(onceUpstream); ok && c.turn.CallerRetry {
+		resp, attempts, err = once.RelayOnce(c.r.Context(), path, h, body)
+	} else {
+		resp, attempts, err = c.srv.cfg.Upstream.Relay(c.r.Context(), path, h, body)
+	}
 	c.turn.Attempts = attempts
 	if err != nil {
 		if c.clientGone() {
 			return nil, false
 		}
 		c.srv.cfg.Logger.Warn("upstream call failed", "rollout", c.e.rollout.Key, "err", err)
-		c.failWith("upstream: "+err.Error(), http.StatusBadGateway, "upstream_unavailable",
-			"The upstream model provider could not be reached.")
+		c.upstreamFailed(failureOf(err), "upstream: "+err.Error())
 		return nil, false
 	}
 	return resp, true

@@ -28,10 +28,14 @@ func TestRecorder(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, w.Code)
 	assert.JSONEq(t, `{"type":"error","error":{"type":"invalid_request_error","message":"bad body"}}`, w.Body.String())
 	assert.Empty(t, e.snapshot(), "a call that is no turn is not recorded")
+	assert.Zero(t, e.delivered, "nor waited for")
 
 	w, r = call("/v1/chat/completions")
 	c = s.startTurn(w, r, e, dialects.Chat)
 	c.failWith("upstream: connection refused", http.StatusBadGateway, "upstream_unavailable", "The upstream could not be reached.")
+	// A harness that exits on the error has its rollout finished at once:
+	// Finish waits for the turn of an answered call.
+	assert.Equal(t, 1, e.delivered, "an error is the caller's whole answer")
 	c.finish()
 	assert.Equal(t, http.StatusBadGateway, w.Code)
 	assert.JSONEq(t, `{"error":{"message":"The upstream could not be reached.","type":"server_error","param":null,"code":"upstream_unavailable"}}`, w.Body.String())
@@ -43,4 +47,5 @@ func TestRecorder(t *testing.T) {
 	assert.Equal(t, http.StatusBadGateway, turns[0].Status)
 	assert.Equal(t, "upstream: connection refused", turns[0].Error, "the turn keeps what the caller is not told")
 	assert.Positive(t, turns[0].Latency)
+	assert.Zero(t, e.delivered, "the turn is in")
 }

@@ -9,6 +9,10 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/trace"
 )
 
 // relay serves a call in the upstream's own dialect: the caller's body goes
@@ -30,19 +34,18 @@ func (s *Server) relay(c *recorder, body []byte) {
 	}
 	defer resp.Body.Close()
 	c.turn.Status = resp.StatusCode
+	c.turn.UpstreamFailure = statusFailure(resp.StatusCode)
+	if !isEventStream(resp.Header.Get("Content-Type")) {
+		relayJSON(c, resp, s.cfg.MaxBodyBytes)
+		return
+	}
 	copyHeaders(c.w.Header(), resp.Header)
 	c.w.WriteHeader(resp.StatusCode)
-
 	upstream := c.firstByte(resp.Body)
-	streaming := isEventStream(resp.Header.Get("Content-Type"))
-	if streaming {
-		err = relayStream(c, upstream, resp.StatusCode)
-	} else {
-		err = relayJSON(c, upstream, resp, s.cfg.MaxBodyBytes)
-	}
+	err = relayStream(c, upstream, resp.StatusCode)
 	c.turn.TTFT = upstream.ttft
 	if err != nil {
-		relayFailed(c, err, streaming)
+		relayFailed(c, err)
 	}
 }
 
@@ -54,6 +57,9 @@ func relayStream(c *recorder, upstream io.Reader, status int) error {
 	err := relaySSE(c.w, upstream, func(data []byte) bool {
 		if err := stream.Add(data); err != nil && c.turn.Error == "" {
 			c.turn.Error = err.Error()
+			if f := errorEventFailure(err); f != "" {
+				c.turn.UpstreamFailure = f
+			}
 		}
 		if stream.Done() {
 			c.deliver()
@@ -63,39 +69,107 @@ func relayStream(c *recorder, upstream io.Reader, status int) error {
 	c.turn.Response = stream.Response()
 	ended := stream.Done() || c.turn.Response.FinishReason != ""
 	if err == nil && !ended && c.turn.Error == "" && status/100 == 2 {
-		err = &upstreamReadError{errors.New("stream ended before its last event")}
+		err = &upstreamReadError{&truncatedError{}}
 	}
 	return err
 }
 
-// relayJSON relays a whole answer, keeping its bytes for the turn.
-func relayJSON(c *recorder, upstream io.Reader, resp *http.Response, maxBody int64) error {
-	var tee bytes.Buffer
-	if n := resp.ContentLength; n > 0 && n <= maxBody {
-		tee.Grow(int(n))
+// truncatedError is a stream that ended before its terminal event.
+type truncatedError struct{}
+
+func (*truncatedError) Error() string           { return "stream ended before its last event" }
+func (*truncatedError) UpstreamFailure() string { return string(trace.UpstreamTruncated) }
+
+// errorEventFailure says whether an error event of a stream reports a
+// failure of the provider's own (rather than of the request).
+func errorEventFailure(err error) trace.UpstreamFailure {
+	var typ string
+	var ce *dialects.ChatError
+	var ae *dialects.AnthropicError
+	switch {
+	case errors.As(err, &ce):
+		typ = ce.Type
+	case errors.As(err, &ae):
+		typ = ae.Type
 	}
-	if _, err := io.Copy(c.w, io.TeeReader(upstream, &tee)); err != nil {
-		return err
+	switch typ {
+	case dialects.ErrorTypeServer, "api_error", "overloaded_error", "rate_limit_error", "rate_limit_exceeded", "server_is_overloaded":
+		return trace.UpstreamErrorEvent
+	}
+	return ""
+}
+
+// relayJSON relays a whole answer, keeping its bytes for the turn. It is
+// read whole before any of it is written, so that an upstream that breaks
+// off is answered with a well-formed error rather than half an answer.
+func relayJSON(c *recorder, resp *http.Response, maxBody int64) {
+	var data []byte
+	if whole, ok := resp.Body.(interface{ Bytes() []byte }); ok {
+		// Read already (providers.Client): no copy.
+		data = whole.Bytes()
+		c.turn.TTFT = time.Since(c.turn.StartedAt)
+	} else {
+		upstream := c.firstByte(resp.Body)
+		var err error
+		data, err = readAnswer(upstream, resp.ContentLength, maxBody)
+		c.turn.TTFT = upstream.ttft
+		if err != nil {
+			if c.clientGone() {
+				return
+			}
+			c.upstreamFailed(failureOf(err), "upstream: "+err.Error())
+			return
+		}
+	}
+	copyHeaders(c.w.Header(), resp.Header)
+	c.w.WriteHeader(resp.StatusCode)
+	if _, err := c.w.Write(data); err != nil {
+		relayFailed(c, fmt.Errorf("write to caller: %w", err))
+		return
 	}
 	// The caller has the whole answer before the turn is recorded; Turns
 	// and Finish wait for it.
 	c.deliver()
 	_ = http.NewResponseController(c.w).Flush()
-	c.raw.answered, c.raw.status, c.raw.answer = true, resp.StatusCode, tee.Bytes()
-	return nil
+	c.raw.answered, c.raw.status, c.raw.answer = true, resp.StatusCode, data
+}
+
+// readAnswer reads a whole answer of announced size n (-1 when unknown)
+// into one allocation of that size, plus a byte to read the EOF into.
+func readAnswer(r io.Reader, n, maxBody int64) ([]byte, error) {
+	if n <= 0 || n > maxBody {
+		return io.ReadAll(r)
+	}
+	data := make([]byte, 0, n+1)
+	for {
+		k, err := r.Read(data[len(data):cap(data)])
+		data = data[:len(data)+k]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(data) == cap(data) { // longer than announced
+			data = append(data, 0)[:len(data)]
+		}
+	}
 }
 
 // relayFailed records a relay cut short. When the upstream broke a stream,
 // the caller gets an error event in its dialect so its SDK fails cleanly
-// instead of waiting for an end that never comes.
-func relayFailed(c *recorder, err error, streaming bool) {
+// instead of waiting for an end that never comes, and the turn records how
+// the upstream failed.
+func relayFailed(c *recorder, err error) {
 	if c.r.Context().Err() != nil {
 		c.turn.Error = "client closed request" // its status is sent already
 		return
 	}
 	c.turn.Error = "relay: " + err.Error()
 	var up *upstreamReadError
-	if streaming && errors.As(err, &up) {
+	if errors.As(err, &up) {
+		c.turn.UpstreamFailure = failureOf(up.err)
+		c.deliver() // the error event is the caller's whole answer
 		_, _ = c.w.Write(c.d.StreamError("The upstream stream broke off: " + up.err.Error()))
 		_ = http.NewResponseController(c.w).Flush()
 	}

@@ -27,8 +27,9 @@ import (
 
 // Defaults for Config.
 const (
-	DefaultMultiplex    = 32
-	DefaultMaxBodyBytes = 32 << 20
+	DefaultMultiplex       = 32
+	DefaultMaxBodyBytes    = 32 << 20
+	DefaultBodyReadTimeout = 60 * time.Second
 )
 
 // Config configures a Pool and the servers in it. Zero fields take defaults.
@@ -40,7 +41,10 @@ type Config struct {
 	Upstream Upstream
 	// MaxBodyBytes bounds request bodies; larger ones get a 413.
 	MaxBodyBytes int64
-	Logger       *slog.Logger
+	// BodyReadTimeout bounds the time to read a request's whole body, once
+	// its headers are in; a slower body gets a 408. The headers have 30 s.
+	BodyReadTimeout time.Duration
+	Logger          *slog.Logger
 	// OnTurn, when set, is called with every turn after it is recorded, from
 	// the request's goroutine. Setting it puts the relay arm's parse of the
 	// turn (turns.go) back on the request's path: it is for tests.
@@ -61,6 +65,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.BodyReadTimeout <= 0 {
+		c.BodyReadTimeout = DefaultBodyReadTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

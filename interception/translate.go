@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/trace"
 )
 
 // translate serves a call whose dialect the upstream does not speak: the
@@ -56,8 +57,7 @@ func (s *Server) callUpstream(c *recorder) (status int, data []byte, ok bool) {
 		if c.clientGone() {
 			return 0, nil, false
 		}
-		c.failWith("upstream: "+err.Error(), http.StatusBadGateway, "upstream_unavailable",
-			"The upstream model provider broke off its answer.")
+		c.upstreamFailed(failureOf(err), "upstream: "+err.Error())
 		return 0, nil, false
 	}
 	return resp.StatusCode, data, true
@@ -69,13 +69,13 @@ func (s *Server) readAnswer(c *recorder, status int, data []byte) (dialects.Resp
 	if status < 200 || status > 299 {
 		upErr := s.up.ParseError(status, data)
 		code, msg := dialects.ErrorCode(upErr)
+		c.turn.UpstreamFailure = statusFailure(status)
 		c.failWith(upErr.Error(), status, code, msg)
 		return dialects.Response{}, false
 	}
 	answer, err := s.up.ParseResponse(data)
 	if err != nil {
-		c.failWith("upstream: "+err.Error(), http.StatusBadGateway, "bad_upstream_response",
-			"The upstream model provider's answer could not be read.")
+		c.upstreamFailed(trace.UpstreamBadAnswer, "upstream: "+err.Error())
 		return dialects.Response{}, false
 	}
 	return answer, true

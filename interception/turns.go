@@ -1,7 +1,10 @@
 package interception
 
 import (
+	"encoding/json"
+	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -26,15 +29,56 @@ type entry struct {
 	delivered int
 	// settled are closed when delivered falls to 0.
 	settled []chan struct{}
+	// failing is set while the rollout's last recorded call failed upstream.
+	failing bool
+	// idempotencyKeys are the Idempotency-Key headers of its calls so far.
+	idempotencyKeys map[string]struct{}
 }
 
 // begin numbers a turn when its call arrives, so turns keep the order of
-// the calls even when an earlier one finishes later.
-func (e *entry) begin() int {
+// the calls even when an earlier one finishes later, and tells whether
+// the call, of headers h, retries an earlier one.
+//
+// A call retries an earlier one when its SDK says so (OpenAI's and
+// Anthropic's number their tries in X-Stainless-Retry-Count, from 0;
+// others repeat a try's Idempotency-Key), or when the rollout's last call
+// failed upstream after all its attempts. Such a call gets one upstream
+// attempt instead of Relay's MaxAttempts, so that retries add up instead
+// of multiplying: a provider that keeps failing is called at most
+// MaxAttempts times for a rollout's first failing call and once for every
+// further call until one succeeds. With an SDK's default two retries that
+// is 4 + 2 = 6 calls per model call, not 4 × 3 = 12.
+func (e *entry) begin(h http.Header) (index int, retry bool) {
+	retry = isSDKRetry(h)
+	var key string
+	if v := h["Idempotency-Key"]; len(v) > 0 {
+		key = v[0]
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.begun++
-	return e.begun - 1
+	if key != "" {
+		if _, seen := e.idempotencyKeys[key]; seen {
+			retry = true
+		} else {
+			if e.idempotencyKeys == nil {
+				e.idempotencyKeys = make(map[string]struct{})
+			}
+			e.idempotencyKeys[key] = struct{}{}
+		}
+	}
+	return e.begun - 1, retry || e.failing
+}
+
+// isSDKRetry reports whether a Stainless SDK (OpenAI's, Anthropic's) says
+// the call is a retry: X-Stainless-Retry-Count above 0.
+func isSDKRetry(h http.Header) bool {
+	v := h["X-Stainless-Retry-Count"]
+	if len(v) == 0 {
+		return false
+	}
+	n, err := strconv.Atoi(v[0])
+	return err == nil && n > 0
 }
 
 // deliver notes that a call's caller has its whole answer; the call's
@@ -52,6 +96,12 @@ func (e *entry) record(index int, t trace.Turn, raw *rawTurn, wasDelivered bool)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t.Index = index
+	switch {
+	case t.UpstreamFailure != "":
+		e.failing = true
+	case t.Attempts > 0 && t.Status != statusClientClosed:
+		e.failing = false // the upstream answered
+	}
 	i := len(e.turns)
 	for i > 0 && e.turns[i-1].Index > index {
 		i--
@@ -143,6 +193,9 @@ func recordJSON(turn *trace.Turn, d dialects.Dialect, status int, body []byte) {
 	resp, err := d.ParseResponse(body)
 	if err != nil {
 		turn.Error = err.Error()
+		if !json.Valid(body) {
+			turn.UpstreamFailure = trace.UpstreamBadAnswer
+		}
 		return
 	}
 	turn.Response = resp

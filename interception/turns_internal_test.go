@@ -61,10 +61,10 @@ func TestMaterialize(t *testing.T) {
 // still returned, saying so.
 func TestSnapshotMaterializesOnce(t *testing.T) {
 	e := &entry{rollout: Rollout{Model: "run-model"}}
-	e.record(e.begin(), trace.Turn{Status: 200}, &rawTurn{dialect: dialects.Chat, request: []byte(chatBody),
+	e.record(begin(e), trace.Turn{Status: 200}, &rawTurn{dialect: dialects.Chat, request: []byte(chatBody),
 		answered: true, status: 200, answer: []byte(chatAnswer)}, false)
-	e.record(e.begin(), trace.Turn{Status: 200}, &rawTurn{dialect: dialects.Chat, request: []byte(`{"messages":7}`)}, false)
-	e.record(e.begin(), trace.Turn{Status: 502, Error: "upstream: down"}, nil, false)
+	e.record(begin(e), trace.Turn{Status: 200}, &rawTurn{dialect: dialects.Chat, request: []byte(`{"messages":7}`)}, false)
+	e.record(begin(e), trace.Turn{Status: 502, Error: "upstream: down"}, nil, false)
 
 	turns := e.snapshot()
 	require.Len(t, turns, 3)
@@ -84,7 +84,7 @@ func TestSnapshotRaces(t *testing.T) {
 	const n = 200
 	e := &entry{rollout: Rollout{Model: "run-model"}}
 	record := func() {
-		e.record(e.begin(), trace.Turn{Status: 200}, &rawTurn{dialect: dialects.Chat, request: []byte(chatBody),
+		e.record(begin(e), trace.Turn{Status: 200}, &rawTurn{dialect: dialects.Chat, request: []byte(chatBody),
 			answered: true, status: 200, answer: []byte(chatAnswer)}, false)
 	}
 	for range n / 2 {
@@ -114,4 +114,10 @@ func TestSnapshotRaces(t *testing.T) {
 		assert.Equal(t, "run-model", turn.Request.Model, "turn %d", i)
 	}
 	assert.Nil(t, e.unparsed)
+}
+
+// begin numbers a call that says nothing of retries.
+func begin(e *entry) int {
+	i, _ := e.begin(nil)
+	return i
 }

@@ -2,9 +2,11 @@ package interception
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/trace"
 )
 
 // Upstream is the model provider a server sends its calls to;
@@ -13,12 +15,24 @@ type Upstream interface {
 	// Dialect names the wire format the upstream speaks (dialects.ByName).
 	Dialect() string
 	// Relay POSTs body to the route path below /v1 (e.g.
-	// "/chat/completions"), retrying 429/5xx/connection errors before any
-	// byte reaches the caller. h holds the caller's request headers on the
-	// relay arm, for the upstream to forward the ones that describe the
-	// request; it is nil on the translate arm. attempts is how many
-	// attempts the call took, failed or not.
+	// "/chat/completions"), retrying failures (429/5xx, connection errors,
+	// timeouts) before any byte reaches the caller. h holds the caller's
+	// request headers on the relay arm, for the upstream to forward the
+	// ones that describe the request; it is nil on the translate arm.
+	// attempts is how many attempts the call took, failed or not.
+	//
+	// Errors, from Relay and from reading an answer's body, may say how
+	// the upstream failed with an UpstreamFailure method returning one of
+	// trace.UpstreamFailure's values, or with Timeout, as net.Error does;
+	// any other is a connection failure.
 	Relay(ctx context.Context, path string, h http.Header, body dialects.Body) (resp *http.Response, attempts int, err error)
+}
+
+// onceUpstream is an Upstream that can make a single attempt at a call,
+// for a caller that retries on its own (providers.Client can). Another
+// Upstream gets its own retries for every call.
+type onceUpstream interface {
+	RelayOnce(ctx context.Context, path string, h http.Header, body dialects.Body) (resp *http.Response, attempts int, err error)
 }
 
 // upstreamDialect is the dialect u speaks: chat when it names none the
@@ -28,4 +42,26 @@ func upstreamDialect(u Upstream) dialects.Dialect {
 		return d
 	}
 	return dialects.Chat
+}
+
+// failureOf says how an upstream error failed the call (see Upstream).
+func failureOf(err error) trace.UpstreamFailure {
+	var f interface{ UpstreamFailure() string }
+	if errors.As(err, &f) {
+		return trace.UpstreamFailure(f.UpstreamFailure())
+	}
+	var t interface{ Timeout() bool }
+	if errors.As(err, &t) && t.Timeout() {
+		return trace.UpstreamTimeout
+	}
+	return trace.UpstreamConnection
+}
+
+// statusFailure says whether an upstream's status is its own failure: a
+// 429 or a 5xx, retried until the upstream gave up.
+func statusFailure(status int) trace.UpstreamFailure {
+	if status == http.StatusTooManyRequests || status >= 500 {
+		return trace.UpstreamStatus
+	}
+	return ""
 }

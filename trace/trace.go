@@ -19,13 +19,46 @@ type Turn struct {
 	// Status is the HTTP status returned to the harness.
 	Status int    `json:"status"`
 	Error  string `json:"error,omitempty"`
+	// UpstreamFailure says how the model provider failed the call, when it
+	// did: the turn failed for the infrastructure, not for the agent.
+	UpstreamFailure UpstreamFailure `json:"upstream_failure,omitempty"`
 	// Attempts counts upstream attempts (retries before the first byte).
-	Attempts  int           `json:"attempts"`
-	StartedAt time.Time     `json:"started_at"`
-	Latency   time.Duration `json:"latency_ns"`
+	Attempts int `json:"attempts"`
+	// CallerRetry is set on a call made again by its caller after a failed
+	// one (its SDK said so, or the rollout's previous call failed upstream):
+	// the upstream got a single attempt at it, so that the caller's retries
+	// and the interception's do not multiply.
+	CallerRetry bool          `json:"caller_retry,omitempty"`
+	StartedAt   time.Time     `json:"started_at"`
+	Latency     time.Duration `json:"latency_ns"`
 	// TTFT is the time to the first byte of the upstream response body.
 	TTFT time.Duration `json:"ttft_ns"`
 }
+
+// UpstreamFailure is how a model provider failed a call.
+type UpstreamFailure string
+
+// How a provider fails. Each is retried while no byte of the answer has
+// reached the harness; a turn records the failure that ended its call.
+const (
+	// UpstreamStatus: a 429 or a 5xx.
+	UpstreamStatus UpstreamFailure = "status"
+	// UpstreamConnection: the connection could not be made, or broke (cut
+	// or reset) before the answer was whole.
+	UpstreamConnection UpstreamFailure = "connection"
+	// UpstreamTimeout: no headers within the response header timeout, or
+	// no byte of the answer for the stream idle timeout.
+	UpstreamTimeout UpstreamFailure = "timeout"
+	// UpstreamTruncated: an event stream that ended before its terminal
+	// event.
+	UpstreamTruncated UpstreamFailure = "truncated"
+	// UpstreamBadAnswer: a 2xx answer that is not valid JSON, or that the
+	// caller's dialect cannot be made of.
+	UpstreamBadAnswer UpstreamFailure = "bad_answer"
+	// UpstreamErrorEvent: an event stream that reported a server-side error
+	// (overloaded, rate limited, internal) in place of its answer.
+	UpstreamErrorEvent UpstreamFailure = "error_event"
+)
 
 // Harness is how the harness process ended.
 type Harness struct {
