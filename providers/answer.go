@@ -14,10 +14,12 @@ import (
 
 // Timeout defaults. A model may think for minutes before the headers of a
 // call that does not stream; a stream sends events (or keep-alive
-// comments) while it thinks.
+// comments) while it thinks. Both are below the default harness timeout
+// (10 minutes), so that a provider that hangs is an upstream error of the
+// rollout, retried, before the harness is killed and scored as timed out.
 const (
-	DefaultResponseHeaderTimeout = 10 * time.Minute
-	DefaultStreamIdleTimeout     = 5 * time.Minute
+	DefaultResponseHeaderTimeout = 5 * time.Minute
+	DefaultStreamIdleTimeout     = 3 * time.Minute
 )
 
 // How an upstream failed, as a *FailureError's Kind names it. The values

@@ -9,6 +9,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
 )
 
@@ -25,16 +27,21 @@ const (
 
 // Names of the other worker flags.
 const (
-	flagAPIKeyEnv          = "api-key-env"
-	flagUpstreamDialect    = "upstream-dialect"
-	flagMaxRollouts        = "max-rollouts"
-	flagWorkerRollouts     = "worker-rollouts" // the starter's former name of max-rollouts
-	flagWorkDir            = "work-dir"
-	flagMockLatency        = "mock-latency"
-	flagMockErrorRate      = "mock-error-rate"
-	flagInterceptionConfig = "interception.config"
-	flagInterceptionType   = "interception.type"
-	flagMultiplex          = "multiplex"
+	flagAPIKeyEnv              = "api-key-env"
+	flagUpstreamDialect        = "upstream-dialect"
+	flagMaxRollouts            = "max-rollouts"
+	flagWorkerRollouts         = "worker-rollouts" // the starter's former name of max-rollouts
+	flagWorkDir                = "work-dir"
+	flagMockLatency            = "mock-latency"
+	flagMockErrorRate          = "mock-error-rate"
+	flagUpstreamHeaderTimeout  = "upstream-header-timeout"
+	flagUpstreamIdleTimeout    = "upstream-idle-timeout"
+	flagUpstreamMinConcurrency = "upstream-min-concurrency"
+	flagUpstreamMaxConcurrency = "upstream-max-concurrency"
+	flagBodyReadTimeout        = "interception.body-read-timeout"
+	flagInterceptionConfig     = "interception.config"
+	flagInterceptionType       = "interception.type"
+	flagMultiplex              = "multiplex"
 )
 
 // ClientFlags are the flags that say which Temporal namespace to talk to.
@@ -89,6 +96,16 @@ func WorkerFlags() []cli.Flag {
 			Usage: "added latency of each mock model response"},
 		&cli.Float64Flag{Name: flagMockErrorRate, Value: 0.1, EnvVars: []string{"EVALFLOW_MOCK_ERROR_RATE"},
 			Usage: "fraction of deliberately wrong mock model answers"},
+		&cli.DurationFlag{Name: flagUpstreamHeaderTimeout, Value: providers.DefaultResponseHeaderTimeout, EnvVars: []string{"EVALFLOW_UPSTREAM_HEADER_TIMEOUT"},
+			Usage: "longest wait for the provider's answer to begin, per attempt; past it the attempt failed and is retried"},
+		&cli.DurationFlag{Name: flagUpstreamIdleTimeout, Value: providers.DefaultStreamIdleTimeout, EnvVars: []string{"EVALFLOW_UPSTREAM_IDLE_TIMEOUT"},
+			Usage: "longest gap between the provider's stream events (or body reads)"},
+		&cli.IntFlag{Name: flagUpstreamMinConcurrency, Value: providers.DefaultMinConcurrency, EnvVars: []string{"EVALFLOW_UPSTREAM_MIN_CONCURRENCY"},
+			Usage: "least model calls in flight the adaptive limit keeps while the provider answers 429"},
+		&cli.IntFlag{Name: flagUpstreamMaxConcurrency, Value: providers.DefaultMaxConcurrency, EnvVars: []string{"EVALFLOW_UPSTREAM_MAX_CONCURRENCY"},
+			Usage: "most model calls in flight to the provider from this worker (the adaptive limit starts here)"},
+		&cli.DurationFlag{Name: flagBodyReadTimeout, Value: interception.DefaultBodyReadTimeout, EnvVars: []string{"EVALFLOW_BODY_READ_TIMEOUT"},
+			Usage: "longest time a harness may take to send a request body to the interception server (408 after)"},
 	)
 	flags = append(flags, RuntimeFlags()...)
 	return append(flags, InterceptionFlags()...)
@@ -112,6 +129,11 @@ func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, 
 		return cfg, nil, fmt.Errorf("--%s %v: want a fraction from 0 to 1", flagMockErrorRate, rate)
 	case cctx.Duration(flagMockLatency) < 0:
 		return cfg, nil, fmt.Errorf("--%s %v is negative", flagMockLatency, cctx.Duration(flagMockLatency))
+	case cctx.Duration(flagUpstreamHeaderTimeout) <= 0, cctx.Duration(flagUpstreamIdleTimeout) <= 0, cctx.Duration(flagBodyReadTimeout) <= 0:
+		return cfg, nil, fmt.Errorf("--%s, --%s and --%s must be positive", flagUpstreamHeaderTimeout, flagUpstreamIdleTimeout, flagBodyReadTimeout)
+	case cctx.Int(flagUpstreamMinConcurrency) < 1 || cctx.Int(flagUpstreamMaxConcurrency) < cctx.Int(flagUpstreamMinConcurrency):
+		return cfg, nil, fmt.Errorf("--%s %d and --%s %d: want 1 ≤ min ≤ max", flagUpstreamMinConcurrency, cctx.Int(flagUpstreamMinConcurrency),
+			flagUpstreamMaxConcurrency, cctx.Int(flagUpstreamMaxConcurrency))
 	}
 	// Checked here too, so that a binary refuses a store it cannot write
 	// before it dials Temporal.
@@ -136,11 +158,18 @@ func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, 
 			Latency:   cctx.Duration(flagMockLatency),
 			ErrorRate: cctx.Float64(flagMockErrorRate),
 		},
-		MaxRollouts:  maxRollouts,
-		Multiplex:    cctx.Int(flagMultiplex),
-		WorkDir:      cctx.String(flagWorkDir),
-		Runtime:      rt,
-		Interception: ic,
+		Upstream: UpstreamLimits{
+			HeaderTimeout:  cctx.Duration(flagUpstreamHeaderTimeout),
+			IdleTimeout:    cctx.Duration(flagUpstreamIdleTimeout),
+			MinConcurrency: cctx.Int(flagUpstreamMinConcurrency),
+			MaxConcurrency: cctx.Int(flagUpstreamMaxConcurrency),
+		},
+		BodyReadTimeout: cctx.Duration(flagBodyReadTimeout),
+		MaxRollouts:     maxRollouts,
+		Multiplex:       cctx.Int(flagMultiplex),
+		WorkDir:         cctx.String(flagWorkDir),
+		Runtime:         rt,
+		Interception:    ic,
 	}, closeRuntime, nil
 }
 

@@ -51,6 +51,12 @@ type Config struct {
 	// responses or anthropic. Calls in another dialect are translated.
 	UpstreamDialect string
 	Mock            mock.Config
+	// Upstream bounds how long the provider may take and how many calls it
+	// gets at once; zero fields take the providers package's defaults.
+	Upstream UpstreamLimits
+	// BodyReadTimeout bounds how long a harness may take to send a request
+	// body; 0 is interception.DefaultBodyReadTimeout.
+	BodyReadTimeout time.Duration
 	// MaxRollouts bounds the rollouts this worker runs at once.
 	MaxRollouts int
 	// Multiplex is how many rollouts share one interception server.
@@ -66,6 +72,19 @@ type Config struct {
 	// executable's hidden "agent" command.
 	DefaultHarness []string
 	Logger         *slog.Logger
+}
+
+// UpstreamLimits are the provider client's timeouts and its adaptive
+// concurrency bounds (providers.Client).
+type UpstreamLimits struct {
+	HeaderTimeout, IdleTimeout     time.Duration
+	MinConcurrency, MaxConcurrency int
+}
+
+// apply sets the limits on c.
+func (l UpstreamLimits) apply(c *providers.Client) {
+	c.ResponseHeaderTimeout, c.StreamIdleTimeout = l.HeaderTimeout, l.IdleTimeout
+	c.MinConcurrency, c.MaxConcurrency = l.MinConcurrency, l.MaxConcurrency
 }
 
 // Worker is a running evalflow worker: a worker on the shared task queue, one
@@ -132,11 +151,12 @@ func NewWorker(c client.Client, cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w.pool = interception.NewPool(interception.Config{
-		Multiplex:    cfg.Multiplex,
-		Tunnel:       tun,
-		Upstream:     upstream,
-		Logger:       cfg.Logger,
-		GatewayToken: cfg.Interception.GatewayToken,
+		Multiplex:       cfg.Multiplex,
+		Tunnel:          tun,
+		Upstream:        upstream,
+		Logger:          cfg.Logger,
+		GatewayToken:    cfg.Interception.GatewayToken,
+		BodyReadTimeout: cfg.BodyReadTimeout,
 	})
 	w.pool.StartMonitor(cfg.Interception.HealthInterval)
 	w.cap = activities.NewCapacity(cfg.MaxRollouts)
@@ -182,6 +202,7 @@ func (w *Worker) upstream() (interception.Upstream, error) {
 		if err != nil {
 			return nil, fmt.Errorf("upstream: %w", err)
 		}
+		w.cfg.Upstream.apply(up)
 		return up, nil
 	}
 	m, err := mock.New(w.cfg.Mock)
@@ -200,6 +221,7 @@ func (w *Worker) upstream() (interception.Upstream, error) {
 		_ = w.mock.Close()
 		return nil, fmt.Errorf("upstream: %w", err)
 	}
+	w.cfg.Upstream.apply(up)
 	return up, nil
 }
 
