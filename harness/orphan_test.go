@@ -176,11 +176,28 @@ func TestHarnessSurvivesStartingThread(t *testing.T) {
 	cmd.SysProcAttr = harnessProcAttr(0)
 	started := make(chan error, 1)
 	var tid int
-	go func() {
+	start := func() {
 		runtime.LockOSThread()
 		tid = syscall.Gettid()
 		started <- startHarness(cmd)
 		// Returning while locked ends this thread.
+	}
+	go func() {
+		// Go never ends the main thread: a goroutine that lands there
+		// holds it while the harness starts from another, which can.
+		runtime.LockOSThread()
+		if syscall.Gettid() != syscall.Getpid() {
+			runtime.UnlockOSThread()
+			start()
+			return
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			start()
+		}()
+		<-done
+		runtime.UnlockOSThread()
 	}()
 	require.NoError(t, <-started)
 	t.Cleanup(func() {
