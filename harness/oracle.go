@@ -1,7 +1,7 @@
 package harness
 
 // oracleScript runs the task's reference solution in place of an agent.
-const oracleScript = `: "${EVALFLOW_SOLUTION:?the oracle runs a task's solution: this task has none}"; exec bash "$EVALFLOW_SOLUTION/solve.sh"`
+const oracleScript = `: "${EVALFLOW_SOLUTION:?the oracle runs the solution of a task, and this task has none}"; exec bash "$EVALFLOW_SOLUTION/solve.sh"`
 
 // OracleCommand is the command of the oracle harness: it runs the task's
 // reference solution, $EVALFLOW_SOLUTION/solve.sh, with bash in the

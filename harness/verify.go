@@ -11,8 +11,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -90,7 +92,8 @@ var (
 // Verify runs the verifier as a local subprocess with cwd = the workspace
 // and EVALFLOW_TESTS, EVALFLOW_WORKSPACE, EVALFLOW_LOGS and
 // EVALFLOW_VERIFIER_LOGS (= Logs/verifier) set. It does not isolate: paths
-// are the host's.
+// are the host's, and a /tests path in the command (Harbor's "bash
+// /tests/test.sh") is rewritten to the tests directory.
 func (l *Local) Verify(ctx context.Context, spec VerifySpec) (VerifyResult, error) {
 	return l.verify(ctx, spec, func(argv []string) []string { return argv })
 }
@@ -109,13 +112,27 @@ func (l *Local) verify(ctx context.Context, spec VerifySpec, wrap func([]string)
 		tests: spec.Tests, workspace: ws.Dir, logs: ws.Logs, verifierLogs: logs,
 	})
 	res, err := l.exec(ctx, proc{
-		argv: wrap([]string{"sh", "-c", spec.Command}), dir: ws.hostWorkdir(), env: env,
+		argv: wrap([]string{"sh", "-c", hostTests(spec.Command, spec.Tests)}), dir: ws.hostWorkdir(), env: env,
 		timeout: spec.Timeout, outputLimit: spec.OutputLimit,
 	})
 	if err != nil {
 		return VerifyResult{}, fmt.Errorf("run verifier: %w", err)
 	}
 	return verdict(res, spec.Timeout, logs)
+}
+
+// testsPath matches /tests as a path of its own in a shell command.
+var testsPath = regexp.MustCompile(`(^|[\s'"=:])/tests(/|$|[\s'";|&)])`)
+
+// hostTests rewrites the paths under /tests in command to dir.
+func hostTests(command, dir string) string {
+	if dir == "" {
+		return command
+	}
+	return testsPath.ReplaceAllStringFunc(command, func(m string) string {
+		i := strings.Index(m, "/tests")
+		return m[:i] + dir + m[i+len("/tests"):]
+	})
 }
 
 func checkVerifySpec(spec VerifySpec) (*Workspace, error) {
