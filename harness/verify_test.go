@@ -231,7 +231,7 @@ func TestLocalRunInWorkspace(t *testing.T) {
 	require.NoError(t, err)
 	defer ws.Remove()
 	solution := t.TempDir()
-	spec := shell(`echo "$PWD|$EVALFLOW_WORKDIR|$EVALFLOW_WORKSPACE|$EVALFLOW_LOGS|$EVALFLOW_SOLUTION|$GREETING"; `+
+	spec := shell(`echo "$PWD|$EVALFLOW_WORKDIR|$EVALFLOW_WORKSPACE|$EVALFLOW_LOGS|$EVALFLOW_SOLUTION|$GREETING"; ` +
 		`cat "$EVALFLOW_TASK_FILE" > /dev/null && echo made > made.txt && echo 42 > "$EVALFLOW_ANSWER_FILE"; dirname "$EVALFLOW_TASK_FILE"`)
 	spec.Workspace, spec.Solution = ws, solution
 
