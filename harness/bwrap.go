@@ -101,6 +101,9 @@ func (b *Bwrap) Run(ctx context.Context, spec Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if !b.Local.Keep {
+		defer removeAll(home)
+	}
 	args := b.sandboxArgs(ws, home, homeMount)
 	args = append(args, "--bind", files, sandboxFiles)
 	view := envPaths{
