@@ -1,7 +1,7 @@
 package harness
 
 import (
-	"path/filepath"
+	"path"
 	"strconv"
 	"strings"
 
@@ -44,16 +44,31 @@ func IsSecretName(name string) bool {
 // The contract: OPENAI_BASE_URL={BaseURL}/v1, ANTHROPIC_BASE_URL={BaseURL},
 // OPENAI_API_KEY and ANTHROPIC_API_KEY = the rollout secret, OPENAI_MODEL and
 // ANTHROPIC_MODEL = the model, EVALFLOW_TASK_FILE, EVALFLOW_PROMPT,
-// EVALFLOW_ANSWER_FILE, EVALFLOW_MAX_TURNS and EVALFLOW_WORKDIR.
+// EVALFLOW_ANSWER_FILE, EVALFLOW_MAX_TURNS and EVALFLOW_WORKDIR, and
+// EVALFLOW_SOLUTION when spec.Solution is set (the oracle's).
 func Env(parent []string, spec Spec, workdir string) []string {
-	env := make([]string, 0, len(parent)+12+len(spec.Env))
-	for _, kv := range parent {
-		name, _, _ := strings.Cut(kv, "=")
-		if name == "" || IsSecretName(name) {
-			continue
-		}
-		env = append(env, kv)
-	}
+	return contractEnv(parent, spec, envPaths{workdir: workdir, files: workdir, solution: spec.Solution})
+}
+
+// envPaths are the paths of a run as its harness sees them (on the host,
+// or inside a sandbox).
+type envPaths struct {
+	workdir string // EVALFLOW_WORKDIR: the harness's working directory
+	files   string // the directory of task.json and answer.txt
+	// With a workspace: EVALFLOW_WORKSPACE, EVALFLOW_LOGS and the
+	// Dockerfile's ENV; empty without one.
+	workspace, logs string
+	wsEnv           []string
+	solution        string // EVALFLOW_SOLUTION, when set
+	home            string // HOME, when set
+}
+
+// contractEnv is Env for the paths p: the parent without credentials, the
+// workspace's Dockerfile ENV, the contract variables, then spec.Env.
+func contractEnv(parent []string, spec Spec, p envPaths) []string {
+	env := make([]string, 0, len(parent)+16+len(p.wsEnv)+len(spec.Env))
+	env = appendInherited(env, parent)
+	env = append(env, p.wsEnv...)
 	env = append(env,
 		"OPENAI_BASE_URL="+spec.BaseURL+"/v1",
 		"OPENAI_API_KEY="+spec.Secret,
@@ -61,14 +76,35 @@ func Env(parent []string, spec Spec, workdir string) []string {
 		"ANTHROPIC_BASE_URL="+spec.BaseURL,
 		"ANTHROPIC_API_KEY="+spec.Secret,
 		"ANTHROPIC_MODEL="+spec.Model,
-		"EVALFLOW_TASK_FILE="+filepath.Join(workdir, TaskFile),
+		"EVALFLOW_TASK_FILE="+path.Join(p.files, TaskFile),
 		"EVALFLOW_PROMPT="+Prompt(spec.Task),
-		"EVALFLOW_ANSWER_FILE="+filepath.Join(workdir, AnswerFile),
+		"EVALFLOW_ANSWER_FILE="+path.Join(p.files, AnswerFile),
 		"EVALFLOW_MAX_TURNS="+strconv.Itoa(spec.MaxTurns),
-		"EVALFLOW_WORKDIR="+workdir,
+		"EVALFLOW_WORKDIR="+p.workdir,
 	)
+	if p.workspace != "" {
+		env = append(env, "EVALFLOW_WORKSPACE="+p.workspace, "EVALFLOW_LOGS="+p.logs)
+	}
+	if p.solution != "" {
+		env = append(env, "EVALFLOW_SOLUTION="+p.solution)
+	}
+	if p.home != "" {
+		env = append(env, "HOME="+p.home)
+	}
 	env = append(env, spec.Env...)
 	return dedupEnv(env)
+}
+
+// appendInherited appends the entries of parent that are not credentials.
+func appendInherited(env, parent []string) []string {
+	for _, kv := range parent {
+		name, _, _ := strings.Cut(kv, "=")
+		if name == "" || IsSecretName(name) {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
 }
 
 // Prompt is the text a harness is asked to solve: the task's prompt, or else

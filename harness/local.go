@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/evalflow/evalflow/tasksets"
 )
 
 // DefaultGrace is how long a harness has between SIGTERM and SIGKILL when
@@ -49,7 +51,10 @@ type Local struct {
 }
 
 // Run runs spec.Command in a fresh workdir holding task.json, with the
-// environment Env builds, and waits for it. On spec.Timeout the whole process
+// environment Env builds, and waits for it. With spec.Workspace it runs in
+// the workspace instead (EVALFLOW_WORKSPACE, EVALFLOW_LOGS and the
+// Dockerfile's ENV set), with task.json and answer.txt in a directory of
+// their own outside it; the workspace is left for the verifier. On spec.Timeout the whole process
 // group is terminated and the Result says TimedOut; when ctx is done first the
 // group is terminated too and ctx.Err() is returned with the partial Result.
 // A command that cannot be found returns an error wrapping exec.ErrNotFound.
@@ -66,22 +71,48 @@ func (l *Local) runWith(ctx context.Context, spec Spec, onOrphan []string) (Resu
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	workdir, err := l.makeWorkdir(spec)
+	dirs, err := l.makeRunDirs(spec)
 	if err != nil {
 		return Result{}, err
 	}
-	if !l.Keep {
-		defer removeAll(workdir)
+	defer dirs.cleanup()
+	view := envPaths{workdir: dirs.cwd, files: dirs.files}
+	if ws := spec.Workspace; ws != nil {
+		view.workspace, view.logs, view.wsEnv = ws.Dir, ws.Logs, ws.Env
 	}
+	view.solution = spec.Solution
+	res, err := l.exec(ctx, proc{
+		argv: spec.Command, dir: dirs.cwd, env: contractEnv(os.Environ(), spec, view),
+		timeout: spec.Timeout, outputLimit: spec.OutputLimit, onOrphan: onOrphan,
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Answer = readAnswer(filepath.Join(dirs.files, AnswerFile))
+	return res, nil
+}
 
+// proc is one process to run in its own process group.
+type proc struct {
+	argv        []string
+	dir         string
+	env         []string
+	timeout     time.Duration
+	outputLimit int
+	onOrphan    []string
+}
+
+// exec runs p to completion. On p.timeout the process group is terminated
+// and the Result says TimedOut; when ctx is done first the group is
+// terminated too and ctx.Err() is returned with the partial Result.
+func (l *Local) exec(ctx context.Context, p proc) (Result, error) {
 	runCtx := ctx
-	if spec.Timeout > 0 {
+	if p.timeout > 0 {
 		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, spec.Timeout)
+		runCtx, cancel = context.WithTimeout(ctx, p.timeout)
 		defer cancel()
 	}
-
-	res, killed, err := l.run(runCtx, spec, workdir, onOrphan)
+	res, killed, err := l.run(runCtx, p)
 	if err != nil {
 		return res, err
 	}
@@ -91,12 +122,50 @@ func (l *Local) runWith(ctx context.Context, spec Spec, onOrphan []string) (Resu
 		}
 		res.TimedOut = true
 	}
-	res.Answer = readAnswer(filepath.Join(workdir, AnswerFile))
 	return res, nil
 }
 
-// makeWorkdir creates the rollout's workdir and writes the task into it.
-func (l *Local) makeWorkdir(spec Spec) (string, error) {
+// runDirs are where one harness run works: its working directory, the
+// directory of its task and answer files, and what removes them.
+type runDirs struct {
+	cwd, files string
+	cleanup    func()
+}
+
+// makeRunDirs makes a run's directories. Without a workspace it is a
+// fresh workdir holding task.json, removed afterwards (unless Keep). With
+// one, the harness works in the workspace, which stays for the verifier,
+// and its files live in a directory of their own outside it, so the
+// agent's files and evalflow's never mix.
+func (l *Local) makeRunDirs(spec Spec) (runDirs, error) {
+	var d runDirs
+	if ws := spec.Workspace; ws != nil {
+		files, err := ws.scratch("run")
+		if err != nil {
+			return d, fmt.Errorf("harness files: %w", err)
+		}
+		d = runDirs{cwd: ws.hostWorkdir(), files: files}
+	} else {
+		dir, err := l.makeWorkdir()
+		if err != nil {
+			return d, err
+		}
+		d = runDirs{cwd: dir, files: dir}
+	}
+	d.cleanup = func() {
+		if !l.Keep {
+			removeAll(d.files)
+		}
+	}
+	if err := writeTaskFile(d.files, spec.Task); err != nil {
+		removeAll(d.files)
+		return runDirs{}, err
+	}
+	return d, nil
+}
+
+// makeWorkdir creates a fresh temporary workdir under Dir.
+func (l *Local) makeWorkdir() (string, error) {
 	parent := l.Dir
 	if parent == "" {
 		parent = os.TempDir()
@@ -109,25 +178,29 @@ func (l *Local) makeWorkdir(spec Spec) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("harness workdir: %w", err)
 	}
-	task, err := json.Marshal(spec.Task.ForHarness())
+	return dir, nil
+}
+
+// writeTaskFile writes the task, as the harness may see it, into dir.
+func writeTaskFile(dir string, t tasksets.Task) error {
+	task, err := json.Marshal(t.ForHarness())
 	if err == nil {
 		err = os.WriteFile(filepath.Join(dir, TaskFile), task, 0o644)
 	}
 	if err != nil {
-		removeAll(dir)
-		return "", fmt.Errorf("write task file: %w", err)
+		return fmt.Errorf("write task file: %w", err)
 	}
-	return dir, nil
+	return nil
 }
 
 // run starts the process and waits for it. killed reports whether ctx ended
 // it (the caller tells timeout from cancellation).
-func (l *Local) run(ctx context.Context, spec Spec, workdir string, onOrphan []string) (res Result, killed bool, err error) {
+func (l *Local) run(ctx context.Context, p proc) (res Result, killed bool, err error) {
 	grace := l.Grace
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
-	sup, err := startSupervisor(onOrphan)
+	sup, err := startSupervisor(p.onOrphan)
 	if err != nil {
 		return res, false, err
 	}
@@ -136,7 +209,7 @@ func (l *Local) run(ctx context.Context, spec Spec, workdir string, onOrphan []s
 	defer sup.stop()
 	pgid := sup.pgid()
 
-	stdout, stderr := newTail(spec.OutputLimit), newTail(spec.OutputLimit)
+	stdout, stderr := newTail(p.outputLimit), newTail(p.outputLimit)
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return res, false, fmt.Errorf("harness stdout pipe: %w", err)
@@ -148,9 +221,9 @@ func (l *Local) run(ctx context.Context, spec Spec, workdir string, onOrphan []s
 	}
 
 	var canceled atomic.Bool
-	cmd := exec.CommandContext(ctx, spec.Command[0], spec.Command[1:]...)
-	cmd.Dir = workdir
-	cmd.Env = Env(os.Environ(), spec, workdir)
+	cmd := exec.CommandContext(ctx, p.argv[0], p.argv[1:]...)
+	cmd.Dir = p.dir
+	cmd.Env = p.env
 	// Pipes we own (*os.File) rather than io.Writers: exec then starts no
 	// copying goroutines, and Wait returns as soon as the leader exits even if
 	// a grandchild still holds the pipes.
@@ -168,7 +241,7 @@ func (l *Local) run(ctx context.Context, spec Spec, workdir string, onOrphan []s
 	if err := startHarness(cmd); err != nil {
 		closeAll(outR, outW, errR, errW)
 		// The error names the program, never its environment.
-		return res, false, fmt.Errorf("start harness %q: %w", spec.Command[0], err)
+		return res, false, fmt.Errorf("start harness %q: %w", p.argv[0], err)
 	}
 	closeAll(outW, errW)
 
@@ -187,7 +260,7 @@ func (l *Local) run(ctx context.Context, spec Spec, workdir string, onOrphan []s
 
 	res.Stdout, res.Stderr = stdout.String(), stderr.String()
 	if cmd.ProcessState == nil {
-		return res, false, fmt.Errorf("wait harness %q: %w", spec.Command[0], waitErr)
+		return res, false, fmt.Errorf("wait harness %q: %w", p.argv[0], waitErr)
 	}
 	res.ExitCode = cmd.ProcessState.ExitCode()
 	return res, canceled.Load(), nil

@@ -97,3 +97,11 @@ func ipCmd(ctx context.Context, args ...string) error {
 	}
 	return nil
 }
+
+// Verify runs the verifier inside the namespace too: it runs code the
+// agent wrote, which gets no more network than the agent had.
+func (n *Netns) Verify(ctx context.Context, spec VerifySpec) (VerifyResult, error) {
+	return n.Local.verify(ctx, spec, func(argv []string) []string {
+		return append([]string{"ip", "netns", "exec", n.Name}, argv...)
+	})
+}

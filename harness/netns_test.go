@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/tasksets"
 )
 
 func newNetns(t *testing.T, subnet string) *harness.Netns {
@@ -71,4 +73,19 @@ func TestNetnsCloseRemovesNamespace(t *testing.T) {
 
 	_, err = harness.NewNetns(context.Background(), "10.213.251.1", harness.Local{})
 	assert.Error(t, err, "a subnet not on a /30 boundary")
+}
+
+// TestNetnsVerify: the verifier runs inside the namespace too, with the
+// tests at their host path.
+func TestNetnsVerify(t *testing.T) {
+	n := newNetns(t, "10.213.252.0")
+	ws, err := harness.PrepareWorkspace(t.TempDir(), tasksets.Task{ID: "t"})
+	require.NoError(t, err)
+	defer ws.Remove()
+	tests := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(tests, "test.sh"), []byte(`ip netns identify $$; echo 1 > "$EVALFLOW_VERIFIER_LOGS/reward.txt"`), 0o644))
+	got, err := n.Verify(context.Background(), harness.VerifySpec{Workspace: ws, Tests: tests, Command: "sh /tests/test.sh"})
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, got.Reward)
+	assert.Equal(t, n.Name+"\n", got.Stdout)
 }

@@ -4,6 +4,7 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ const (
 	workerRuntimeEnv = "EVALFLOW_TEST_WORKER_RUNTIME"
 	workerOutEnv     = "EVALFLOW_TEST_WORKER_OUT"
 	workerNetnsEnv   = "EVALFLOW_TEST_WORKER_NETNS"
+	workerMarkerEnv  = "EVALFLOW_TEST_WORKER_MARKER"
 )
 
 // orphanScript is a harness with a child of its own: it records its pid and
@@ -56,6 +58,12 @@ func TestWorkerProcess(t *testing.T) {
 	case "netns":
 		n := &Netns{Name: os.Getenv(workerNetnsEnv), Local: local}
 		_, err = n.Run(context.Background(), spec)
+	case "bwrap":
+		// The sandbox sees neither $OUT nor host pids: the processes
+		// carry a marker the test finds them by.
+		marker := os.Getenv(workerMarkerEnv)
+		spec = shell("sleep " + marker + " & sleep " + marker)
+		_, err = (&Bwrap{Local: local}).Run(context.Background(), spec)
 	default:
 		_, err = local.Run(context.Background(), spec)
 	}
@@ -210,4 +218,29 @@ func TestHarnessSurvivesStartingThread(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond, "the locked thread did not exit")
 	require.Never(t, func() bool { return !alive(cmd.Process.Pid) }, 300*time.Millisecond, 10*time.Millisecond,
 		"the harness died with the thread that started it")
+}
+
+// TestBwrapHarnessDiesWithWorker: a sandboxed harness and its children
+// die with a worker killed with SIGKILL.
+func TestBwrapHarnessDiesWithWorker(t *testing.T) {
+	needBwrap(t)
+	out := t.TempDir()
+	marker := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1_000_000)
+	worker := exec.Command(os.Args[0], "-test.run=^TestWorkerProcess$", "-test.count=1")
+	worker.Env = append(os.Environ(), workerRuntimeEnv+"=bwrap", workerOutEnv+"="+out, workerMarkerEnv+"="+marker)
+	require.NoError(t, worker.Start())
+	t.Cleanup(func() {
+		_ = worker.Process.Kill()
+		_ = worker.Wait()
+		for _, pid := range processesWith(marker) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	require.Eventually(t, func() bool { return len(processesWith(marker)) >= 3 }, 30*time.Second, 10*time.Millisecond,
+		"the sandboxed harness never started")
+
+	require.NoError(t, worker.Process.Signal(syscall.SIGKILL))
+	_ = worker.Wait()
+	require.Eventually(t, func() bool { return len(processesWith(marker)) == 0 }, 10*time.Second, 10*time.Millisecond,
+		"sandboxed processes outlived their worker: %v", processesWith(marker))
 }

@@ -1,5 +1,7 @@
-// Package harness runs agent programs (harnesses) for rollouts: the local
-// subprocess runtime, and the env contract every harness sees.
+// Package harness runs agent programs (harnesses) for rollouts and the
+// verifiers of tasks with a workspace: the runtimes (local subprocesses, a
+// network namespace, bubblewrap sandboxes, docker), workspaces prepared
+// from task directories, and the env contract every harness sees.
 package harness
 
 import (
@@ -31,6 +33,14 @@ type Spec struct {
 	Timeout time.Duration
 	// OutputLimit bounds the stdout and stderr tails kept, in bytes each.
 	OutputLimit int
+	// Workspace is the prepared working tree the harness runs in, left in
+	// place for the verifier; nil runs it in a fresh temporary workdir,
+	// removed afterwards.
+	Workspace *Workspace
+	// Solution is a host directory holding the task's reference solution,
+	// given to the oracle: EVALFLOW_SOLUTION, and mounted read-only at
+	// /solution in a sandbox. Empty for an agent.
+	Solution string
 }
 
 // Result is how a harness run ended. A non-zero exit is a Result, not an error.

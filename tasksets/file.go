@@ -50,6 +50,8 @@ func checkRegular(path string, mode fs.FileMode) error {
 // describeMode says what kind of file mode belongs to, for errors.
 func describeMode(mode fs.FileMode) string {
 	switch {
+	case mode.IsRegular():
+		return "a regular file"
 	case mode.IsDir():
 		return "a directory"
 	case mode&fs.ModeNamedPipe != 0:

@@ -8,8 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -17,7 +21,10 @@ import (
 // once, validating every line and keeping only line offsets; Task reads just
 // the line it needs. It is safe for concurrent use.
 type JSONL struct {
-	name   string
+	name string
+	// dir is what relative paths in tasks are relative to: the file's
+	// directory; "" is the working directory.
+	dir    string
 	r      io.ReaderAt
 	closer io.Closer
 	lines  []span
@@ -53,7 +60,12 @@ func OpenFile(path string) (*JSONL, error) {
 		f.Close()
 		return nil, fmt.Errorf("open taskset: %w", err)
 	}
-	ts, err := NewJSONL(path, f, st.Size())
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open taskset: %w", err)
+	}
+	ts, err := newJSONL(path, dir, f, st.Size())
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -65,7 +77,11 @@ func OpenFile(path string) (*JSONL, error) {
 // NewJSONL indexes size bytes of JSONL read from r; name is used in error
 // messages. Closing the result does not close r.
 func NewJSONL(name string, r io.ReaderAt, size int64) (*JSONL, error) {
-	ts := &JSONL{name: name, r: r}
+	return newJSONL(name, "", r, size)
+}
+
+func newJSONL(name, dir string, r io.ReaderAt, size int64) (*JSONL, error) {
+	ts := &JSONL{name: name, dir: dir, r: r}
 	firstLine := map[string]int32{}
 	br := bufio.NewReaderSize(io.NewSectionReader(r, 0, size), 64<<10)
 	var off int64
@@ -77,7 +93,10 @@ func NewJSONL(name string, r io.ReaderAt, size int64) (*JSONL, error) {
 		start := off
 		off += int64(len(raw))
 		if line := bytes.TrimSpace(raw); len(line) > 0 {
-			t, err := decodeTask(raw)
+			t, err := decodeTask(raw, dir)
+			if err == nil {
+				err = checkTaskDirs(t)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", name, lineNo, err)
 			}
@@ -118,7 +137,7 @@ func (j *JSONL) Task(ctx context.Context, i int64) (Task, error) {
 	if len(bytes.TrimSpace(buf)) == 0 {
 		return Task{}, fmt.Errorf("%s:%d: the line is blank now; the file changed after it was opened", j.name, s.line)
 	}
-	t, err := decodeTask(buf)
+	t, err := decodeTask(buf, j.dir)
 	if err != nil {
 		// The file changed after it was opened.
 		return Task{}, fmt.Errorf("%s:%d: %w", j.name, s.line, err)
@@ -142,13 +161,24 @@ type taskLine struct {
 	Messages []Message       `json:"messages"`
 	Answer   json.RawMessage `json:"answer"`
 	Info     json.RawMessage `json:"info"`
+
+	// A task with a workspace: directories relative to the file's.
+	Environment        string            `json:"environment"`
+	Tests              string            `json:"tests"`
+	Verify             string            `json:"verify"`
+	Solution           string            `json:"solution"`
+	AgentTimeoutSec    *float64          `json:"agent_timeout_sec"`
+	VerifierTimeoutSec *float64          `json:"verifier_timeout_sec"`
+	VerifierEnv        map[string]string `json:"verifier_env"`
 }
 
 // decodeTask validates and decodes one non-blank line, raw as read (with its
 // surrounding space). Its errors describe the problem and where it is, never
 // the line's bytes: a file that is not a taskset at all must not leak into a
 // workflow history through them.
-func decodeTask(raw []byte) (Task, error) {
+//
+// Relative paths (environment, tests, solution) are resolved against dir.
+func decodeTask(raw []byte, dir string) (Task, error) {
 	line := bytes.TrimSpace(raw)
 	lead := len(raw) - len(bytes.TrimLeftFunc(raw, unicode.IsSpace))
 	if line[0] != '{' {
@@ -182,7 +212,68 @@ func decodeTask(raw []byte) (Task, error) {
 	if len(tl.Info) > 0 && !bytes.Equal(tl.Info, []byte("null")) {
 		t.Info = tl.Info
 	}
+	if tl.Tests != "" && tl.Verify == "" {
+		return Task{}, errors.New(`"tests" needs a "verify" command to run them`)
+	}
+	t.Verify = tl.Verify
+	t.VerifierEnv = tl.VerifierEnv
+	if len(t.VerifierEnv) == 0 {
+		t.VerifierEnv = nil
+	}
+	for _, p := range []struct {
+		src string
+		dst *string
+	}{{tl.Environment, &t.Environment}, {tl.Tests, &t.Tests}, {tl.Solution, &t.Solution}} {
+		if p.src == "" {
+			continue
+		}
+		path := p.src
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return Task{}, err
+		}
+		*p.dst = abs
+	}
+	for _, s := range []struct {
+		sec  *float64
+		dst  *time.Duration
+		name string
+	}{{tl.AgentTimeoutSec, &t.AgentTimeout, `"agent_timeout_sec"`}, {tl.VerifierTimeoutSec, &t.VerifierTimeout, `"verifier_timeout_sec"`}} {
+		if s.sec == nil {
+			continue
+		}
+		d, err := seconds(*s.sec, s.name)
+		if err != nil {
+			return Task{}, err
+		}
+		*s.dst = d
+	}
 	return t, nil
+}
+
+// checkTaskDirs checks that the directories a task names are directories.
+// Its errors name the field, never the path (content of the file).
+func checkTaskDirs(t Task) error {
+	for _, d := range []struct{ path, field string }{
+		{t.Environment, "environment"}, {t.Tests, "tests"}, {t.Solution, "solution"},
+	} {
+		if d.path == "" {
+			continue
+		}
+		fi, err := os.Stat(d.path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("%q: no such directory", d.field)
+		case err != nil:
+			return fmt.Errorf("%q: %w", d.field, fileProblem(d.path, err))
+		case !fi.IsDir():
+			return fmt.Errorf("%q is %s, not a directory", d.field, describeMode(fi.Mode()))
+		}
+	}
+	return nil
 }
 
 // syntaxExpectations says what the JSON scanner expected, by the end of its
@@ -242,6 +333,8 @@ func typeError(err error) error {
 		want = "an array"
 	case reflect.Struct, reflect.Map:
 		want = "an object"
+	case reflect.Float32, reflect.Float64, reflect.Int, reflect.Int64:
+		want = "a number"
 	}
 	// Value is the JSON type found, followed by the number itself for some
 	// numbers: only the type is kept.

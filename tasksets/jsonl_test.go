@@ -245,3 +245,62 @@ func TestJSONLClose(t *testing.T) {
 	_, err = ts.Task(context.Background(), 0)
 	assert.ErrorIs(t, err, os.ErrClosed)
 }
+
+// TestJSONLWorkspaceFields: a JSONL task may name its workspace, tests and
+// solution directories (relative to the file's directory), a verify
+// command, its own timeouts and the verifier's environment.
+func TestJSONLWorkspaceFields(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"envs/one", "tests/one", "solutions/one"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(root, d), 0o755))
+	}
+	abs := filepath.Join(root, "tests", "one")
+	path := filepath.Join(root, "tasks.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(
+		`{"id":"w","prompt":"fix it","environment":"envs/one","tests":"`+abs+`","verify":"sh /tests/run.sh","solution":"./solutions/one",`+
+			`"agent_timeout_sec":90,"verifier_timeout_sec":2.5,"verifier_env":{"K":"v"}}`+"\n"+
+			`{"id":"v","prompt":"touch done","verify":"test -f done"}`+"\n"+
+			`{"id":"p","prompt":"plain","answer":"4"}`+"\n"), 0o644))
+	// Relative paths are the file's, not the working directory's.
+	t.Chdir(t.TempDir())
+	ts, err := OpenFile(path)
+	require.NoError(t, err)
+	defer ts.Close()
+
+	want := []Task{
+		{ID: "w", Prompt: "fix it", Environment: filepath.Join(root, "envs", "one"), Tests: abs, Verify: "sh /tests/run.sh",
+			Solution: filepath.Join(root, "solutions", "one"), AgentTimeout: 90 * time.Second, VerifierTimeout: 2500 * time.Millisecond,
+			VerifierEnv: map[string]string{"K": "v"}},
+		{ID: "v", Prompt: "touch done", Verify: "test -f done"},
+		{ID: "p", Prompt: "plain", Answer: "4"},
+	}
+	for i, w := range want {
+		got, err := ts.Task(context.Background(), int64(i))
+		require.NoError(t, err)
+		assert.Equal(t, w, got, "Task(%d)", i)
+	}
+}
+
+func TestJSONLWorkspaceErrors(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "file"), nil, 0o644))
+	tests := []struct {
+		line string
+		want string
+	}{
+		{`{"id":"a","prompt":"p","environment":"missingQ"}`, `tasks.jsonl:1: "environment": no such directory`},
+		{`{"id":"a","prompt":"p","solution":"file"}`, `tasks.jsonl:1: "solution" is a regular file, not a directory`},
+		{`{"id":"a","prompt":"p","tests":"."}`, `tasks.jsonl:1: "tests" needs a "verify" command to run them`},
+		{`{"id":"a","prompt":"p","verify":"x","agent_timeout_sec":-1}`, `tasks.jsonl:1: "agent_timeout_sec" must be a number of seconds from 0`},
+		{`{"id":"a","prompt":"p","verify":"x","verifier_timeout_sec":"Q"}`, `tasks.jsonl:1: invalid task: "verifier_timeout_sec" must be a number, not a string`},
+		{`{"id":"a","prompt":"p","verify":"x","verifier_env":{"K":1}}`, `tasks.jsonl:1: invalid task: "verifier_env`},
+	}
+	for _, tt := range tests {
+		path := filepath.Join(root, "tasks.jsonl")
+		require.NoError(t, os.WriteFile(path, []byte(tt.line), 0o644))
+		_, err := OpenFile(path)
+		require.Error(t, err, "OpenFile(%s)", tt.line)
+		assert.Contains(t, err.Error(), tt.want, "OpenFile(%s)", tt.line)
+		assert.NotContains(t, strings.TrimPrefix(err.Error(), path), "Q", "OpenFile(%s) quotes the file", tt.line)
+	}
+}

@@ -11,6 +11,12 @@ import (
 
 func TestOpen(t *testing.T) {
 	path := writeFile(t, "mine.jsonl", `{"id":"a","prompt":"p"}`)
+	harborDir := t.TempDir()
+	files := harborTask("x")
+	for k, v := range harborTask("y") {
+		files[k] = v
+	}
+	writeTree(t, harborDir, files)
 	tests := []struct {
 		ref     string
 		wantLen int64
@@ -21,11 +27,18 @@ func TestOpen(t *testing.T) {
 		{"arithmetic?seed=7&size=50", 50, Arithmetic{Seed: 7, Size: 50}},
 		{"sample", 256, nil},
 		{path, 1, nil},
+		{harborDir, 2, nil},
+		{"harbor:" + harborDir, 2, nil},
+		{HarborSampleName, -2, nil}, // -2: at least 8
 	}
 	for _, tt := range tests {
 		ts, err := Open(tt.ref)
 		require.NoError(t, err, "Open(%q)", tt.ref)
-		assert.Equal(t, tt.wantLen, ts.Len(), "Open(%q).Len()", tt.ref)
+		if tt.wantLen == -2 {
+			assert.GreaterOrEqual(t, ts.Len(), int64(8), "Open(%q).Len()", tt.ref)
+		} else {
+			assert.Equal(t, tt.wantLen, ts.Len(), "Open(%q).Len()", tt.ref)
+		}
 		if tt.want != nil {
 			assert.Equal(t, tt.want, ts, "Open(%q)", tt.ref)
 		}
@@ -51,6 +64,8 @@ func TestOpenErrors(t *testing.T) {
 		{"arithmetic?colour=red", `unknown parameter "colour"`},
 		{"missing.jsonl", "missing.jsonl"},
 		{"/dev/null", "/dev/null is a character device: not a regular file"},
+		{"harbor:/nonexistent-evalflow-dir", "no such file or directory"},
+		{"harbor-sample?x=1", "takes no parameters"},
 	}
 	for _, tt := range tests {
 		_, err := Open(tt.ref)

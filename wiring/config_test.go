@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
+
+	"github.com/evalflow/evalflow/harness"
 )
 
 // describe lists flags one a line: names (aliases too), env vars, and
@@ -121,6 +123,14 @@ func TestConfigFromFlags(t *testing.T) {
 				assert.Equal(t, "/r", c.RunsDir)
 				assert.Equal(t, "q", c.TaskQueue)
 			}},
+		{"bwrap", []string{"--runtime", "bwrap", "--work-dir", "/w"}, nil, func(t *testing.T, c Config) {
+			assert.Equal(t, &harness.Bwrap{Local: harness.Local{Dir: "/w"}}, c.Runtime)
+			assert.False(t, harness.IsRemote(c.Runtime), "a sandbox shares the host's network")
+		}},
+		{"bwrap with its own network", nil, map[string]string{"EVALFLOW_RUNTIME": "bwrap", "EVALFLOW_BWRAP_ISOLATE_NET": "true"}, func(t *testing.T, c Config) {
+			assert.Equal(t, &harness.Bwrap{IsolateNet: true}, c.Runtime)
+			assert.True(t, harness.IsRemote(c.Runtime), "an isolated sandbox needs a tunnel")
+		}},
 		{"the starter's former name", []string{"--worker-rollouts", "3"}, nil, func(t *testing.T, c Config) {
 			assert.Equal(t, 3, c.MaxRollouts)
 		}},
@@ -162,7 +172,7 @@ func TestConfigFromFlagsErrors(t *testing.T) {
 		{[]string{"--multiplex", "0"}, "--multiplex 0"},
 		{[]string{"--mock-error-rate", "1.5"}, "--mock-error-rate"},
 		{[]string{"--mock-latency", "-1s"}, "--mock-latency"},
-		{[]string{"--runtime", "vm"}, "unknown runtime"},
+		{[]string{"--runtime", "vm"}, "unknown runtime \"vm\" (want local, netns, bwrap or docker)"},
 		{[]string{"--interception.type", "ngrok"}, "unknown type"},
 	} {
 		_, err := parseWorker(t, tt.args...)

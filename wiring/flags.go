@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 
 	"github.com/urfave/cli/v2"
 
@@ -260,13 +261,16 @@ const (
 	RuntimeLocal  = "local"
 	RuntimeNetns  = "netns"
 	RuntimeDocker = "docker"
+	RuntimeBwrap  = "bwrap"
 )
 
 // RuntimeFlags are the flags that pick the harness runtime.
 func RuntimeFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "runtime", Value: RuntimeLocal, EnvVars: []string{"EVALFLOW_RUNTIME"},
-			Usage: "where harnesses run: local (subprocesses), netns (subprocesses in a network namespace that only a tunnel connects; root) or docker"},
+			Usage: "where harnesses run: local (subprocesses), netns (subprocesses in a network namespace that only a tunnel connects; root), bwrap (bubblewrap sandboxes: the host's system read-only, the task's workspace at /app) or docker"},
+		&cli.BoolFlag{Name: "runtime.bwrap-isolate-net", EnvVars: []string{"EVALFLOW_BWRAP_ISOLATE_NET"},
+			Usage: "bwrap: give each sandbox an empty network namespace (--unshare-net, loopback only); harnesses then need a tunnel into it to reach the interception server, as with netns"},
 		&cli.StringFlag{Name: "runtime.netns-subnet", Value: "10.213.0.0", EnvVars: []string{"EVALFLOW_NETNS_SUBNET"}, Usage: "netns: the /30 joining the namespace to this host"},
 		&cli.StringFlag{Name: "runtime.docker-image", EnvVars: []string{"EVALFLOW_DOCKER_IMAGE"}, Usage: "docker: image holding the harness command"},
 		&cli.StringFlag{Name: "runtime.docker-network", EnvVars: []string{"EVALFLOW_DOCKER_NETWORK"}, Usage: "docker: container network (default: docker's)"},
@@ -297,7 +301,12 @@ func RuntimeFromFlags(cctx *cli.Context, workDir string) (harness.Runtime, func(
 			return nil, nil, errors.New("docker runtime: --runtime.docker-image is required")
 		}
 		return d, func() error { return nil }, nil
+	case RuntimeBwrap:
+		if _, err := exec.LookPath("bwrap"); err != nil {
+			return nil, nil, errors.New("bwrap runtime: bwrap is not installed (install the bubblewrap package)")
+		}
+		return &harness.Bwrap{IsolateNet: cctx.Bool("runtime.bwrap-isolate-net"), Local: local}, func() error { return nil }, nil
 	default:
-		return nil, nil, fmt.Errorf("unknown runtime %q (want local, netns or docker)", kind)
+		return nil, nil, fmt.Errorf("unknown runtime %q (want local, netns, bwrap or docker)", kind)
 	}
 }

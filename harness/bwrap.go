@@ -1,0 +1,251 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/evalflow/evalflow/tasksets"
+)
+
+var _ Remote = (*Bwrap)(nil)
+
+// Paths inside a bubblewrap sandbox.
+const (
+	sandboxLogs     = "/logs"
+	sandboxTests    = "/tests"
+	sandboxSolution = "/solution"
+	sandboxFiles    = "/run/evalflow" // task.json and answer.txt
+)
+
+// systemDirs are the host directories every sandbox sees, read-only.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc"}
+
+// Bwrap runs each harness in a bubblewrap (bwrap) sandbox without Docker:
+// the host's system read-only (/usr, /bin, /sbin, /lib, /lib64 and /etc,
+// one by one), the rollout's workspace read-write at /app (or the task's
+// WORKDIR), its own /logs, a fresh /tmp (tmpfs), a fresh home (bound at
+// $HOME, or /root, with HOME set) and its own process and IPC namespaces.
+// Nothing else of the host is there: not the task's tests or solution (the
+// oracle's /solution is the only exception), and /tests only for the
+// verifier. Task and answer files are under /run/evalflow.
+//
+// The harness program must be reachable inside, so its executable is bound
+// read-only at its own path: a command given as a path binds that file; a
+// command found on PATH outside the system directories binds its whole
+// directory (so that programs beside it, such as a runtime it needs, are
+// there too). Anything else it needs must be under the system directories.
+//
+// The network is the host's unless IsolateNet, which gives the sandbox a
+// network namespace of its own with only loopback: harnesses then need a
+// tunnel into it to reach the interception server, as with Netns.
+// Harnesses die with the worker as Local's do (bwrap's --die-with-parent
+// too), and a sandbox's processes die with its bwrap.
+type Bwrap struct {
+	// Binary is the bwrap program; "bwrap" when empty.
+	Binary string
+	// IsolateNet unshares the network namespace (--unshare-net).
+	IsolateNet bool
+	// Local runs bwrap (workdirs, timeouts, process groups).
+	Local Local
+}
+
+// Remote implements Remote: an isolated network does not reach this
+// host's loopback.
+func (b *Bwrap) Remote() bool { return b.IsolateNet }
+
+func (b *Bwrap) binary() string {
+	if b.Binary == "" {
+		return "bwrap"
+	}
+	return b.Binary
+}
+
+// Run runs the harness in a sandbox around spec.Workspace, or around a
+// fresh empty workspace, removed afterwards, when there is none.
+func (b *Bwrap) Run(ctx context.Context, spec Spec) (Result, error) {
+	if len(spec.Command) == 0 {
+		return Result{}, errors.New("run harness: empty command")
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	command, exeBinds, err := commandBinds(spec.Command)
+	if err != nil {
+		return Result{}, err
+	}
+	ws := spec.Workspace
+	if ws == nil {
+		if ws, err = PrepareWorkspace(b.Local.Dir, tasksets.Task{ID: spec.Task.ID}); err != nil {
+			return Result{}, err
+		}
+		if !b.Local.Keep {
+			defer ws.Remove()
+		}
+	}
+	files, err := ws.scratch("run")
+	if err != nil {
+		return Result{}, fmt.Errorf("harness files: %w", err)
+	}
+	if !b.Local.Keep {
+		defer removeAll(files)
+	}
+	if err := writeTaskFile(files, spec.Task); err != nil {
+		return Result{}, err
+	}
+	home, homeMount, err := b.home(ws)
+	if err != nil {
+		return Result{}, err
+	}
+	if !b.Local.Keep {
+		defer removeAll(home)
+	}
+	args := b.sandboxArgs(ws, home, homeMount)
+	args = append(args, "--bind", files, sandboxFiles)
+	view := envPaths{
+		workdir: ws.Workdir(), files: sandboxFiles, workspace: ws.Mount(), logs: sandboxLogs,
+		wsEnv: ws.Env, home: homeMount,
+	}
+	if spec.Solution != "" {
+		args = append(args, "--ro-bind", spec.Solution, sandboxSolution)
+		view.solution = sandboxSolution
+	}
+	args = append(args, exeBinds...)
+	args = append(args, "--chdir", ws.Workdir(), "--")
+	res, err := b.Local.exec(ctx, proc{
+		argv: append(append([]string{b.binary()}, args...), command...),
+		dir:  ws.Dir, env: contractEnv(os.Environ(), spec, view),
+		timeout: spec.Timeout, outputLimit: spec.OutputLimit,
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Answer = readAnswer(filepath.Join(files, AnswerFile))
+	return res, nil
+}
+
+// Verify runs the verifier in a sandbox like the agent's, with the tests
+// read-only at /tests, a fresh home, and no /solution.
+func (b *Bwrap) Verify(ctx context.Context, spec VerifySpec) (VerifyResult, error) {
+	ws, err := checkVerifySpec(spec)
+	if err != nil {
+		return VerifyResult{}, err
+	}
+	logs, err := resetVerifierLogs(ws)
+	if err != nil {
+		return VerifyResult{}, err
+	}
+	home, homeMount, err := b.home(ws)
+	if err != nil {
+		return VerifyResult{}, err
+	}
+	if !b.Local.Keep {
+		defer removeAll(home)
+	}
+	args := b.sandboxArgs(ws, home, homeMount)
+	paths := verifierPaths{workspace: ws.Mount(), logs: sandboxLogs, verifierLogs: sandboxLogs + "/" + VerifierLogs, home: homeMount}
+	if spec.Tests != "" {
+		args = append(args, "--ro-bind", spec.Tests, sandboxTests)
+		paths.tests = sandboxTests
+	}
+	args = append(args, "--chdir", ws.Workdir(), "--", "sh", "-c", spec.Command)
+	res, err := b.Local.exec(ctx, proc{
+		argv: append([]string{b.binary()}, args...), dir: ws.Dir,
+		env:     verifierEnv(os.Environ(), spec, paths),
+		timeout: spec.Timeout, outputLimit: spec.OutputLimit,
+	})
+	if err != nil {
+		return VerifyResult{}, fmt.Errorf("run verifier: %w", err)
+	}
+	return verdict(res, spec.Timeout, logs)
+}
+
+// home makes a fresh home directory in the workspace's root and says where
+// the sandbox sees it: at $HOME when that is an absolute path other than
+// /, else at /root.
+func (b *Bwrap) home(ws *Workspace) (dir, mount string, err error) {
+	dir, err = ws.scratch("home")
+	if err != nil {
+		return "", "", fmt.Errorf("sandbox home: %w", err)
+	}
+	mount = os.Getenv("HOME")
+	if !filepath.IsAbs(mount) || filepath.Clean(mount) == "/" {
+		mount = "/root"
+	}
+	return dir, filepath.Clean(mount), nil
+}
+
+// sandboxArgs are the bwrap arguments every sandbox of ws has.
+func (b *Bwrap) sandboxArgs(ws *Workspace, home, homeMount string) []string {
+	args := []string{"--die-with-parent", "--unshare-pid", "--unshare-ipc"}
+	if b.IsolateNet {
+		args = append(args, "--unshare-net")
+	}
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			// /bin -> usr/bin on merged-/usr systems: the same link.
+			if target, err := os.Readlink(d); err == nil {
+				args = append(args, "--symlink", target, d)
+			}
+		default:
+			args = append(args, "--ro-bind", d, d)
+		}
+	}
+	// A resolv.conf that links out of /etc (systemd-resolved's, in /run).
+	if target, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && !underSystem(target) {
+		args = append(args, "--ro-bind", target, target)
+	}
+	return append(args,
+		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+		"--bind", home, homeMount,
+		"--bind", ws.Dir, ws.Mount(),
+		"--bind", ws.Logs, sandboxLogs,
+	)
+}
+
+// commandBinds finds the harness program on the host and returns the
+// command with it, and the binds that make it reachable inside: a path is
+// made absolute and bound as a file; a program found on PATH outside the
+// system directories has its directory bound. A program that cannot be
+// found is an error wrapping exec.ErrNotFound.
+func commandBinds(command []string) ([]string, []string, error) {
+	name := command[0]
+	found, err := exec.LookPath(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start harness %q: %w", name, err)
+	}
+	abs, err := filepath.Abs(found)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start harness %q: %w", name, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start harness %q: %w", name, err)
+	}
+	out := append([]string{abs}, command[1:]...)
+	if underSystem(abs) && underSystem(real) {
+		return out, nil, nil
+	}
+	if strings.ContainsRune(name, '/') {
+		return out, []string{"--ro-bind", abs, abs}, nil
+	}
+	dir := filepath.Dir(abs)
+	return out, []string{"--ro-bind", dir, dir}, nil
+}
+
+// underSystem reports whether p is under a directory every sandbox sees.
+func underSystem(p string) bool {
+	for _, d := range systemDirs {
+		if within(d, p) {
+			return true
+		}
+	}
+	return false
+}

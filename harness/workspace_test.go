@@ -1,0 +1,256 @@
+package harness
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/evalflow/evalflow/tasksets"
+)
+
+// buildContext writes a build context holding dockerfile (if not empty),
+// a.txt, b.txt, src/main.sh (executable), src/lib/util.sh and the link
+// src/run -> main.sh.
+func buildContext(t *testing.T, dockerfile string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "environment")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "src", "lib"), 0o755))
+	files := map[string]string{"a.txt": "A\n", "b.txt": "B\n", "src/main.sh": "echo main\n", "src/lib/util.sh": "echo util\n"}
+	if dockerfile != "" {
+		files["Dockerfile"] = dockerfile
+	}
+	for name, content := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	require.NoError(t, os.Chmod(filepath.Join(dir, "src", "main.sh"), 0o755))
+	require.NoError(t, os.Symlink("main.sh", filepath.Join(dir, "src", "run")))
+	return dir
+}
+
+// tree lists the files under dir as path → content ("-> target" for a
+// link, "/" for a directory).
+func tree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		require.NoError(t, err)
+		rel, _ := filepath.Rel(dir, p)
+		switch {
+		case rel == ".":
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			require.NoError(t, err)
+			out[rel] = "-> " + target
+		case fi.IsDir():
+			out[rel] = "/"
+		default:
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			out[rel] = string(b)
+		}
+		return nil
+	}))
+	return out
+}
+
+func TestPrepareWorkspaceDockerfile(t *testing.T) {
+	t.Setenv("EVALFLOW_TEST_PATH", "/usr/bin:/bin")
+	t.Setenv("EVALFLOW_TEST_API_KEY", "worker-secret")
+	srcTree := map[string]string{"main.sh": "echo main\n", "lib": "/", "lib/util.sh": "echo util\n", "run": "-> main.sh"}
+	tests := []struct {
+		name       string
+		dockerfile string
+		files      map[string]string // the workspace's tree
+		mount      string
+		workdir    string
+		env        []string
+		notes      []string
+	}{
+		{
+			name:       "the sample layout",
+			dockerfile: "FROM debian:bookworm-slim\nWORKDIR /app\nCOPY src/ /app/\n",
+			files:      srcTree,
+			notes:      []string{"FROM debian:bookworm-slim: the host's system stands in for the image"},
+		},
+		{
+			name:       "file into a directory (trailing slash)",
+			dockerfile: "FROM x\nCOPY a.txt /app/sub/\n",
+			files:      map[string]string{"sub": "/", "sub/a.txt": "A\n"},
+		},
+		{
+			name:       "file to a file name",
+			dockerfile: "FROM x\nCOPY a.txt /app/conf/b.cfg\n",
+			files:      map[string]string{"conf": "/", "conf/b.cfg": "A\n"},
+		},
+		{
+			name:       "file into an existing directory",
+			dockerfile: "FROM x\nCOPY src /app/code\nCOPY a.txt /app/code\n",
+			files:      map[string]string{"code": "/", "code/a.txt": "A\n", "code/main.sh": "echo main\n", "code/lib": "/", "code/lib/util.sh": "echo util\n", "code/run": "-> main.sh"},
+		},
+		{
+			name:       "directory contents, not the directory",
+			dockerfile: "FROM x\nCOPY src/lib /app/\n",
+			files:      map[string]string{"util.sh": "echo util\n"},
+		},
+		{
+			name:       "several sources go into the destination",
+			dockerfile: "FROM x\nCOPY a.txt b.txt /app/both\n",
+			files:      map[string]string{"both": "/", "both/a.txt": "A\n", "both/b.txt": "B\n"},
+		},
+		{
+			name:       "a glob, flags ignored, the JSON form",
+			dockerfile: "FROM x\nCOPY --chown=1000:1000 --chmod=600 *.txt /app/t/\nADD [\"a.txt\", \"/app/j.txt\"]\n",
+			files:      map[string]string{"t": "/", "t/a.txt": "A\n", "t/b.txt": "B\n", "j.txt": "A\n"},
+		},
+		{
+			name:       "relative destinations follow WORKDIR",
+			dockerfile: "FROM x\nWORKDIR /app\nWORKDIR work\nCOPY a.txt .\nCOPY b.txt ../top/\n",
+			files:      map[string]string{"work": "/", "work/a.txt": "A\n", "top": "/", "top/b.txt": "B\n"},
+			workdir:    "/app/work",
+		},
+		{
+			name:       "a WORKDIR elsewhere is the workspace",
+			dockerfile: "FROM x\nWORKDIR /srv/project\nCOPY a.txt ./\nCOPY b.txt /app/\n",
+			files:      map[string]string{"a.txt": "A\n"},
+			mount:      "/srv/project",
+			workdir:    "/srv/project",
+			notes: []string{"FROM x: the host's system stands in for the image",
+				"COPY b.txt /app/: /app is outside the workspace /srv/project, not copied"},
+		},
+		{
+			name:       "outside the workspace is noted",
+			dockerfile: "FROM x\nCOPY a.txt /usr/local/bin/\n",
+			files:      map[string]string{},
+			notes: []string{"FROM x: the host's system stands in for the image",
+				"COPY a.txt /usr/local/bin/: /usr/local/bin is outside the workspace /app, not copied"},
+		},
+		{
+			name: "ENV and ARG",
+			dockerfile: "ARG BASE=debian\nFROM $BASE\nARG DEST=/app/dest\nENV A=1 B=\"two words\" \\\n    C='$A'\nENV D $A-x\n" +
+				"ENV PATH=/opt/bin:$EVALFLOW_TEST_PATH KEY=${EVALFLOW_TEST_API_KEY:-none}\nCOPY a.txt ${DEST}/\n",
+			files: map[string]string{"dest": "/", "dest/a.txt": "A\n"},
+			env:   []string{"A=1", "B=two words", "C=$A", "D=1-x", "PATH=/opt/bin:/usr/bin:/bin", "KEY=none"},
+			notes: []string{"FROM debian: the host's system stands in for the image"},
+		},
+		{
+			name: "RUN and the rest are noted, heredocs skipped",
+			dockerfile: "# escape=\\\nFROM debian:bookworm-slim AS base\nRUN echo skipped\n" +
+				"FROM debian:bookworm-slim\n# a comment\nRUN apt-get update && \\\n    # inside\n    apt-get install -y jq\n" +
+				"RUN <<EOF\nCOPY a.txt /app/\nEOF\nEXPOSE 8080\nCMD [\"sh\"]\n",
+			files: map[string]string{},
+			notes: []string{
+				"1 earlier build stage(s): skipped outside docker",
+				"FROM debian:bookworm-slim: the host's system stands in for the image",
+				"RUN apt-get update && apt-get install -y jq: not run outside docker",
+				"RUN <<EOF: not run outside docker",
+				"EXPOSE 8080: skipped outside docker",
+				`CMD ["sh"]: skipped outside docker`,
+			},
+		},
+		{
+			name:       "no Dockerfile: the files as they are",
+			dockerfile: "",
+			files: map[string]string{"a.txt": "A\n", "b.txt": "B\n", "src": "/", "src/main.sh": "echo main\n",
+				"src/lib": "/", "src/lib/util.sh": "echo util\n", "src/run": "-> main.sh"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := buildContext(t, tt.dockerfile)
+			ws, err := PrepareWorkspace(t.TempDir(), tasksets.Task{ID: "t", Environment: env})
+			require.NoError(t, err)
+			defer func() { assert.NoError(t, ws.Remove()) }()
+
+			assert.Equal(t, tt.files, tree(t, ws.Dir))
+			mount, workdir := tt.mount, tt.workdir
+			if mount == "" {
+				mount = "/app"
+			}
+			if workdir == "" {
+				workdir = mount
+			}
+			assert.Equal(t, mount, ws.Mount())
+			assert.Equal(t, workdir, ws.Workdir())
+			assert.DirExists(t, ws.hostWorkdir())
+			assert.Equal(t, tt.env, ws.Env)
+			if tt.notes != nil {
+				assert.Equal(t, tt.notes, ws.Notes)
+			}
+			assert.DirExists(t, filepath.Join(ws.Logs, "verifier"))
+			assert.DirExists(t, filepath.Join(ws.Logs, "agent"))
+			if fi, err := os.Stat(filepath.Join(ws.Dir, "main.sh")); err == nil {
+				assert.Equal(t, os.FileMode(0o755), fi.Mode().Perm(), "permissions are kept")
+			}
+		})
+	}
+}
+
+func TestPrepareWorkspaceRefuses(t *testing.T) {
+	tests := []struct {
+		name       string
+		dockerfile string
+		setup      func(t *testing.T, ctx string)
+		want       string
+	}{
+		{"a link out of the context, copied", "FROM x\nCOPY src/ /app/\n", func(t *testing.T, ctx string) {
+			require.NoError(t, os.Symlink("../../outside", filepath.Join(ctx, "src", "escape")))
+		}, "src/escape is a symbolic link pointing outside the build context"},
+		{"an absolute link", "", func(t *testing.T, ctx string) {
+			require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(ctx, "passwd")))
+		}, "passwd is a symbolic link pointing outside the build context"},
+		{"a source that is a link out", "FROM x\nCOPY secret /app/\n", func(t *testing.T, ctx string) {
+			require.NoError(t, os.WriteFile(filepath.Join(ctx, "..", "secret.txt"), []byte("s"), 0o644))
+			require.NoError(t, os.Symlink("../secret.txt", filepath.Join(ctx, "secret")))
+		}, "secret points outside the build context"},
+		{"a source outside", "FROM x\nCOPY ../secret.txt /app/\n", func(t *testing.T, ctx string) {
+			require.NoError(t, os.WriteFile(filepath.Join(ctx, "..", "secret.txt"), []byte("s"), 0o644))
+		}, "points outside the build context"},
+		{"a link out of the directory copied", "FROM x\nCOPY src/lib /app/\n", func(t *testing.T, ctx string) {
+			require.NoError(t, os.Symlink("../main.sh", filepath.Join(ctx, "src", "lib", "up")))
+		}, "src/lib/up is a symbolic link pointing outside the directory copied"},
+		{"a FIFO", "", func(t *testing.T, ctx string) {
+			require.NoError(t, syscall.Mkfifo(filepath.Join(ctx, "pipe"), 0o600))
+		}, "pipe is a named pipe (FIFO)"},
+		{"a missing source", "FROM x\nCOPY nope/ /app/\n", nil, "source nope/: not in the build context"},
+		{"COPY without a destination", "FROM x\nCOPY a.txt\n", nil, "Dockerfile line 2: COPY needs a source and a destination"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := buildContext(t, tt.dockerfile)
+			if tt.setup != nil {
+				tt.setup(t, ctx)
+			}
+			parent := t.TempDir()
+			_, err := PrepareWorkspace(parent, tasksets.Task{ID: "bad-task", Environment: ctx})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "task bad-task")
+			assert.Contains(t, err.Error(), tt.want)
+			entries, err := os.ReadDir(parent)
+			require.NoError(t, err)
+			assert.Empty(t, entries, "a failed workspace is removed")
+		})
+	}
+}
+
+func TestPrepareWorkspaceEmpty(t *testing.T) {
+	ws, err := PrepareWorkspace("", tasksets.Task{ID: "t", Info: []byte(`{"environment":{"docker_image":"img:2"}}`)})
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(ws.Dir, os.TempDir()), "parent \"\" is the temp dir")
+	assert.Empty(t, tree(t, ws.Dir))
+	assert.Equal(t, "img:2", ws.image)
+	assert.Empty(t, ws.Notes)
+
+	// Read-only leftovers do not defeat Remove.
+	ro := filepath.Join(ws.Dir, "ro", "sub")
+	require.NoError(t, os.MkdirAll(ro, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ro, "f"), nil, 0o644))
+	require.NoError(t, os.Chmod(ro, 0o500))
+	require.NoError(t, os.Chmod(filepath.Dir(ro), 0o500))
+	require.NoError(t, ws.Remove())
+	assert.NoDirExists(t, ws.root)
+}

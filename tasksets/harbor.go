@@ -1,0 +1,310 @@
+package tasksets
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Files and directories of a task directory in the Harbor layout (the one
+// Terminal-Bench uses).
+const (
+	HarborConfig      = "task.toml"
+	HarborInstruction = "instruction.md"
+	HarborEnvironment = "environment"
+	HarborTests       = "tests"
+	HarborTestScript  = "test.sh"
+	HarborSolution    = "solution"
+	// HarborVerify is the verifier command of every Harbor task.
+	HarborVerify = "bash /tests/test.sh"
+)
+
+// harborFileLimit bounds task.toml and instruction.md.
+const harborFileLimit = 4 << 20
+
+// Harbor is a directory of task directories in the Harbor layout:
+//
+//	task-name/
+//	  instruction.md     the prompt (required, not empty)
+//	  task.toml          [metadata], [agent], [verifier], [environment] (required)
+//	  environment/       Dockerfile and build context, or plain files (optional)
+//	  tests/test.sh      the verifier, run as "bash /tests/test.sh" (required)
+//	  solution/solve.sh  the reference solution, for the oracle (optional)
+//
+// Tasks are ordered by directory name. Opening validates every task once;
+// Task(i) reads only task i's files. It is safe for concurrent use.
+type Harbor struct {
+	root  string
+	names []string
+}
+
+var _ Taskset = (*Harbor)(nil)
+
+// OpenHarbor opens the Harbor taskset in dir. Every entry of dir that is a
+// directory (or a link to one) is a task, except hidden ones; other regular
+// files (a README) are ignored, and special files (FIFOs, devices, sockets)
+// are refused. Opening checks every task — task.toml parses and its values
+// have the right types, instruction.md is a non-empty regular file,
+// tests/test.sh is a regular file — and refuses with one error naming every
+// bad task by its directory name and what is wrong with it. Errors never
+// quote the files' content.
+func OpenHarbor(dir string) (*Harbor, error) {
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open taskset: %w", err)
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
+		return nil, fmt.Errorf("open taskset: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("open taskset: %s is %s, not a directory of tasks", root, describeMode(fi.Mode()))
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("open taskset: %w", err)
+	}
+	h := &Harbor{root: root}
+	var bad []string
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		fi, err := os.Stat(filepath.Join(root, name))
+		switch {
+		case err != nil:
+			bad = append(bad, fmt.Sprintf("%s: %v", name, errors.Unwrap(err)))
+			continue
+		case fi.Mode().IsRegular():
+			continue
+		case !fi.IsDir():
+			bad = append(bad, fmt.Sprintf("%s: %s, not a task directory", name, describeMode(fi.Mode())))
+			continue
+		}
+		if _, err := h.load(name); err != nil {
+			bad = append(bad, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		h.names = append(h.names, name)
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		return nil, fmt.Errorf("open taskset %s: %d bad task(s): %s", root, len(bad), strings.Join(bad, "; "))
+	}
+	if len(h.names) == 0 {
+		return nil, fmt.Errorf("open taskset %s: no task directories", root)
+	}
+	sort.Strings(h.names)
+	return h, nil
+}
+
+// Dir is the taskset's directory, absolute.
+func (h *Harbor) Dir() string { return h.root }
+
+// Len is the number of tasks.
+func (h *Harbor) Len() int64 { return int64(len(h.names)) }
+
+// Task reads task i's directory.
+func (h *Harbor) Task(ctx context.Context, i int64) (Task, error) {
+	if err := ctx.Err(); err != nil {
+		return Task{}, err
+	}
+	if i < 0 || i >= int64(len(h.names)) {
+		return Task{}, fmt.Errorf("%s: task %d out of range [0, %d)", h.root, i, len(h.names))
+	}
+	name := h.names[i]
+	t, err := h.load(name)
+	if err != nil {
+		// The directory changed after the taskset was opened.
+		return Task{}, fmt.Errorf("%s: task %s: %w", h.root, name, err)
+	}
+	return t, nil
+}
+
+// load reads and checks the task directory root/name.
+func (h *Harbor) load(name string) (Task, error) {
+	dir := filepath.Join(h.root, name)
+	var problems []string
+	instruction, err := readSmall(filepath.Join(dir, HarborInstruction))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		problems = append(problems, HarborInstruction+" is missing")
+	case err != nil:
+		problems = append(problems, HarborInstruction+": "+err.Error())
+	case strings.TrimSpace(string(instruction)) == "":
+		problems = append(problems, HarborInstruction+" is empty")
+	}
+	t := Task{ID: name, Prompt: string(instruction), Tests: filepath.Join(dir, HarborTests), Verify: HarborVerify}
+	config, err := readSmall(filepath.Join(dir, HarborConfig))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		problems = append(problems, HarborConfig+" is missing")
+	case err != nil:
+		problems = append(problems, HarborConfig+": "+err.Error())
+	default:
+		if err := parseHarborConfig(config, &t); err != nil {
+			problems = append(problems, HarborConfig+": "+err.Error())
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, HarborTests, HarborTestScript)); err != nil {
+		problems = append(problems, HarborTests+"/"+HarborTestScript+" is missing")
+	} else if !fi.Mode().IsRegular() {
+		problems = append(problems, HarborTests+"/"+HarborTestScript+" is "+describeMode(fi.Mode())+", not a regular file")
+	}
+	for _, opt := range []struct {
+		sub string
+		dst *string
+	}{{HarborEnvironment, &t.Environment}, {HarborSolution, &t.Solution}} {
+		fi, err := os.Stat(filepath.Join(dir, opt.sub))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			problems = append(problems, opt.sub+": "+fileProblem("", err).Error())
+		case !fi.IsDir():
+			problems = append(problems, opt.sub+" is "+describeMode(fi.Mode())+", not a directory")
+		default:
+			*opt.dst = filepath.Join(dir, opt.sub)
+		}
+	}
+	if len(problems) > 0 {
+		return Task{}, errors.New(strings.Join(problems, ", "))
+	}
+	return t, nil
+}
+
+// readSmall reads a regular file of at most harborFileLimit bytes. Its
+// errors, but for fs.ErrNotExist, say what is wrong without the path (the
+// caller names the file).
+func readSmall(path string) ([]byte, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, fileProblem(path, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, harborFileLimit+1))
+	if err != nil {
+		return nil, fileProblem(path, err)
+	}
+	if len(b) > harborFileLimit {
+		return nil, fmt.Errorf("larger than %d MiB", harborFileLimit>>20)
+	}
+	return b, nil
+}
+
+// fileProblem is err without path.
+func fileProblem(path string, err error) error {
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return err
+	case errors.As(err, &pe):
+		return pe.Err
+	case errors.Is(err, ErrNotRegular):
+		return errors.New(strings.TrimPrefix(err.Error(), path+" "))
+	}
+	return err
+}
+
+// parseHarborConfig reads task.toml into t: timeouts and the verifier's
+// environment into their fields, everything else (metadata, environment,
+// task, keys of its own) into Info as JSON. [verifier.env] stays out of
+// Info, which the agent sees.
+func parseHarborConfig(data []byte, t *Task) error {
+	doc := map[string]any{}
+	if err := toml.Unmarshal(data, &doc); err != nil {
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, col := de.Position()
+			return fmt.Errorf("line %d, column %d: invalid TOML", row, col)
+		}
+		return errors.New("invalid TOML")
+	}
+	var err error
+	if t.AgentTimeout, err = timeoutSec(doc, "agent"); err != nil {
+		return err
+	}
+	if t.VerifierTimeout, err = timeoutSec(doc, "verifier"); err != nil {
+		return err
+	}
+	if v, ok := doc["verifier"].(map[string]any); ok {
+		if raw, ok := v["env"]; ok {
+			env, ok := raw.(map[string]any)
+			if !ok {
+				return errors.New("[verifier] env must be a table of strings")
+			}
+			t.VerifierEnv = make(map[string]string, len(env))
+			for k, val := range env {
+				s, ok := val.(string)
+				if !ok {
+					return errors.New("[verifier.env] values must be strings")
+				}
+				t.VerifierEnv[k] = s
+			}
+			if len(t.VerifierEnv) == 0 {
+				t.VerifierEnv = nil
+			}
+			delete(v, "env")
+		}
+	}
+	for _, table := range []string{"metadata", "environment", "task"} {
+		if v, ok := doc[table]; ok {
+			if _, ok := v.(map[string]any); !ok {
+				return fmt.Errorf("%s must be a table", table)
+			}
+		}
+	}
+	if len(doc) > 0 {
+		info, err := json.Marshal(doc)
+		if err != nil {
+			return fmt.Errorf("cannot keep as JSON: %w", err)
+		}
+		t.Info = info
+	}
+	return nil
+}
+
+// timeoutSec reads [table] timeout_sec, a number of seconds >= 0; absent is 0.
+func timeoutSec(doc map[string]any, table string) (time.Duration, error) {
+	raw, ok := doc[table]
+	if !ok {
+		return 0, nil
+	}
+	tab, ok := raw.(map[string]any)
+	if !ok {
+		return 0, fmt.Errorf("%s must be a table", table)
+	}
+	v, ok := tab["timeout_sec"]
+	if !ok {
+		return 0, nil
+	}
+	var sec float64
+	switch n := v.(type) {
+	case int64:
+		sec = float64(n)
+	case float64:
+		sec = n
+	default:
+		return 0, fmt.Errorf("[%s] timeout_sec must be a number", table)
+	}
+	return seconds(sec, "["+table+"] timeout_sec")
+}
+
+// seconds converts a non-negative, finite number of seconds.
+func seconds(sec float64, what string) (time.Duration, error) {
+	if math.IsNaN(sec) || sec < 0 || sec > float64(math.MaxInt64/int64(time.Second)) {
+		return 0, fmt.Errorf("%s must be a number of seconds from 0", what)
+	}
+	return time.Duration(sec * float64(time.Second)), nil
+}
