@@ -144,7 +144,7 @@ func TestTaskMessages(t *testing.T) {
 func TestTurnLimit(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "script.jsonl")
 	require.NoError(t, os.WriteFile(script,
-		[]byte(`{"match":"","tool_calls":[{"name":"calculator","arguments":"{\"expression\":\"1 + 1\"}"}]}`), 0o644))
+		[]byte(`{"match":"","turns":[{"tool_calls":[{"name":"calculator","arguments":{"expression":"1 + 1"}}]}]}`), 0o644))
 	rec, answerFile := setup(t, mock.Config{Script: script}, tasksets.Task{ID: "t3", Prompt: "loop forever"})
 	t.Setenv("EVALFLOW_MAX_TURNS", "3")
 
@@ -173,7 +173,7 @@ func TestAPIErrors(t *testing.T) {
 	t.Run("upstream error quoting the key", func(t *testing.T) {
 		script := filepath.Join(t.TempDir(), "script.jsonl")
 		require.NoError(t, os.WriteFile(script,
-			[]byte(`{"match":"","status":401,"error":"bad key `+secret+`"}`), 0o644))
+			[]byte(`{"match":"","turns":[{"status":401,"error":"bad key `+secret+`"}]}`), 0o644))
 		setup(t, mock.Config{Script: script}, tasksets.Task{ID: "t5", Prompt: "hi"})
 
 		code, _, stderr := run(t, "--no-stream")
