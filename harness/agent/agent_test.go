@@ -35,6 +35,7 @@ type recorder struct {
 type recorded struct {
 	auth, apiKey, path string
 	body               map[string]any
+	raw                []byte
 }
 
 func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -46,7 +47,7 @@ func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body map[string]any
 	_ = json.Unmarshal(data, &body) // the mock reports bad bodies itself
 	rec.mu.Lock()
-	rec.reqs = append(rec.reqs, recorded{auth: r.Header.Get("Authorization"), apiKey: r.Header.Get("X-Api-Key"), path: r.URL.Path, body: body})
+	rec.reqs = append(rec.reqs, recorded{auth: r.Header.Get("Authorization"), apiKey: r.Header.Get("X-Api-Key"), path: r.URL.Path, body: body, raw: data})
 	rec.mu.Unlock()
 	r.Body = io.NopCloser(bytes.NewReader(data))
 	rec.next.ServeHTTP(w, r)
