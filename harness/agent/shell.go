@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,15 +29,13 @@ func (tb *tools) shell(ctx context.Context, command string) result {
 	ctx, cancel := context.WithTimeout(ctx, tb.timeout)
 	defer cancel()
 	out := newClipped(tb.outputLimit)
-	state, timedOut, err := tb.runGrouped(ctx, command, out)
-	if err != nil {
-		return failed("shell: %v", err)
-	}
+	state, canceled, err := tb.runGrouped(ctx, command, out)
 	switch {
-	case timedOut && ctx.Err() == context.DeadlineExceeded:
-		return result{text: fmt.Sprintf("error: timed out after %v; the command and its processes were killed\n%s",
-			tb.timeout, out), isError: true}
-	case timedOut:
+	case err != nil:
+		return failed("shell: %v", err)
+	case canceled && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return failed("timed out after %v; the command and its processes were killed\n%s", tb.timeout, out)
+	case canceled:
 		return failed("the agent is stopping; the command was killed\n%s", out)
 	}
 	status := fmt.Sprintf("exit code: %d", state.ExitCode())
