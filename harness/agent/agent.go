@@ -31,6 +31,8 @@ const DefaultMaxTurns = 8
 
 // SystemPrompt is the default system prompt.
 const SystemPrompt = "You are a careful assistant solving a task. " +
+	"You work in a workspace directory: inspect and change it with the shell, read_file and " +
+	"write_file tools, and run its tests or programs with shell. " +
 	"Use the calculator tool for any arithmetic. " +
 	"When you are done, reply with the final answer and nothing else."
 
@@ -99,6 +101,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxRetries := fs.Int("max-retries", 2, "SDK retries of a failed model call")
 	system := fs.String("system", SystemPrompt, "system prompt")
 	dialect := fs.String("dialect", DialectChat, "protocol to speak: chat, responses or anthropic")
+	opts, envErr := toolOptionsFromEnv()
+	fs.Func("tool-timeout", "how long one shell command may run, a duration or seconds "+
+		"(default 60s, or EVALFLOW_TOOL_TIMEOUT)", opts.setTimeout)
+	fs.Func("tool-output-limit", "bytes of a shell command's output the model reads, head and tail "+
+		"(default 16384, or EVALFLOW_TOOL_OUTPUT_LIMIT)", opts.setOutputLimit)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -114,11 +121,21 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agent: --dialect %q: want chat, responses or anthropic\n", *dialect)
 		return ExitError
 	}
+	if envErr != nil {
+		fmt.Fprintf(stderr, "agent: %v\n", envErr)
+		return ExitError
+	}
 	e, err := readEnv(*dialect)
 	if err != nil {
 		fmt.Fprintf(stderr, "agent: %v\n", err)
 		return ExitError
 	}
+	dir, err := workspace()
+	if err != nil {
+		fmt.Fprintf(stderr, "agent: %v\n", err)
+		return ExitError
+	}
+	tb := &tools{workspace: dir, timeout: opts.timeout, outputLimit: opts.outputLimit, env: commandEnv(os.Environ())}
 	fail := func(err error) int {
 		msg := err.Error()
 		// The SDK's error text is only a status line; the server's own message
@@ -147,7 +164,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	a := &agent{session: newSession(*dialect, e, *maxRetries, msgs, !*noStream), out: stdout}
+	a := &agent{session: newSession(*dialect, e, *maxRetries, msgs, !*noStream), tools: tb, out: stdout}
 	answer, err := a.run(ctx, e.maxTurns)
 	if errors.Is(err, errTurnLimit) {
 		fmt.Fprintf(stderr, "agent: %v after %d turns\n", err, e.maxTurns)

@@ -35,6 +35,7 @@ type recorder struct {
 type recorded struct {
 	auth, apiKey, path string
 	body               map[string]any
+	raw                []byte
 }
 
 func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -46,7 +47,7 @@ func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body map[string]any
 	_ = json.Unmarshal(data, &body) // the mock reports bad bodies itself
 	rec.mu.Lock()
-	rec.reqs = append(rec.reqs, recorded{auth: r.Header.Get("Authorization"), apiKey: r.Header.Get("X-Api-Key"), path: r.URL.Path, body: body})
+	rec.reqs = append(rec.reqs, recorded{auth: r.Header.Get("Authorization"), apiKey: r.Header.Get("X-Api-Key"), path: r.URL.Path, body: body, raw: data})
 	rec.mu.Unlock()
 	r.Body = io.NopCloser(bytes.NewReader(data))
 	rec.next.ServeHTTP(w, r)
@@ -144,7 +145,7 @@ func TestTaskMessages(t *testing.T) {
 func TestTurnLimit(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "script.jsonl")
 	require.NoError(t, os.WriteFile(script,
-		[]byte(`{"match":"","tool_calls":[{"name":"calculator","arguments":"{\"expression\":\"1 + 1\"}"}]}`), 0o644))
+		[]byte(`{"match":"","turns":[{"tool_calls":[{"name":"calculator","arguments":{"expression":"1 + 1"}}]}]}`), 0o644))
 	rec, answerFile := setup(t, mock.Config{Script: script}, tasksets.Task{ID: "t3", Prompt: "loop forever"})
 	t.Setenv("EVALFLOW_MAX_TURNS", "3")
 
@@ -173,7 +174,7 @@ func TestAPIErrors(t *testing.T) {
 	t.Run("upstream error quoting the key", func(t *testing.T) {
 		script := filepath.Join(t.TempDir(), "script.jsonl")
 		require.NoError(t, os.WriteFile(script,
-			[]byte(`{"match":"","status":401,"error":"bad key `+secret+`"}`), 0o644))
+			[]byte(`{"match":"","turns":[{"status":401,"error":"bad key `+secret+`"}]}`), 0o644))
 		setup(t, mock.Config{Script: script}, tasksets.Task{ID: "t5", Prompt: "hi"})
 
 		code, _, stderr := run(t, "--no-stream")

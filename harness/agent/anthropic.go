@@ -17,20 +17,27 @@ type anthropicSession struct {
 	stream bool
 }
 
-var anthropicCalculator = anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{
-	Name:        "calculator",
-	Description: anthropic.String(calculatorDescription),
-	InputSchema: anthropic.ToolInputSchemaParam{
-		Properties: calculatorParameters["properties"],
-		Required:   []string{"expression"},
-	},
-}}
+// anthropicTools are the agent's tools as Anthropic tools.
+func anthropicTools() []anthropic.ToolUnionParam {
+	var out []anthropic.ToolUnionParam
+	for _, t := range toolSpecs {
+		out = append(out, anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{
+			Name:        t.name,
+			Description: anthropic.String(t.description),
+			InputSchema: anthropic.ToolInputSchemaParam{
+				Properties: t.parameters["properties"],
+				Required:   t.parameters["required"].([]string),
+			},
+		}})
+	}
+	return out
+}
 
 func newAnthropicSession(client anthropic.Client, model string, msgs []message, stream bool) *anthropicSession {
 	s := &anthropicSession{client: client, stream: stream, params: anthropic.MessageNewParams{
 		Model:     anthropic.Model(model),
 		MaxTokens: anthropicMaxTokens,
-		Tools:     []anthropic.ToolUnionParam{anthropicCalculator},
+		Tools:     anthropicTools(),
 	}}
 	for _, m := range msgs {
 		switch m.role {
@@ -68,10 +75,10 @@ func (s *anthropicSession) next(ctx context.Context) (reply, error) {
 	return r, nil
 }
 
-func (s *anthropicSession) results(calls []call, outputs []string) {
+func (s *anthropicSession) results(calls []call, outputs []result) {
 	var blocks []anthropic.ContentBlockParamUnion
 	for i, c := range calls {
-		blocks = append(blocks, anthropic.NewToolResultBlock(c.id, outputs[i], false))
+		blocks = append(blocks, anthropic.NewToolResultBlock(c.id, outputs[i].text, outputs[i].isError))
 	}
 	s.params.Messages = append(s.params.Messages, anthropic.NewUserMessage(blocks...))
 }

@@ -17,7 +17,7 @@ type chatSession struct {
 func newChatSession(client openai.Client, model string, msgs []message, stream bool) *chatSession {
 	s := &chatSession{client: client, stream: stream, params: openai.ChatCompletionNewParams{
 		Model: model,
-		Tools: []openai.ChatCompletionToolUnionParam{calculatorTool},
+		Tools: chatTools(),
 	}}
 	for _, m := range msgs {
 		switch m.role {
@@ -49,10 +49,23 @@ func (s *chatSession) next(ctx context.Context) (reply, error) {
 	return r, nil
 }
 
-func (s *chatSession) results(calls []call, outputs []string) {
+func (s *chatSession) results(calls []call, outputs []result) {
 	for i, c := range calls {
-		s.params.Messages = append(s.params.Messages, openai.ToolMessage(outputs[i], c.id))
+		s.params.Messages = append(s.params.Messages, openai.ToolMessage(outputs[i].text, c.id))
 	}
+}
+
+// chatTools are the agent's tools as chat completions functions.
+func chatTools() []openai.ChatCompletionToolUnionParam {
+	var out []openai.ChatCompletionToolUnionParam
+	for _, t := range toolSpecs {
+		out = append(out, openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
+			Name:        t.name,
+			Description: openai.String(t.description),
+			Parameters:  t.parameters,
+		}))
+	}
+	return out
 }
 
 // complete makes one model call and returns the assistant message.

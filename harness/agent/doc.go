@@ -20,6 +20,8 @@
 //	EVALFLOW_MAX_TURNS    the most model calls to make; 0 is no bound (unset
 //	                      means 8 for this agent)
 //	EVALFLOW_WORKDIR      the rollout's scratch directory, also the working directory
+//	EVALFLOW_WORKSPACE    the task's workspace, when it has one: the directory the
+//	                      agent works in (also its working directory)
 //
 // See harness.Env for how a runtime builds this environment.
 //
@@ -37,13 +39,39 @@
 //
 // # This agent
 //
-// It sends a system prompt and the task, offers a "calculator" tool that
-// evaluates arithmetic, executes the tool calls the model makes and loops until
-// the model answers without calling a tool. It streams by default (pass
-// --no-stream to disable) and prints one line per turn.
+// It sends a system prompt and the task, offers its tools, executes the tool
+// calls the model makes and loops until the model answers without calling a
+// tool. It streams by default (pass --no-stream to disable) and prints one
+// line per turn.
 //
 // --dialect picks its protocol and the official SDK it uses: chat (OpenAI chat
 // completions, the default), responses (the OpenAI Responses API, stateless,
 // reasoning items sent back) or anthropic (Anthropic Messages on
 // ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY and ANTHROPIC_MODEL).
+//
+// # Tools
+//
+// The same four tools, with the same JSON schemas, in every dialect and for
+// every task (a task that needs none never calls them):
+//
+//	shell       {"command": string}                  sh -c in the workspace
+//	read_file   {"path": string}                     a text file, up to 256 KiB
+//	write_file  {"path": string, "content": string}  creates parent directories
+//	calculator  {"expression": string}               + - * / and parentheses
+//
+// The workspace is EVALFLOW_WORKSPACE, else the agent's working directory;
+// relative paths are resolved against it, absolute ones are taken as they
+// are. shell answers "exit code: N" (or "killed by signal S") and the
+// command's stdout and stderr together; output past --tool-output-limit
+// bytes (EVALFLOW_TOOL_OUTPUT_LIMIT, default 16384) keeps its head and tail
+// around a "[… N bytes cut …]" line. Each command runs in a process group of
+// its own, without the model API keys in its environment and with stdin
+// empty; the group is killed after --tool-timeout (EVALFLOW_TOOL_TIMEOUT, a
+// duration or seconds, default 60s), when the command returns (nothing it
+// left in the background survives it) and when the agent dies, however it
+// dies. (A process that leaves the group with setsid is on its own.)
+//
+// A tool's failure (bad arguments, an unknown tool, a missing file, a
+// timeout) is a tool result starting with "error:", an Anthropic tool_result
+// with is_error set; it never stops the agent.
 package agent

@@ -25,12 +25,13 @@ type session interface {
 	// next makes one model call and keeps the model's turn in the conversation.
 	next(ctx context.Context) (reply, error)
 	// results adds the tool results of the last turn's calls, in order.
-	results(calls []call, outputs []string)
+	results(calls []call, outputs []result)
 }
 
 // agent runs one conversation against the model.
 type agent struct {
 	session session
+	tools   *tools
 	out     io.Writer
 }
 
@@ -50,11 +51,16 @@ func (a *agent) run(ctx context.Context, maxTurns int) (string, error) {
 			}
 			return r.answer, nil
 		}
-		var outputs, lines []string
+		var outputs []result
+		var lines []string
 		for _, c := range r.calls {
-			result := runTool(c.name, c.arguments)
-			outputs = append(outputs, result)
-			lines = append(lines, fmt.Sprintf("%s -> %s", c.name, clip(result)))
+			res := a.tools.run(ctx, c.name, c.arguments)
+			if res.text == "" {
+				// Anthropic refuses an empty tool result.
+				res.text = "(no output)"
+			}
+			outputs = append(outputs, res)
+			lines = append(lines, fmt.Sprintf("%s -> %s", c.name, clip(res.text)))
 		}
 		a.session.results(r.calls, outputs)
 		fmt.Fprintf(a.out, "turn %d: %s\n", turn, strings.Join(lines, "; "))
@@ -62,9 +68,10 @@ func (a *agent) run(ctx context.Context, maxTurns int) (string, error) {
 	return "", errTurnLimit
 }
 
-// clip keeps a tool result short on the progress line.
+// clip keeps a tool result short on the progress line: its first line, cut.
 func clip(s string) string {
 	const limit = 40
+	s, _, _ = strings.Cut(s, "\n")
 	if len(s) <= limit {
 		return s
 	}

@@ -17,17 +17,24 @@ type responsesSession struct {
 	stream bool
 }
 
-var responsesCalculator = responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{
-	Name:        "calculator",
-	Description: openai.String(calculatorDescription),
-	Parameters:  calculatorParameters,
-	Strict:      openai.Bool(false),
-}}
+// responsesTools are the agent's tools as Responses functions.
+func responsesTools() []responses.ToolUnionParam {
+	var out []responses.ToolUnionParam
+	for _, t := range toolSpecs {
+		out = append(out, responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{
+			Name:        t.name,
+			Description: openai.String(t.description),
+			Parameters:  t.parameters,
+			Strict:      openai.Bool(false),
+		}})
+	}
+	return out
+}
 
 func newResponsesSession(client openai.Client, model string, msgs []message, stream bool) *responsesSession {
 	s := &responsesSession{client: client, stream: stream, params: responses.ResponseNewParams{
 		Model: model,
-		Tools: []responses.ToolUnionParam{responsesCalculator},
+		Tools: responsesTools(),
 		Store: openai.Bool(false),
 	}}
 	for _, m := range msgs {
@@ -83,9 +90,9 @@ func (s *responsesSession) next(ctx context.Context) (reply, error) {
 	return r, nil
 }
 
-func (s *responsesSession) results(calls []call, outputs []string) {
+func (s *responsesSession) results(calls []call, outputs []result) {
 	for i, c := range calls {
-		out := responses.ResponseInputItemParamOfFunctionCallOutput(outputs[i])
+		out := responses.ResponseInputItemParamOfFunctionCallOutput(outputs[i].text)
 		out.OfFunctionCallOutput.CallID = openai.String(c.id)
 		s.input = append(s.input, out)
 	}

@@ -1,8 +1,3 @@
-// Package mock is the offline "mock" model: a deterministic test double that
-// speaks OpenAI chat completions, OpenAI Responses and Anthropic Messages over
-// HTTP, streaming or not. It solves arithmetic questions,
-// calling a "calculator" tool when one is offered, so evaluations run end to
-// end with no provider configured.
 package mock
 
 import (
@@ -26,14 +21,16 @@ type Config struct {
 	// ErrorRate is the fraction (0..1) of final answers deliberately wrong,
 	// chosen by a hash of the conversation so the choice is deterministic.
 	ErrorRate float64
-	// Script optionally names a JSONL file of canned responses; see Script.
+	// Script optionally names a script file: per task, the turns the model
+	// takes (see the package doc). Unscripted conversations get the
+	// arithmetic behaviour.
 	Script string
 }
 
 // Model is the mock model's HTTP handler.
 type Model struct {
 	cfg    Config
-	script []scriptLine
+	script []scriptEntry
 }
 
 var _ http.Handler = (*Model)(nil)

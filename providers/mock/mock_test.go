@@ -3,11 +3,8 @@ package mock_test
 import (
 	"bufio"
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -211,44 +208,7 @@ func TestFallbackReply(t *testing.T) {
 	assert.Contains(t, got.Choices[0].Message.Content, "mock model")
 }
 
-func TestScript(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "script.jsonl")
-	require.NoError(t, os.WriteFile(path, []byte(strings.Join([]string{
-		`{"match":"capital of France","content":"Paris."}`,
-		``,
-		`{"match":"weather","tool_calls":[{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}]}`,
-		`{"match":"flaky","status":503,"error":"upstream overloaded"}`,
-		`{"match":"France","content":"never reached for the capital question"}`,
-	}, "\n")), 0o644))
-	_, client := newServer(t, mock.Config{Script: path})
-	ctx := context.Background()
-
-	got, err := client.Chat.Completions.New(ctx, params(false, openai.UserMessage("What is the capital of France?")))
-	require.NoError(t, err)
-	assert.Equal(t, "Paris.", got.Choices[0].Message.Content)
-
-	c, _ := stream(t, client, params(false, openai.UserMessage("How is the weather?")))
-	require.Len(t, c.Choices[0].Message.ToolCalls, 1)
-	assert.Equal(t, "get_weather", c.Choices[0].Message.ToolCalls[0].Function.Name)
-	assert.Equal(t, `{"city":"Oslo"}`, c.Choices[0].Message.ToolCalls[0].Function.Arguments)
-
-	_, err = client.Chat.Completions.New(ctx, params(false, openai.UserMessage("a flaky one")))
-	var apiErr *openai.Error
-	require.True(t, errors.As(err, &apiErr), "want *openai.Error, got %v", err)
-	assert.Equal(t, http.StatusServiceUnavailable, apiErr.StatusCode)
-	assert.Contains(t, apiErr.Message, "upstream overloaded")
-
-	got, err = client.Chat.Completions.New(ctx, params(false, openai.UserMessage("What is 2 + 3?")))
-	require.NoError(t, err)
-	assert.Equal(t, "The answer is 5.", got.Choices[0].Message.Content, "unmatched requests use the built-in behaviour")
-}
-
 func TestNewErrors(t *testing.T) {
-	dir := t.TempDir()
-	bad := filepath.Join(dir, "bad.jsonl")
-	require.NoError(t, os.WriteFile(bad, []byte(`{"match":"a","content":"b"}`+"\n"+`{"match":`), 0o644))
-	unknown := filepath.Join(dir, "unknown.jsonl")
-	require.NoError(t, os.WriteFile(unknown, []byte(`{"mtach":"a"}`), 0o644))
 	tests := []struct {
 		name string
 		cfg  mock.Config
@@ -256,9 +216,6 @@ func TestNewErrors(t *testing.T) {
 	}{
 		{"error rate", mock.Config{ErrorRate: 1.5}, "error rate"},
 		{"negative latency", mock.Config{Latency: -1}, "negative latency"},
-		{"missing script", mock.Config{Script: filepath.Join(dir, "nope.jsonl")}, "nope.jsonl"},
-		{"bad script line", mock.Config{Script: bad}, "bad.jsonl:2:"},
-		{"unknown field", mock.Config{Script: unknown}, `unknown.jsonl:1: json: unknown field "mtach"`},
 	}
 	for _, tt := range tests {
 		_, err := mock.New(tt.cfg)

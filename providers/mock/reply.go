@@ -37,14 +37,14 @@ func (r reply) finishReason() string {
 	return "stop"
 }
 
-// reply decides the answer to req: a script line if one matches, otherwise
-// the built-in arithmetic behaviour.
+// reply decides the answer to req: the script's turn if the conversation
+// is scripted, otherwise the built-in arithmetic behaviour.
 func (m *Model) reply(req chatRequest) reply {
 	h := conversationHash(req.Messages)
-	lastUser := lastUserText(req.Messages)
-	if line, ok := m.match(lastUser); ok {
-		return line.reply(h)
+	if turn, ok := m.scripted(req.Messages); ok {
+		return turn.reply(h)
 	}
+	lastUser := lastUserText(req.Messages)
 
 	last := req.Messages[len(req.Messages)-1]
 	if last.Role == "tool" {
