@@ -4,7 +4,7 @@ GO      ?= go
 TASKS   ?= 128
 ARGS    ?=
 
-.PHONY: run build test test-short lint bench bench-scale compose-check clean FORCE
+.PHONY: run build test faults test-short lint bench bench-scale compose-check clean FORCE
 
 # The built-in agent is built first: rollouts run this small program rather
 # than the starter, which links the Temporal server (wiring/agent.go).
@@ -20,8 +20,16 @@ bin/evalflow-agent: FORCE
 
 FORCE:
 
+# Every package with the race detector, then the fault suite on its own: it
+# loads both cores on purpose, and a test beside it would be starved.
 test:
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/faults$$')
+	$(MAKE) faults
+
+# The fault suite (real processes killed, a misbehaving provider, malformed
+# input, load): prints its figures as "figure:" lines; RELIABILITY.md has them.
+faults:
+	$(GO) test -count=1 -v -timeout 30m ./faults/
 
 # Unit tests only: skips the end-to-end runs on the embedded server.
 test-short:

@@ -56,12 +56,13 @@ var allowed = map[string][]string{
 	"bench/upstream":      {"*"},
 	"tunnel/tunneltest":   {"tunnel"},
 	"e2e":                 {},
+	"faults":              {},
 	"deploy":              {},
 	"":                    {},
 }
 
 // top are the packages nothing else may import.
-var top = []string{"starter", "worker", "cmd/evalflow-agent", "e2e", "bench/cmd/bench"}
+var top = []string{"starter", "worker", "cmd/evalflow-agent", "e2e", "faults", "bench/cmd/bench"}
 
 type listed struct {
 	ImportPath string

@@ -34,18 +34,24 @@ func classify(res harness.Result, turns []trace.Turn, maxTurns int) (kind, msg s
 	return "", ""
 }
 
-// upstreamFailure tells an outage from a task failure: the harness failed
-// (exited non-zero or timed out) and its last model call was failed by the
-// provider, as the interception server recorded it (a 429 or 5xx, a
-// connection cut or reset, a timeout, a truncated stream, an answer that
-// is not JSON). It returns how, or "".
+// upstreamFailure tells an outage from a task failure: the last model call
+// was failed by the provider, as the interception server recorded it (a
+// connection cut or reset, a timeout, a truncated stream, an answer that is
+// not JSON, an error event). Whatever the harness did next, its answer was
+// not made from a model's answer: a harness that exits 0 after a truncated
+// stream has nothing of the agent's to score. A bare 429 or 5xx in a trace
+// from before failures were named counts only when the harness failed. It
+// returns how, or "".
 func upstreamFailure(res harness.Result, turns []trace.Turn) trace.UpstreamFailure {
-	if (res.ExitCode == 0 && !res.TimedOut) || len(turns) == 0 {
+	if len(turns) == 0 {
 		return ""
 	}
 	last := turns[len(turns)-1]
 	if last.UpstreamFailure != "" {
 		return last.UpstreamFailure
+	}
+	if res.ExitCode == 0 && !res.TimedOut {
+		return ""
 	}
 	if last.Status == 429 || last.Status >= 500 {
 		return trace.UpstreamStatus // a trace from before failures were named

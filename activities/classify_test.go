@@ -83,6 +83,8 @@ func TestUpstreamFailureIsInfrastructure(t *testing.T) {
 		{"invalid JSON in a 200", exit1, trace.Turn{Status: 200, UpstreamFailure: trace.UpstreamBadAnswer}, trace.UpstreamBadAnswer},
 		{"hung provider, then the harness timed out", timedOut, trace.Turn{Status: 504, UpstreamFailure: trace.UpstreamTimeout}, trace.UpstreamTimeout},
 		{"a timeout after a good answer", timedOut, trace.Turn{Status: 200}, ""},
+		{"an answer made after a truncated stream", harness.Result{}, trace.Turn{Status: 200, UpstreamFailure: trace.UpstreamTruncated}, trace.UpstreamTruncated},
+		{"an answer made after an error event", harness.Result{}, trace.Turn{Status: 200, UpstreamFailure: trace.UpstreamErrorEvent}, trace.UpstreamErrorEvent},
 	} {
 		got := upstreamFailure(tc.res, []trace.Turn{tc.turn})
 		assert.Equal(t, tc.want, got, "%s: upstreamFailure = %q", tc.name, got)

@@ -151,9 +151,10 @@ func (a *Activities) releaseTurns(key string) []trace.Turn {
 // infrastructure (not of the agent) ends with, or nil: a missing harness
 // command fails the run; a cancelled activity (a stopping worker), a dead
 // tunnel, a failing runtime or provider are retried. A provider failed the
-// run when the harness failed after the provider failed its last call
-// (upstreamFailure): a connection cut mid-answer or a provider that hung
-// is an UpstreamUnavailable, never the agent's harness_exit or timeout.
+// run when its last model call was failed by the provider (upstreamFailure):
+// a connection cut mid-answer, a truncated stream or a provider that hung
+// is an UpstreamUnavailable, never the agent's harness_exit, timeout or
+// wrong answer.
 func infraError(ctx context.Context, j job, out outcome) error {
 	switch {
 	case out.tunnel != nil:

@@ -36,12 +36,18 @@ type proc struct {
 // spawn starts binary name of bin with args, its output in a log file.
 func spawn(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
+	return spawnEnv(t, nil, name, args...)
+}
+
+// spawnEnv is spawn with env added to the suite's environment.
+func spawnEnv(t *testing.T, env []string, name string, args ...string) *proc {
+	t.Helper()
 	log := filepath.Join(t.TempDir(), name+".log")
 	f, err := os.Create(log)
 	require.NoError(t, err)
 	cmd := exec.Command(filepath.Join(bin, name), args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Stdin = nil
+	cmd.Env = append(os.Environ(), env...)
 	// The suite's children die with it, whatever kills it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	require.NoError(t, cmd.Start())

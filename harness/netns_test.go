@@ -21,9 +21,8 @@ func newNetns(t *testing.T, subnet string) *harness.Netns {
 	if os.Geteuid() != 0 {
 		t.Skip("network namespaces need root")
 	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("iproute2 is not installed")
-	}
+	_, err := exec.LookPath("ip")
+	require.NoError(t, err, "network namespaces need iproute2 (.ci/run installs it)")
 	n, err := harness.NewNetns(context.Background(), subnet, harness.Local{})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, n.Close()) })
