@@ -14,6 +14,10 @@ type Record struct {
 	K      int     `json:"k"`
 	TaskID string  `json:"task_id"`
 	Reward float64 `json:"reward"`
+	// Metrics are the rubric's named numbers behind Reward: one per part of
+	// the rubric ("tests", "judge", …) and the numbers a part reports under
+	// its name ("tests.passed"). Absent when the rubric gave none.
+	Metrics map[string]float64 `json:"metrics,omitempty"`
 	// Status is rollout.StatusOK or rollout.StatusError.
 	Status string `json:"status"`
 	// ErrorKind classifies an error: harness_exit, timeout, context_length, ...

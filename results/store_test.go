@@ -364,3 +364,28 @@ func TestCanceledContext(t *testing.T) {
 	_, err = s.List(context.Background(), "run1")
 	assert.NoError(t, err)
 }
+
+func TestRecordMetrics(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(t.TempDir(), "runs"))
+	require.NoError(t, err)
+	scored := record("run1", 1, 0)
+	scored.Metrics = map[string]float64{"tests": 1, "tests.passed": 3, "judge": 0.7}
+	plain := record("run1", 2, 0)
+	for _, rec := range []Record{scored, plain} {
+		_, _, err := s.Put(ctx, rec, &trace.Rollout{Key: rec.Key})
+		require.NoError(t, err)
+	}
+
+	got, ok, err := s.Get(ctx, "run1", scored.Key)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, scored.Metrics, got.Metrics)
+
+	raw, err := os.ReadFile(filepath.Join(s.Dir("run1"), rolloutsFile))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	require.Len(t, lines, 2)
+	assert.Contains(t, lines[0], `"metrics":{"judge":0.7,"tests":1,"tests.passed":3}`)
+	assert.NotContains(t, lines[1], `"metrics"`, "a record without metrics has no metrics key")
+}
