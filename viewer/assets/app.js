@@ -25,7 +25,7 @@ function fill(e, attrs, children) {
     if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
     else e.setAttribute(k, v === true ? "" : String(v));
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === undefined || c === null || c === false) continue;
     e.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -69,7 +69,7 @@ function schedule(fn) {
 
 function show(...nodes) {
   const main = document.getElementById("main");
-  main.replaceChildren(...nodes);
+  main.replaceChildren(...nodes.flat(Infinity).filter((n) => n !== null && n !== undefined && n !== false));
 }
 
 function showError(err) {
@@ -264,7 +264,7 @@ function rolloutsTable(page) {
       route();
     } }, label + arrow);
   };
-  return el("table", { id: "rollouts-table" },
+  return el("table", { id: "rollouts-table", "data-total": page.total },
     el("thead", {}, el("tr", {},
       col("Rollout", "key"), el("th", {}, "Task"), col("Status", "status"),
       col("Reward", "reward", true), col("Turns", "turns", true), el("th", { class: "num" }, "Tokens in/out"),
