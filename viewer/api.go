@@ -116,6 +116,8 @@ type runInfo struct {
 	sum      *summary
 	epochs   []int
 	modified time.Time
+	// last is the last finished epoch's result, of a training run.
+	last *workflows.EpochResult
 }
 
 func (v *Viewer) load(ctx context.Context, id string) (runInfo, error) {
@@ -134,6 +136,12 @@ func (v *Viewer) load(ctx context.Context, id string) (runInfo, error) {
 	}
 	if info.epochs, err = v.store.Epochs(ctx, id); err != nil {
 		return info, err
+	}
+	if n := len(info.epochs); n > 0 {
+		var last workflows.EpochResult
+		if err := v.store.ReadEpoch(ctx, id, info.epochs[n-1], &last); err == nil {
+			info.last = &last
+		}
 	}
 	if info.sum == nil && len(recs) == 0 && len(info.epochs) == 0 {
 		if _, err := os.Stat(v.store.Dir(id)); err != nil {
@@ -178,21 +186,12 @@ func (info runInfo) row(id string) RunRow {
 			r.StartedAt = s.StartedAt
 		}
 	}
-	if r.Kind == KindTrain && (r.Model == "" || r.Taskset == "") {
-		// A training run's summary holds its epochs' results, which name
-		// the model and taskset.
-		for _, e := range info.sum.epochResults() {
-			r.Model, r.Taskset = cmp.Or(r.Model, e.Run.Model), cmp.Or(r.Taskset, e.Run.Taskset)
-		}
+	if info.last != nil {
+		// A training run's summary holds no taskset of its own; its
+		// epochs' results name it.
+		r.Model, r.Taskset = cmp.Or(r.Model, info.last.Run.Model), cmp.Or(r.Taskset, info.last.Run.Taskset)
 	}
 	return r
-}
-
-func (s *summary) epochResults() []workflows.EpochResult {
-	if s == nil {
-		return nil
-	}
-	return s.Epochs
 }
 
 func (v *Viewer) runs(w http.ResponseWriter, r *http.Request) {

@@ -75,6 +75,7 @@ func TestRunsListsEveryRun(t *testing.T) {
 	assert.Equal(t, viewer.StateRunning, tr.State, "a run without a summary is still running")
 	assert.Equal(t, 10, tr.Rollouts)
 	assert.Equal(t, "mock-1", tr.Model)
+	assert.Equal(t, "arith", tr.Taskset, "from its finished epochs")
 }
 
 func TestRunFigures(t *testing.T) {

@@ -97,7 +97,7 @@ func TestBrowser(t *testing.T) {
 	}
 	shot := func(name string) {
 		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 is a PNG
 		require.NoError(t, err, "screenshot %s", name)
 		require.NoError(t, os.WriteFile(filepath.Join(out, name), png, 0o644))
 	}
