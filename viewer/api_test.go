@@ -2,10 +2,13 @@ package viewer_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -232,4 +235,47 @@ func TestPageIsTheEmbeddedApp(t *testing.T) {
 	status, js := get(t, srv, "/assets/app.js")
 	assert.Equal(t, http.StatusOK, status)
 	assert.NotContains(t, js, "innerHTML", "stored text is never parsed as HTML")
+}
+
+// TestLargeRunIsPaged: a run of 20,000 rollouts is served a page at a time,
+// filtered and sorted on the server.
+func TestLargeRunIsPaged(t *testing.T) {
+	root := t.TempDir()
+	const n = 20000
+	var lines strings.Builder
+	for i := range n {
+		rec := results.Record{Key: rollout.Key("big", 0, int64(i), 0), RunID: "big", Index: int64(i), TaskID: fmt.Sprintf("t-%d", i),
+			Status: rollout.StatusOK, Reward: float64(i%10) / 10, Attempt: 1, FinishedAt: t0}
+		if i%100 == 7 {
+			rec.Status, rec.ErrorKind, rec.Error, rec.Reward = rollout.StatusError, rollout.KindTimeout, "timed out", 0
+		}
+		b, err := json.Marshal(rec)
+		require.NoError(t, err)
+		lines.Write(append(b, '\n'))
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "big"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "big", "rollouts.jsonl"), []byte(lines.String()), 0o644))
+	store, err := results.Open(root)
+	require.NoError(t, err)
+	srv := httptest.NewServer(viewer.New(store, viewer.Options{}))
+	t.Cleanup(srv.Close)
+
+	status, body := get(t, srv, "/api/runs/big/rollouts?offset=19990&limit=50")
+	require.Equal(t, http.StatusOK, status)
+	var p viewer.Page
+	require.NoError(t, json.Unmarshal([]byte(body), &p))
+	assert.Equal(t, n, p.Total)
+	require.Len(t, p.Rows, 10)
+	assert.Equal(t, rollout.Key("big", 0, 19990, 0), p.Rows[0].Key)
+	assert.Less(t, len(body), 10_000, "a page holds its rows only")
+
+	getJSON(t, srv, "/api/runs/big/rollouts?status=error&sort=-key&limit=3", &p)
+	assert.Equal(t, n/100, p.Total)
+	require.Len(t, p.Rows, 3)
+	assert.Equal(t, rollout.Key("big", 0, 19907, 0), p.Rows[0].Key)
+
+	var run viewer.Run
+	getJSON(t, srv, "/api/runs/big", &run)
+	assert.Equal(t, n, run.Rollouts)
+	assert.Equal(t, n/100, run.Failed)
 }
