@@ -42,6 +42,11 @@ var allowed = map[string][]string{
 	"pull":      {"workflows", "rollout"},
 	"activities": {"rollout", "dialects", "harness", "interception", "providers", "results",
 		"rubrics", "tasksets", "trace", "tunnel"},
+	// The run viewer reads the store, and the run's summaries as workflows
+	// write them.
+	"viewer": {"results", "rollout", "workflows"},
+	// Drives a headless Chromium for the viewer's browser tests.
+	"viewer/viewertest": {},
 	"wiring": {"activities", "dialects", "harness", "harness/agent", "interception", "providers",
 		"providers/mock", "results", "rollout", "tasksets", "tunnel", "workflows"},
 	// Binaries and tools sit on top; nothing imports them.

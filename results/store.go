@@ -307,3 +307,29 @@ func readJSON(path string, v any) error {
 	}
 	return json.Unmarshal(b, v)
 }
+
+// Runs lists the ids of the runs in the store, sorted: every directory
+// under the root that is a valid run id and holds a record log, a summary
+// or a finished epoch.
+func (s *Store) Runs(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(s.root)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	var ids []string
+	for _, e := range entries {
+		if !e.IsDir() || checkRunID(e.Name()) != nil {
+			continue
+		}
+		for _, name := range []string{rolloutsFile, summaryFile, "epochs"} {
+			if _, err := os.Stat(filepath.Join(s.root, e.Name(), name)); err == nil {
+				ids = append(ids, e.Name())
+				break
+			}
+		}
+	}
+	return ids, nil
+}

@@ -14,7 +14,7 @@ func devCommand() *cli.Command {
 		Name:  "dev",
 		Usage: "run the embedded Temporal server, its Web UI and a worker in the foreground",
 		Flags: append([]cli.Flag{
-			dataDirFlag, uiPortFlag,
+			dataDirFlag, uiPortFlag, viewerAddrFlag,
 			&cli.BoolFlag{Name: "worker", Value: true, Usage: "also run a worker in this process"},
 		}, wiring.WorkerFlags()...),
 		Before: takesArgs(0),
@@ -42,6 +42,7 @@ func devCommand() *cli.Command {
 				}
 				fmt.Fprintln(os.Stderr)
 			}
+			defer startViewer(cctx, s.uiURL)()
 			fmt.Fprintln(os.Stderr, "Ctrl-C stops.")
 			<-cctx.Context.Done()
 			return nil

@@ -57,6 +57,7 @@ func runEval(cctx *cli.Context) error {
 		return err
 	}
 	printWhere(s, cctx, cfg.RunID)
+	defer startViewer(cctx, s.uiURL)()
 	if done {
 		return printResult(ctx, s.client, cctx, cfg.RunID)
 	}
@@ -85,7 +86,7 @@ func runEval(cctx *cli.Context) error {
 // (address, run store, provider, …) are added from wiring.WorkerFlags.
 func runFlags() []cli.Flag {
 	return []cli.Flag{
-		dataDirFlag, uiPortFlag,
+		dataDirFlag, uiPortFlag, viewerAddrFlag,
 		&cli.StringFlag{Name: "run-id", Usage: "run id; the same id resumes that run (default: generated)"},
 		&cli.StringFlag{Name: "taskset", Value: "sample", Usage: "taskset: a JSONL path, `sample`, or `arithmetic[?seed=N]` (infinite)"},
 		&cli.Int64Flag{Name: "tasks", Usage: "number of tasks (default: the whole taskset)"},

@@ -54,6 +54,7 @@ func newApp() *cli.App {
 			statusCommand(),
 			resultsCommand(),
 			devCommand(),
+			viewCommand(),
 		},
 	}
 }

@@ -66,6 +66,7 @@ func trainCommand() *cli.Command {
 				return err
 			}
 			printWhere(s, cctx, cfg.RunID)
+			defer startViewer(cctx, s.uiURL)()
 			return watchTrain(cctx, s.client, cfg.RunID, account)
 		},
 	}

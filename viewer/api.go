@@ -1,0 +1,508 @@
+package viewer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/workflows"
+)
+
+// errBadRequest is a query the API cannot answer (a bad number, sort key).
+var errBadRequest = errors.New("bad request")
+
+// Run kinds, as the runs list shows them.
+const (
+	KindEval  = "eval"
+	KindTrain = "train"
+)
+
+// Run states: a run with a summary has finished; one without is running,
+// or was stopped and can be resumed.
+const (
+	StateFinished = "finished"
+	StateRunning  = "running"
+)
+
+// RunRow is a run as the runs list shows it.
+type RunRow struct {
+	ID      string `json:"id"`
+	Kind    string `json:"kind"`
+	Model   string `json:"model,omitempty"`
+	Taskset string `json:"taskset,omitempty"`
+	State   string `json:"state"`
+	// Rollouts, OK and Failed count the rollouts stored so far.
+	Rollouts   int       `json:"rollouts"`
+	OK         int       `json:"ok"`
+	Failed     int       `json:"failed"`
+	MeanReward float64   `json:"mean_reward"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	// UpdatedAt is when the last rollout was stored.
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+// Run is one run's page: its row, figures, and for training runs its epochs.
+type Run struct {
+	RunRow
+	// Tasks is the number of tasks the run asked for, once it has finished.
+	Tasks     int64                 `json:"tasks,omitempty"`
+	StdReward float64               `json:"std_reward"`
+	Histogram []Bin                 `json:"histogram"`
+	PassAtK   []workflows.PassAt    `json:"pass_at_k"`
+	Errors    []workflows.KindCount `json:"errors"`
+	Epochs    []Epoch               `json:"epochs,omitempty"`
+	// TemporalURL links the run's workflow in the Temporal UI.
+	TemporalURL string `json:"temporal_url,omitempty"`
+}
+
+// Bin is one bar of the reward histogram: rollouts with Lo <= reward < Hi
+// (the last bin includes Hi).
+type Bin struct {
+	Lo    float64 `json:"lo"`
+	Hi    float64 `json:"hi"`
+	Count int     `json:"count"`
+}
+
+// Epoch is one point of a training run's reward plot.
+type Epoch struct {
+	Epoch      int     `json:"epoch"`
+	Rollouts   int64   `json:"rollouts"`
+	Failed     int64   `json:"failed"`
+	MeanReward float64 `json:"mean_reward"`
+	StdReward  float64 `json:"std_reward"`
+	// Finished is false for an epoch still running: its figures are the
+	// rollouts stored so far.
+	Finished bool `json:"finished"`
+}
+
+// Page is one page of a run's rollouts.
+type Page struct {
+	Total  int              `json:"total"`
+	Offset int              `json:"offset"`
+	Limit  int              `json:"limit"`
+	Rows   []results.Record `json:"rows"`
+}
+
+// Rollout is one rollout's page: its record and every stored attempt.
+type Rollout struct {
+	Record      results.Record    `json:"record"`
+	Attempts    []results.Attempt `json:"attempts"`
+	TemporalURL string            `json:"temporal_url,omitempty"`
+}
+
+// summary is what a run's summary.json may hold: an eval's
+// workflows.Result or a training run's workflows.TrainResult.
+type summary struct {
+	workflows.Result
+	Epochs []workflows.EpochResult `json:"epochs"`
+}
+
+// runInfo is what the store says of a run.
+type runInfo struct {
+	recs     []results.Record
+	sum      *summary
+	epochs   []int
+	modified time.Time
+	// last is the last finished epoch's result, of a training run.
+	last *workflows.EpochResult
+}
+
+func (v *Viewer) load(ctx context.Context, id string) (runInfo, error) {
+	var info runInfo
+	recs, err := v.store.List(ctx, id)
+	if err != nil {
+		return info, err
+	}
+	info.recs = recs
+	var s summary
+	switch err := v.store.ReadSummary(ctx, id, &s); {
+	case err == nil:
+		info.sum = &s
+	case !errors.Is(err, fs.ErrNotExist):
+		return info, err
+	}
+	if info.epochs, err = v.store.Epochs(ctx, id); err != nil {
+		return info, err
+	}
+	if n := len(info.epochs); n > 0 {
+		var last workflows.EpochResult
+		if err := v.store.ReadEpoch(ctx, id, info.epochs[n-1], &last); err == nil {
+			info.last = &last
+		}
+	}
+	if info.sum == nil && len(recs) == 0 && len(info.epochs) == 0 {
+		if _, err := os.Stat(v.store.Dir(id)); err != nil {
+			return info, fmt.Errorf("run %s: %w", id, errNotFound)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(v.store.Dir(id), "rollouts.jsonl")); err == nil {
+		info.modified = fi.ModTime().UTC()
+	}
+	return info, nil
+}
+
+func (info runInfo) row(id string) RunRow {
+	r := RunRow{ID: id, Kind: KindEval, State: StateRunning, UpdatedAt: info.modified}
+	if len(info.epochs) > 0 || info.sum != nil && len(info.sum.Epochs) > 0 {
+		r.Kind = KindTrain
+	}
+	var sum float64
+	for _, rec := range info.recs {
+		r.Rollouts++
+		if rec.Status == rollout.StatusOK {
+			r.OK++
+		} else {
+			r.Failed++
+		}
+		sum += rec.Reward
+		if r.Model == "" {
+			r.Model = rec.Model
+		}
+		if start := rec.FinishedAt.Add(-time.Duration(rec.DurationMS) * time.Millisecond); r.StartedAt.IsZero() || start.Before(r.StartedAt) {
+			r.StartedAt = start
+		}
+	}
+	if r.Rollouts > 0 {
+		r.MeanReward = sum / float64(r.Rollouts)
+	}
+	if s := info.sum; s != nil {
+		r.State = StateFinished
+		r.Model = cmp.Or(s.Model, r.Model)
+		r.Taskset = s.Taskset
+		if !s.StartedAt.IsZero() {
+			r.StartedAt = s.StartedAt
+		}
+	}
+	if info.last != nil {
+		// A training run's summary holds no taskset of its own; its
+		// epochs' results name it.
+		r.Model, r.Taskset = cmp.Or(r.Model, info.last.Run.Model), cmp.Or(r.Taskset, info.last.Run.Taskset)
+	}
+	return r
+}
+
+func (v *Viewer) runs(w http.ResponseWriter, r *http.Request) {
+	ids, err := v.store.Runs(r.Context())
+	if err != nil {
+		v.writeJSON(w, nil, err)
+		return
+	}
+	rows := []RunRow{}
+	for _, id := range ids {
+		info, err := v.load(r.Context(), id)
+		if err != nil {
+			continue // a run being removed, or unreadable: the others still show
+		}
+		rows = append(rows, info.row(id))
+	}
+	// Newest first.
+	slices.SortStableFunc(rows, func(a, b RunRow) int { return b.StartedAt.Compare(a.StartedAt) })
+	v.writeJSON(w, rows, nil)
+}
+
+func (v *Viewer) run(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("run")
+	info, err := v.load(r.Context(), id)
+	if err != nil {
+		v.writeJSON(w, nil, err)
+		return
+	}
+	out := Run{RunRow: info.row(id), Errors: errorKinds(info.recs), Histogram: histogram(info.recs, 10)}
+	out.StdReward = stdReward(info.recs, out.MeanReward)
+	out.PassAtK = passAtK(info.recs, 1)
+	if s := info.sum; s != nil && len(s.PassAtK) > 0 {
+		out.PassAtK, out.Tasks = s.PassAtK, s.Tasks
+	}
+	if out.Kind == KindTrain {
+		out.Epochs, err = v.epochs(r.Context(), id, info)
+		if err != nil {
+			v.writeJSON(w, nil, err)
+			return
+		}
+	}
+	out.TemporalURL = v.workflowURL(id)
+	v.writeJSON(w, out, nil)
+}
+
+// epochs is one point per epoch: a finished epoch's recorded result, and
+// for an epoch still running, the figures of its rollouts stored so far.
+func (v *Viewer) epochs(ctx context.Context, id string, info runInfo) ([]Epoch, error) {
+	var out []Epoch
+	for _, n := range info.epochs {
+		var res workflows.EpochResult
+		if err := v.store.ReadEpoch(ctx, id, n, &res); err != nil {
+			return nil, fmt.Errorf("read epoch %d of %s: %w", n, id, err)
+		}
+		out = append(out, Epoch{Epoch: n, Rollouts: res.Run.Rollouts, Failed: res.Run.Failed,
+			MeanReward: res.Run.MeanReward, StdReward: res.Run.StdReward, Finished: true})
+	}
+	byEpoch := map[int][]results.Record{}
+	for _, rec := range info.recs {
+		if !slices.Contains(info.epochs, rec.Epoch) {
+			byEpoch[rec.Epoch] = append(byEpoch[rec.Epoch], rec)
+		}
+	}
+	for n, recs := range byEpoch {
+		e := Epoch{Epoch: n, Rollouts: int64(len(recs))}
+		var sum float64
+		for _, rec := range recs {
+			sum += rec.Reward
+			if rec.Status != rollout.StatusOK {
+				e.Failed++
+			}
+		}
+		e.MeanReward = sum / float64(len(recs))
+		e.StdReward = stdReward(recs, e.MeanReward)
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b Epoch) int { return a.Epoch - b.Epoch })
+	return out, nil
+}
+
+func stdReward(recs []results.Record, mean float64) float64 {
+	if len(recs) == 0 {
+		return 0
+	}
+	var ss float64
+	for _, rec := range recs {
+		ss += (rec.Reward - mean) * (rec.Reward - mean)
+	}
+	return math.Sqrt(ss / float64(len(recs)))
+}
+
+// errorKinds counts failed rollouts by error kind, most frequent first.
+func errorKinds(recs []results.Record) []workflows.KindCount {
+	counts := map[string]int64{}
+	for _, rec := range recs {
+		if rec.Status != rollout.StatusOK {
+			counts[cmp.Or(rec.ErrorKind, "unknown")]++
+		}
+	}
+	out := []workflows.KindCount{}
+	for k, n := range counts {
+		out = append(out, workflows.KindCount{Kind: k, Count: n})
+	}
+	slices.SortFunc(out, func(a, b workflows.KindCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Kind, b.Kind))
+	})
+	return out
+}
+
+// histogram bins the rewards of all stored rollouts into n equal bins over
+// [min, max]; one bin when every reward is the same.
+func histogram(recs []results.Record, n int) []Bin {
+	if len(recs) == 0 {
+		return []Bin{}
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, rec := range recs {
+		lo, hi = min(lo, rec.Reward), max(hi, rec.Reward)
+	}
+	if lo == hi {
+		return []Bin{{Lo: lo, Hi: hi, Count: len(recs)}}
+	}
+	if lo >= 0 && hi <= 1 {
+		lo, hi = 0, 1 // the usual reward range: bins at tenths
+	}
+	bins := make([]Bin, n)
+	width := (hi - lo) / float64(n)
+	for i := range bins {
+		bins[i].Lo, bins[i].Hi = lo+float64(i)*width, lo+float64(i+1)*width
+	}
+	for _, rec := range recs {
+		i := min(int((rec.Reward-lo)/width), n-1)
+		bins[i].Count++
+	}
+	return bins
+}
+
+// passAtK estimates pass@k from the stored rollouts, over the tasks of each
+// epoch whose rollouts are all in, a pass being a success at or above
+// threshold (the run's default pass threshold). A finished run's summary
+// has the figure with the run's own threshold.
+func passAtK(recs []results.Record, threshold float64) []workflows.PassAt {
+	type task struct {
+		epoch int
+		index int64
+	}
+	type tally struct{ n, c int }
+	tallies := map[task]*tally{}
+	group := 0
+	for _, rec := range recs {
+		t := task{rec.Epoch, rec.Index}
+		if tallies[t] == nil {
+			tallies[t] = &tally{}
+		}
+		tallies[t].n++
+		if rec.Status == rollout.StatusOK && rec.Reward >= threshold {
+			tallies[t].c++
+		}
+		group = max(group, rec.K+1)
+	}
+	out := []workflows.PassAt{}
+	for k := 1; k <= group; k++ {
+		var sum float64
+		var done int
+		for _, t := range tallies {
+			if t.n == group {
+				sum += workflows.PassAtK(t.n, t.c, k)
+				done++
+			}
+		}
+		if done > 0 {
+			out = append(out, workflows.PassAt{K: k, Value: sum / float64(done)})
+		}
+	}
+	return out
+}
+
+// rollouts serves a page of a run's rollouts, filtered and sorted:
+// status (ok|error), error_kind, min_reward, max_reward, q (a substring of
+// the key or task id), sort (key, reward, duration, turns, finished; a
+// leading "-" for descending), offset and limit (at most 500).
+func (v *Viewer) rollouts(w http.ResponseWriter, r *http.Request) {
+	page, err := v.page(r.Context(), r.PathValue("run"), r.URL.Query())
+	v.writeJSON(w, page, err)
+}
+
+func (v *Viewer) page(ctx context.Context, id string, q url.Values) (Page, error) {
+	num := func(name string, def float64) (float64, error) {
+		s := q.Get(name)
+		if s == "" {
+			return def, nil
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(f) {
+			return 0, fmt.Errorf("%w: %s=%q is not a number", errBadRequest, name, s)
+		}
+		return f, nil
+	}
+	minR, err := num("min_reward", math.Inf(-1))
+	if err != nil {
+		return Page{}, err
+	}
+	maxR, err := num("max_reward", math.Inf(1))
+	if err != nil {
+		return Page{}, err
+	}
+	offset, err := num("offset", 0)
+	if err != nil {
+		return Page{}, err
+	}
+	limit, err := num("limit", 50)
+	if err != nil {
+		return Page{}, err
+	}
+	if offset < 0 || limit < 1 {
+		return Page{}, fmt.Errorf("%w: offset must be >= 0 and limit >= 1", errBadRequest)
+	}
+	limit = min(limit, 500)
+	less, err := sorter(q.Get("sort"))
+	if err != nil {
+		return Page{}, err
+	}
+
+	info, err := v.load(ctx, id)
+	if err != nil {
+		return Page{}, err
+	}
+	status, kind, text := q.Get("status"), q.Get("error_kind"), q.Get("q")
+	rows := make([]results.Record, 0, len(info.recs))
+	for _, rec := range info.recs {
+		switch {
+		case status != "" && rec.Status != status,
+			kind != "" && (rec.Status == rollout.StatusOK || cmp.Or(rec.ErrorKind, "unknown") != kind),
+			rec.Reward < minR || rec.Reward > maxR,
+			text != "" && !strings.Contains(rec.Key, text) && !strings.Contains(rec.TaskID, text):
+			continue
+		}
+		rows = append(rows, rec)
+	}
+	slices.SortStableFunc(rows, less)
+	p := Page{Total: len(rows), Offset: int(offset), Limit: int(limit), Rows: []results.Record{}}
+	if p.Offset < len(rows) {
+		p.Rows = rows[p.Offset:min(p.Offset+p.Limit, len(rows))]
+	}
+	return p, nil
+}
+
+// sorter orders records by a sort key of the rollouts API.
+func sorter(key string) (func(a, b results.Record) int, error) {
+	desc := strings.HasPrefix(key, "-")
+	key = strings.TrimPrefix(key, "-")
+	var by func(a, b results.Record) int
+	switch key {
+	case "", "key":
+		by = func(a, b results.Record) int {
+			return cmp.Or(cmp.Compare(a.Epoch, b.Epoch), cmp.Compare(a.Index, b.Index), cmp.Compare(a.K, b.K), strings.Compare(a.Key, b.Key))
+		}
+	case "reward":
+		by = func(a, b results.Record) int { return cmp.Compare(a.Reward, b.Reward) }
+	case "duration":
+		by = func(a, b results.Record) int { return cmp.Compare(a.DurationMS, b.DurationMS) }
+	case "turns":
+		by = func(a, b results.Record) int { return cmp.Compare(a.Turns, b.Turns) }
+	case "finished":
+		by = func(a, b results.Record) int { return a.FinishedAt.Compare(b.FinishedAt) }
+	case "status":
+		by = func(a, b results.Record) int {
+			return cmp.Or(strings.Compare(a.Status, b.Status), strings.Compare(a.ErrorKind, b.ErrorKind))
+		}
+	default:
+		return nil, fmt.Errorf("%w: cannot sort by %q", errBadRequest, key)
+	}
+	if desc {
+		return func(a, b results.Record) int { return by(b, a) }, nil
+	}
+	return by, nil
+}
+
+// rollout serves a rollout's record and every attempt of it (?key=...).
+func (v *Viewer) rollout(w http.ResponseWriter, r *http.Request) {
+	id, key := r.PathValue("run"), r.URL.Query().Get("key")
+	rec, ok, err := v.store.Get(r.Context(), id, key)
+	if err == nil && !ok {
+		err = fmt.Errorf("rollout %s: %w", key, errNotFound)
+	}
+	if err != nil {
+		v.writeJSON(w, nil, err)
+		return
+	}
+	attempts, err := v.store.Attempts(r.Context(), id, key)
+	if err != nil {
+		v.writeJSON(w, nil, err)
+		return
+	}
+	out := Rollout{Record: rec, Attempts: attempts, TemporalURL: v.workflowURL(id)}
+	if rec.Epoch > 0 || v.isTrain(r.Context(), id) {
+		out.TemporalURL = v.workflowURL(workflows.EpochID(id, rec.Epoch))
+	}
+	v.writeJSON(w, out, nil)
+}
+
+func (v *Viewer) isTrain(ctx context.Context, id string) bool {
+	epochs, err := v.store.Epochs(ctx, id)
+	return err == nil && len(epochs) > 0
+}
+
+// workflowURL links a workflow in the Temporal UI, if its address is known.
+func (v *Viewer) workflowURL(workflowID string) string {
+	if v.opts.TemporalUI == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", v.opts.TemporalUI,
+		url.PathEscape(v.opts.Namespace), url.PathEscape(workflowID))
+}
