@@ -10,7 +10,7 @@ import (
 )
 
 // specHelp lists the rubrics a spec may name.
-const specHelp = "exact, numeric, numeric:TOLERANCE, contains, regex, regex:PATTERN, tests, judge, judge:MODEL, " +
+const specHelp = "exact, numeric, numeric:TOLERANCE, contains, regex, regex:PATTERN, tests, command:PROGRAM, judge, judge:MODEL, " +
 	"weighted sums of them (tests*0.8+judge*0.2), rank:SPEC"
 
 // Compile builds a Program from its spec. A spec is one part, or parts
@@ -21,6 +21,8 @@ const specHelp = "exact, numeric, numeric:TOLERANCE, contains, regex, regex:PATT
 //	contains          normalized answer contains the task's answer
 //	regex[:PATTERN]   answer matches PATTERN, or the task's answer as a pattern
 //	tests             the task's verifier: its reward, its metrics as tests.NAME
+//	command:PROGRAM   a program prints the reward, or a JSON object of named
+//	                  numbers (option timeout=DURATION, default 2m)
 //	judge[:MODEL]     a model grades the answer from 0 to 10 (options
 //	                  template=PATH, a text/template given JudgeData; scale=N)
 //	rank:SPEC         SPEC per rollout; a group of rollouts is rewarded by rank
@@ -32,7 +34,9 @@ const specHelp = "exact, numeric, numeric:TOLERANCE, contains, regex, regex:PATT
 // metric; two parts may not share a name. The argument of regex runs to the
 // end of the spec, + and * included, so such a part comes last, or is put in
 // parentheses, which then hold it to its closing parenthesis:
-// (regex:^a+$)*0.3 + tests*0.7.
+// (regex:^a+$)*0.3 + tests*0.7. The program of command ends at a space, an
+// operator or a parenthesis (command:./check.sh*0.5), unless the part is in
+// parentheses, which hold a whole command line: (command:python3 grade.py --strict)*0.5.
 //
 // An error names the spec and what is wrong with it; a spec that compiles
 // may still be unusable for a task or a worker (Program.Check).
@@ -65,10 +69,13 @@ func Compile(spec string) (*Program, error) {
 
 // kind is a kind of part: what it accepts and how it is built.
 type kind struct {
-	arg     argUse
-	raw     bool // the argument runs to the end of the spec (or its parentheses)
-	options []string
-	build   func(a args) (scorer, error)
+	arg argUse
+	raw bool // the argument runs to the end of the spec (or its parentheses)
+	// rawInParens: in parentheses, the argument runs to the closing one;
+	// elsewhere it ends at a space, an operator or a parenthesis.
+	rawInParens bool
+	options     []string
+	build       func(a args) (scorer, error)
 }
 
 type argUse int
@@ -93,6 +100,7 @@ var kinds = map[string]kind{
 	"regex":    {arg: optionalArg, raw: true, build: buildRegex},
 	"tests":    {build: func(args) (scorer, error) { return tests{}, nil }},
 	"judge":    {arg: optionalArg, options: []string{"template", "scale"}, build: buildJudge},
+	"command":  {arg: requiredArg, rawInParens: true, options: []string{"timeout"}, build: buildCommand},
 }
 
 func buildNumeric(a args) (scorer, error) {
@@ -120,9 +128,10 @@ func buildRegex(a args) (scorer, error) {
 // parser reads a spec's parts. Raw arguments run to the end of s, which is
 // the whole spec or what a pair of parentheses holds.
 type parser struct {
-	spec string // the whole spec, for errors
-	s    string
-	pos  int
+	spec  string // the whole spec, for errors
+	s     string
+	pos   int
+	inner bool // s is what a pair of parentheses holds
 }
 
 func (p *parser) errorf(format string, args ...any) error {
@@ -181,7 +190,7 @@ func (p *parser) term() (part, error) {
 		if end < 0 {
 			return part{}, p.errorf("a parenthesis is not closed")
 		}
-		inner := &parser{spec: p.spec, s: p.s[p.pos+1 : end]}
+		inner := &parser{spec: p.spec, s: p.s[p.pos+1 : end], inner: true}
 		inner.skipSpace()
 		var err error
 		if pt, err = inner.part(); err != nil {
@@ -263,7 +272,7 @@ func (p *parser) part() (part, error) {
 	if p.peek() == ':' {
 		p.pos++
 		a.hasArg = true
-		if k.raw {
+		if k.raw || k.rawInParens && p.inner {
 			a.arg = strings.TrimRightFunc(p.s[p.pos:], unicode.IsSpace)
 			p.pos = len(p.s)
 		} else {
