@@ -150,16 +150,6 @@ func (p *Program) ScoreGroup(_ tasksets.Task, rewards []float64) Group {
 	return newGroup(append([]float64(nil), rewards...))
 }
 
-// answerOnly reports whether p scores an answer alone, with text rubrics.
-func (p *Program) answerOnly() bool {
-	for _, pt := range p.parts {
-		if _, ok := pt.scorer.(text); !ok {
-			return false
-		}
-	}
-	return true
-}
-
 // named sets the part's name on a part's error.
 func named(err error, name string) error {
 	var ce *ConfigError
