@@ -3,11 +3,13 @@ package activities
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/rubrics"
@@ -46,6 +48,9 @@ func (a *Activities) score(ctx context.Context, j job, out outcome, in rubrics.I
 	}
 
 	in.Task, in.Answer, in.Transcript = j.task, answer, transcript(out.turns)
+	if in.Env == nil {
+		in.Env = withoutCredentials(os.Environ())
+	}
 	var jd *judge
 	if a.Judge != nil {
 		jd = &judge{provider: a.Judge, model: ref.Model}
@@ -77,6 +82,19 @@ func (a *Activities) keepScored(ctx context.Context, j job, tr *trace.Rollout, c
 	if _, err := a.Store.PutAttempt(ctx, j.ref.RunID, at); err != nil {
 		a.logger().Warn("could not keep the trace of a failed attempt", "key", j.key, "attempt", j.ref.Attempt, "error", err)
 	}
+}
+
+// withoutCredentials is env without the variables named like credentials
+// (harness.IsSecretName): a rubric's command is a program of the run's
+// author, and what it prints may reach an error in a workflow history.
+func withoutCredentials(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); name != "" && !harness.IsSecretName(name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // transcript is the conversation of a rollout as a judge is shown it: the

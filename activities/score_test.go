@@ -166,3 +166,15 @@ func TestRunJudgeWithoutAProviderIsAConfigError(t *testing.T) {
 	assert.True(t, appErr.NonRetryable())
 	assert.Contains(t, err.Error(), "rubric judge: this worker has no judge model to ask")
 }
+
+// A rubric's command never sees the worker's credentials.
+func TestRunCommandGetsNoCredentials(t *testing.T) {
+	t.Setenv("GRADER_TEST_API_KEY", "sk-worker-key")
+	t.Setenv("GRADER_TEST_SETTING", "kept")
+	r := newRig(t, answering(""))
+	in := ref(1)
+	in.Rubric = "command:" + writeScript(t, `if [ -z "$GRADER_TEST_API_KEY" ] && [ "$GRADER_TEST_SETTING" = kept ]; then echo 1; else echo 0; fi`+"\n")
+	s, err := r.rollout(t, in)
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, s.Reward, "the command saw the key, or lost the other variables")
+}

@@ -85,7 +85,11 @@ func (c command) score(ctx context.Context, in Input) (Score, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", c.line)
-	cmd.Env = append(os.Environ(),
+	env := in.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(slices.Clip(env),
 		CommandWorkspaceEnv+"="+in.Workspace,
 		CommandTaskEnv+"="+taskFile,
 		CommandAnswerEnv+"="+answerFile,

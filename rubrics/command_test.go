@@ -140,6 +140,19 @@ echo 1
 	assert.Equal(t, wd+"\n", read("pwd"))
 }
 
+func TestCommandEnv(t *testing.T) {
+	t.Setenv("RUBRIC_TEST_INHERITED", "yes")
+	p, err := Compile("command:" + script(t, `[ -z "$RUBRIC_TEST_INHERITED" ] && [ "$GIVEN" = 1 ] && [ -n "$EVALFLOW_TASK_FILE" ] && echo 1 || echo 0`+"\n"))
+	require.NoError(t, err)
+	s, err := p.Score(context.Background(), Input{Task: verified, Env: []string{"PATH=" + os.Getenv("PATH"), "GIVEN=1"}})
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, s.Reward, "Env is the command's whole environment, with the contract's variables")
+
+	s, err = p.Score(context.Background(), Input{Task: verified})
+	require.NoError(t, err)
+	assert.Equal(t, 0.0, s.Reward, "without Env, the process's own")
+}
+
 func TestCommandFailures(t *testing.T) {
 	tests := []struct {
 		name   string

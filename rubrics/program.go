@@ -25,6 +25,10 @@ type Input struct {
 	Transcript []Message
 	// Judge asks a model; nil when the worker has none.
 	Judge Judge
+	// Env is the environment command parts run with, before the variables
+	// of their contract (Command*Env); nil is this process's own. The
+	// activity gives the worker's without its credentials.
+	Env []string
 }
 
 // Verdict is what a task's verifier concluded about a rollout.
