@@ -35,7 +35,7 @@ const (
 
 // DefaultCommandTimeout bounds a command part's run unless its spec says
 // otherwise (command?timeout=30s:…).
-const DefaultCommandTimeout = 2 * time.Minute
+const DefaultCommandTimeout = time.Minute
 
 // commandOutputLimit bounds what is read of a command's stdout (its score)
 // and kept of its stderr (for errors).
@@ -67,7 +67,7 @@ func buildCommand(a args) (scorer, error) {
 	return c, nil
 }
 
-func (c command) score(ctx context.Context, in Input) (Score, error) {
+func (c command) score(parent context.Context, in Input) (Score, error) {
 	dir, err := os.MkdirTemp("", "evalflow-rubric-*")
 	if err != nil {
 		return Score{}, &ScoringError{Reason: "cannot prepare the command's files", Err: err}
@@ -82,7 +82,7 @@ func (c command) score(ctx context.Context, in Input) (Score, error) {
 		return Score{}, &ScoringError{Reason: "cannot prepare the command's files", Err: err}
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	ctx, cancel := context.WithTimeout(parent, c.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", c.line)
 	env := in.Env
@@ -105,10 +105,10 @@ func (c command) score(ctx context.Context, in Input) (Score, error) {
 	cmd.WaitDelay = 5 * time.Second
 	err = cmd.Run()
 	switch {
-	case ctx.Err() == context.DeadlineExceeded:
-		return Score{}, &ScoringError{Reason: "timed out after " + c.timeout.String(), Stderr: stderr.String()}
+	case parent.Err() != nil:
+		return Score{}, &ScoringError{Reason: "stopped", Err: parent.Err()}
 	case ctx.Err() != nil:
-		return Score{}, &ScoringError{Reason: "stopped", Err: ctx.Err()}
+		return Score{}, &ScoringError{Reason: "timed out after " + c.timeout.String(), Stderr: stderr.String()}
 	case err != nil:
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {

@@ -22,7 +22,7 @@ const specHelp = "exact, numeric, numeric:TOLERANCE, contains, regex, regex:PATT
 //	regex[:PATTERN]   answer matches PATTERN, or the task's answer as a pattern
 //	tests             the task's verifier: its reward, its metrics as tests.NAME
 //	command:PROGRAM   a program prints the reward, or a JSON object of named
-//	                  numbers (option timeout=DURATION, default 2m)
+//	                  numbers (option timeout=DURATION, default 1m)
 //	judge[:MODEL]     a model grades the answer from 0 to 10 (options
 //	                  template=PATH, a text/template given JudgeData; scale=N)
 //	rank:SPEC         SPEC per rollout; a group of rollouts is rewarded by rank
