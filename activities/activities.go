@@ -38,7 +38,10 @@ type Activities struct {
 	// Capacity bounds the rollouts this worker holds at once, from Acquire to
 	// the end of Run.
 	Capacity *Capacity
-	Logger   *slog.Logger
+	// Judge is the model provider judge rubrics ask; nil fails a run whose
+	// rubric has a judge part.
+	Judge  Provider
+	Logger *slog.Logger
 	// Signal sends a workflow a signal; nil sends it with the activity's
 	// own Temporal client. Tests replace it.
 	Signal func(ctx context.Context, workflowID, runID, name string, arg any) error

@@ -55,7 +55,13 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (rollout.Summ
 		}
 		return rollout.Summary{}, err
 	}
-	rec, tr := score(j, out)
+	rec, tr, err := a.score(ctx, j, out, rubrics.Input{})
+	if err != nil {
+		if retryable(err) {
+			a.keepScored(ctx, j, tr, err)
+		}
+		return rollout.Summary{}, err
+	}
 	stored, _, err := a.Store.Put(ctx, rec, tr)
 	if err != nil {
 		return rollout.Summary{}, fmt.Errorf("write run store: %w", err)
@@ -70,7 +76,7 @@ type job struct {
 	ref     rollout.Ref
 	key     string
 	task    tasksets.Task
-	rubric  rubrics.Rubric
+	rubric  *rubrics.Program
 	command []string
 }
 
@@ -85,7 +91,7 @@ func (a *Activities) resolve(ctx context.Context, ref rollout.Ref) (job, error) 
 	if err != nil {
 		return job{}, taskErr(ctx, ref.Taskset, ref.Index, err)
 	}
-	rubric, err := rubrics.Parse(ref.Rubric)
+	rubric, err := rubrics.Compile(ref.Rubric)
 	if err != nil {
 		return job{}, configErr(err)
 	}
@@ -196,31 +202,6 @@ func errorText(err error) string {
 		s += ": " + appErr.Unwrap().Error()
 	}
 	return s
-}
-
-// score scores the harness's answer and builds the rollout's record and trace.
-func score(j job, out outcome) (results.Record, *trace.Rollout) {
-	answer := out.res.Answer
-	if answer == "" && len(out.turns) > 0 {
-		answer = out.turns[len(out.turns)-1].Response.Message.Text()
-	}
-	sc := j.rubric.Score(j.task, answer)
-	ref := j.ref
-	rec := results.Record{
-		Key: j.key, RunID: ref.RunID, Epoch: ref.Epoch, Index: ref.Index, K: ref.K, TaskID: j.task.ID,
-		Status: rollout.StatusOK, Reward: sc.Reward, Turns: len(out.turns), Model: answeredBy(out.turns, ref.Model),
-		DurationMS: out.res.Duration.Milliseconds(), Attempt: ref.Attempt, FinishedAt: out.stopped.UTC(),
-	}
-	for _, t := range out.turns {
-		rec.InputTokens += t.Response.Usage.InputTokens
-		rec.OutputTokens += t.Response.Usage.OutputTokens
-	}
-	if kind, msg := classify(out.res, out.turns, ref.Harness.MaxTurns); kind != "" {
-		rec.Status, rec.ErrorKind, rec.Error, rec.Reward = rollout.StatusError, kind, msg, 0
-	}
-	tr := j.trace(out)
-	tr.Reward, tr.Score = rec.Reward, sc.Detail
-	return rec, &tr
 }
 
 // trace is the rollout's trace as far as out goes.

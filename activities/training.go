@@ -12,7 +12,7 @@ import (
 // ScoreGroup scores a task's group of rollouts together from their stored
 // results, records the group in the run store and returns its summary.
 func (a *Activities) ScoreGroup(ctx context.Context, in rollout.ScoreGroupInput) (rollout.GroupSummary, error) {
-	rubric, err := rubrics.Parse(in.Rubric)
+	rubric, err := rubrics.Compile(in.Rubric)
 	if err != nil {
 		return rollout.GroupSummary{}, configErr(err)
 	}
@@ -34,7 +34,7 @@ func (a *Activities) ScoreGroup(ctx context.Context, in rollout.ScoreGroupInput)
 			rewards[i] = rec.Reward
 		}
 	}
-	g := rubrics.ScoreGroup(rubric, task, rewards)
+	g := rubric.ScoreGroup(task, rewards)
 	stored, _, err := a.Store.PutGroup(ctx, in.RunID, results.Group{
 		Key: results.GroupKey(in.RunID, in.Epoch, in.Index), Epoch: in.Epoch, Index: in.Index, TaskID: task.ID,
 		Rollouts: in.Keys, Rewards: g.Rewards, Mean: g.Mean, Std: g.Std, Advantages: g.Advantages,

@@ -30,6 +30,10 @@ const (
 	ErrTypeUpstream = "UpstreamUnavailable"
 	// ErrTypeRuntime: the harness runtime failed (workdir, spawn); retried.
 	ErrTypeRuntime = "RuntimeError"
+	// ErrTypeRubric: the rubric could not score a finished rollout (its
+	// command failed or printed no score, its judge did not answer with
+	// one); retried, never a reward of 0.
+	ErrTypeRubric = "RubricError"
 	// ErrTypeConfig: the run cannot work as configured (unknown taskset,
 	// missing harness command, bad rubric). Not retried; fails the run.
 	ErrTypeConfig = "ConfigError"

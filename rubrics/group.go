@@ -3,16 +3,7 @@ package rubrics
 import (
 	"math"
 	"sort"
-	"strings"
-
-	"github.com/evalflow/evalflow/tasksets"
 )
-
-// GroupRubric scores the rollouts of one task together, after each was
-// scored alone: the rewards a trainer sees for a group.
-type GroupRubric interface {
-	ScoreGroup(task tasksets.Task, rewards []float64) []float64
-}
 
 // Group is a task's group of rollouts, scored.
 type Group struct {
@@ -22,37 +13,28 @@ type Group struct {
 	Advantages []float64
 }
 
-// ScoreGroup applies r's group scoring when it has one, then computes the
-// group mean, standard deviation and advantages (reward - group mean).
-func ScoreGroup(r Rubric, task tasksets.Task, rewards []float64) Group {
-	g := Group{Rewards: append([]float64(nil), rewards...)}
-	if gr, ok := r.(GroupRubric); ok {
-		g.Rewards = gr.ScoreGroup(task, rewards)
-	}
-	if len(g.Rewards) == 0 {
+// newGroup computes the group mean, standard deviation and advantages
+// (reward - group mean) of rewards, which it keeps.
+func newGroup(rewards []float64) Group {
+	g := Group{Rewards: rewards}
+	if len(rewards) == 0 {
 		return g
 	}
-	for _, x := range g.Rewards {
+	for _, x := range rewards {
 		g.Mean += x
 	}
-	g.Mean /= float64(len(g.Rewards))
-	for _, x := range g.Rewards {
+	g.Mean /= float64(len(rewards))
+	for _, x := range rewards {
 		g.Std += (x - g.Mean) * (x - g.Mean)
 		g.Advantages = append(g.Advantages, x-g.Mean)
 	}
-	g.Std = math.Sqrt(g.Std / float64(len(g.Rewards)))
+	g.Std = math.Sqrt(g.Std / float64(len(rewards)))
 	return g
 }
 
-// Ranked scores each rollout alone with Base, then rewards a group by rank:
-// the best rollout of the group gets 1, the worst 0, ties share their mean rank.
-type Ranked struct{ Base Rubric }
-
-// Score scores one answer with the base rubric.
-func (r Ranked) Score(task tasksets.Task, answer string) Score { return r.Base.Score(task, answer) }
-
-// ScoreGroup maps rewards to their normalized rank in the group.
-func (r Ranked) ScoreGroup(_ tasksets.Task, rewards []float64) []float64 {
+// ranks maps rewards to their normalized rank in the group: the best gets 1,
+// the worst 0, ties share their mean rank. A group of one keeps its reward.
+func ranks(rewards []float64) []float64 {
 	n := len(rewards)
 	out := make([]float64, n)
 	if n < 2 {
@@ -76,17 +58,4 @@ func (r Ranked) ScoreGroup(_ tasksets.Task, rewards []float64) []float64 {
 		i = j + 1
 	}
 	return out
-}
-
-// parseGroup handles "rank:BASE".
-func parseGroup(spec string) (Rubric, bool, error) {
-	base, ok := strings.CutPrefix(strings.TrimSpace(spec), "rank:")
-	if !ok {
-		return nil, false, nil
-	}
-	r, err := Parse(base)
-	if err != nil {
-		return nil, true, err
-	}
-	return Ranked{Base: r}, true, nil
 }

@@ -1,69 +1,35 @@
-// Package rubrics scores a harness's final answer against a task's reference
-// answer. A rubric is chosen per run by a spec string such as "numeric:0.01".
+// Package rubrics scores a finished rollout. A run names its rubric by a spec
+// such as "numeric:0.01", "tests" or "tests*0.8 + judge*0.2"; Compile turns
+// the spec into a Program, which scores each rollout from an Input the
+// activity fills: the task, the final answer, the agent's workspace, the
+// verifier's verdict, the conversation and a judge model.
 package rubrics
 
 import (
-	"fmt"
-	"math"
-	"regexp"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/evalflow/evalflow/tasksets"
 )
 
-// Score is a rubric's verdict on one answer.
+// Score is a rubric's verdict on one rollout.
 type Score struct {
-	// Reward is in [0, 1].
+	// Reward is the rollout's reward: in [0, 1] for the text and judge
+	// rubrics; a verifier's or a command's reward as it gave it.
 	Reward float64
+	// Metrics are the named numbers behind Reward. A Program reports one per
+	// part under the part's name ("tests", "judge") and a part's own numbers
+	// under "<name>.<metric>" ("tests.passed"); a Rubric reports none.
+	Metrics map[string]float64
 	// Detail says briefly why, for the run's results.
 	Detail string
 }
 
-// Rubric scores an answer to a task.
+// Rubric scores an answer alone against the task's reference answer: the
+// text rubrics Exact, Numeric, Contains and Regex. A Program combines them
+// with verifiers, commands and judges.
 type Rubric interface {
 	Score(task tasksets.Task, answer string) Score
-}
-
-// specHelp lists the specs Parse accepts.
-const specHelp = "exact, numeric, numeric:TOLERANCE, contains, regex, regex:PATTERN, rank:SPEC"
-
-// Parse builds a rubric from its spec:
-//
-//	exact           normalized answer equals the task's answer
-//	numeric[:TOL]   last number in the answer is within TOL of the task's (default 0)
-//	contains        normalized answer contains the task's answer
-//	regex[:PATTERN] answer matches PATTERN, or the task's answer as a pattern
-//	rank:SPEC       SPEC per rollout; a group of rollouts is rewarded by rank
-func Parse(spec string) (Rubric, error) {
-	if r, ok, err := parseGroup(spec); ok {
-		return r, err
-	}
-	name, arg, hasArg := strings.Cut(strings.TrimSpace(spec), ":")
-	switch {
-	case name == "exact" && !hasArg:
-		return Exact{}, nil
-	case name == "contains" && !hasArg:
-		return Contains{}, nil
-	case name == "numeric" && !hasArg:
-		return Numeric{}, nil
-	case name == "numeric":
-		tol, err := strconv.ParseFloat(arg, 64)
-		if err != nil || tol < 0 || math.IsNaN(tol) {
-			return nil, fmt.Errorf("rubric %q: tolerance %q is not a non-negative number", spec, arg)
-		}
-		return Numeric{Tolerance: tol}, nil
-	case name == "regex" && !hasArg:
-		return Regex{}, nil
-	case name == "regex":
-		re, err := regexp.Compile(arg)
-		if err != nil {
-			return nil, fmt.Errorf("rubric %q: %w", spec, err)
-		}
-		return Regex{Pattern: re}, nil
-	}
-	return nil, fmt.Errorf("unknown rubric %q (valid: %s)", spec, specHelp)
 }
 
 // noAnswer is the score for a task that carries no reference answer.
@@ -83,9 +49,35 @@ func clip(s string) string {
 	if len(s) <= limit {
 		return s
 	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return s[:runeStart(s, limit)] + "…"
+}
+
+// clipMiddle shortens s to about limit bytes, keeping its start and its end
+// (where a judge usually writes its score), on one line.
+func clipMiddle(s string, limit int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= limit {
+		return s
 	}
-	return s[:cut] + "…"
+	return s[:runeStart(s, limit/2)] + " … " + lastBytes(s, limit/2)
+}
+
+// lastBytes is the end of s, at most n bytes, starting at a rune.
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return s[i:]
+}
+
+// runeStart is the largest i <= n at which a rune of s starts.
+func runeStart(s string, n int) int {
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return n
 }

@@ -1,6 +1,7 @@
 package rubrics
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,99 +10,62 @@ import (
 	"github.com/evalflow/evalflow/tasksets"
 )
 
-func TestParse(t *testing.T) {
-	tests := []struct {
-		spec string
-		want Rubric
-	}{
-		{"exact", Exact{}},
-		{" exact ", Exact{}},
-		{"contains", Contains{}},
-		{"numeric", Numeric{}},
-		{"numeric:0.01", Numeric{Tolerance: 0.01}},
-		{"regex", Regex{}},
-	}
-	for _, tt := range tests {
-		got, err := Parse(tt.spec)
-		require.NoError(t, err, "Parse(%q)", tt.spec)
-		assert.Equal(t, tt.want, got, "Parse(%q) = %v, want %v", tt.spec, got, tt.want)
-	}
+// scoreTests are answers scored by the text rubrics.
+var scoreTests = []struct {
+	spec   string
+	want   string // task answer
+	answer string
+	reward float64
+}{
+	{"exact", "Paris", "paris", 1},
+	{"exact", "Paris", "  Paris. ", 1},
+	{"exact", "new   york", "New York", 1},
+	{"exact", "Paris", "Paris, France", 0},
+	{"exact", "", "", 0},
 
-	r, err := Parse(`regex:^\d+$`)
-	require.NoError(t, err)
-	assert.Equal(t, `^\d+$`, r.(Regex).Pattern.String())
-}
+	{"numeric", "6216", "The answer is 6216.", 1},
+	{"numeric", "6216", "The answer is 6,216.", 1},
+	{"numeric", "6,216", "6216", 1},
+	{"numeric", "6216", "First 12 * 37 = 444, then 444 * 14 = 6216", 1},
+	{"numeric", "6216", "6216 is wrong, it is 6217", 0},
+	{"numeric", "-31", "It is -31 degrees.", 1},
+	{"numeric", "-31", "It is −31 degrees.", 1},
+	{"numeric", "4", "pages 3-4", 1},
+	{"numeric", "4.5", "4.50 dollars", 1},
+	{"numeric", "0.5", "about .5", 1},
+	{"numeric", "0.3", "0.30000000000000004", 1},
+	{"numeric", "42", `so \boxed{42} and 43 is not it`, 1},
+	{"numeric", "42", `\boxed{\frac{84}{2}} no, \boxed{42}`, 1},
+	{"numeric", "42", "no number here", 0},
+	{"numeric", "forty", "40", 0},
+	{"numeric", "", "40", 0},
+	{"numeric:0.01", "3.14159", "pi is 3.14", 1},
+	{"numeric:0.001", "3.14159", "pi is 3.14", 0},
 
-func TestParseErrors(t *testing.T) {
-	tests := []struct {
-		spec string
-		want string
-	}{
-		{"fuzzy", `unknown rubric "fuzzy" (valid: exact, numeric`},
-		{"", `unknown rubric ""`},
-		{"exact:1", "unknown rubric"},
-		{"numeric:abc", `tolerance "abc"`},
-		{"numeric:-1", `tolerance "-1"`},
-		{"numeric:NaN", `tolerance "NaN"`},
-		{"regex:(", "missing closing )"},
-	}
-	for _, tt := range tests {
-		r, err := Parse(tt.spec)
-		require.Error(t, err, "Parse(%q) = %v, want an error", tt.spec, r)
-		assert.Contains(t, err.Error(), tt.want, "Parse(%q)", tt.spec)
-	}
+	{"contains", "Paris", "The capital is paris.", 1},
+	{"contains", "Paris", "The capital is Lyon.", 0},
+	{"contains", "", "anything", 0},
+
+	{"regex", `^\d+$`, "123", 1},
+	{"regex", `^\d+$`, " 123\n", 1},
+	{"regex", `^\d+$`, "12a", 0},
+	{"regex", `(`, "(", 0},
+	{`regex:(?i)^yes\b`, "", "Yes, indeed", 1},
+	{`regex:(?i)^yes\b`, "", "no", 0},
 }
 
 func TestScore(t *testing.T) {
-	tests := []struct {
-		spec   string
-		want   string // task answer
-		answer string
-		reward float64
-	}{
-		{"exact", "Paris", "paris", 1},
-		{"exact", "Paris", "  Paris. ", 1},
-		{"exact", "new   york", "New York", 1},
-		{"exact", "Paris", "Paris, France", 0},
-		{"exact", "", "", 0},
-
-		{"numeric", "6216", "The answer is 6216.", 1},
-		{"numeric", "6216", "The answer is 6,216.", 1},
-		{"numeric", "6,216", "6216", 1},
-		{"numeric", "6216", "First 12 * 37 = 444, then 444 * 14 = 6216", 1},
-		{"numeric", "6216", "6216 is wrong, it is 6217", 0},
-		{"numeric", "-31", "It is -31 degrees.", 1},
-		{"numeric", "-31", "It is −31 degrees.", 1},
-		{"numeric", "4", "pages 3-4", 1},
-		{"numeric", "4.5", "4.50 dollars", 1},
-		{"numeric", "0.5", "about .5", 1},
-		{"numeric", "0.3", "0.30000000000000004", 1},
-		{"numeric", "42", `so \boxed{42} and 43 is not it`, 1},
-		{"numeric", "42", `\boxed{\frac{84}{2}} no, \boxed{42}`, 1},
-		{"numeric", "42", "no number here", 0},
-		{"numeric", "forty", "40", 0},
-		{"numeric", "", "40", 0},
-		{"numeric:0.01", "3.14159", "pi is 3.14", 1},
-		{"numeric:0.001", "3.14159", "pi is 3.14", 0},
-
-		{"contains", "Paris", "The capital is paris.", 1},
-		{"contains", "Paris", "The capital is Lyon.", 0},
-		{"contains", "", "anything", 0},
-
-		{"regex", `^\d+$`, "123", 1},
-		{"regex", `^\d+$`, " 123\n", 1},
-		{"regex", `^\d+$`, "12a", 0},
-		{"regex", `(`, "(", 0},
-		{`regex:(?i)^yes\b`, "", "Yes, indeed", 1},
-		{`regex:(?i)^yes\b`, "", "no", 0},
-	}
-	for _, tt := range tests {
-		r, err := Parse(tt.spec)
+	ctx := context.Background()
+	for _, tt := range scoreTests {
+		p, err := Compile(tt.spec)
 		require.NoError(t, err)
-		got := r.Score(tasksets.Task{ID: "t", Answer: tt.want}, tt.answer)
+		got, err := p.Score(ctx, Input{Task: tasksets.Task{ID: "t", Answer: tt.want}, Answer: tt.answer})
+		require.NoError(t, err, "%s: Score(%q)", tt.spec, tt.answer)
 		assert.Equal(t, tt.reward, got.Reward, "%s: Score(answer %q, task answer %q) = %v (%s), want %v",
 			tt.spec, tt.answer, tt.want, got.Reward, got.Detail, tt.reward)
 		assert.NotEmpty(t, got.Detail, "%s: Score(%q) has no detail", tt.spec, tt.answer)
+		name := p.parts[0].name
+		assert.Equal(t, map[string]float64{name: tt.reward}, got.Metrics, "%s: Score(%q) metrics", tt.spec, tt.answer)
 	}
 }
 

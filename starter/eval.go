@@ -101,7 +101,7 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "harness-timeout", Value: workflows.DefaultHarnessTimeout, Usage: "kill a harness after this long"},
 		&cli.StringFlag{Name: "harness-dialect", Usage: "protocol the built-in agent speaks: chat (default), responses or anthropic"},
 		&cli.IntFlag{Name: "max-turns", Value: workflows.DefaultMaxTurns, Usage: "model calls a harness may make (EVALFLOW_MAX_TURNS)"},
-		&cli.StringFlag{Name: "rubric", Value: workflows.DefaultRubric, Usage: "exact, numeric[:tol], contains, regex[:pattern], rank:<rubric>"},
+		&cli.StringFlag{Name: "rubric", Value: workflows.DefaultRubric, Usage: "how rollouts are scored: exact, numeric[:tol], contains, regex[:pattern], tests, command:PROGRAM, judge[:model], weighted sums (tests*0.8+judge*0.2), rank:<rubric>"},
 		&cli.IntFlag{Name: "max-attempts", Value: workflows.DefaultMaxAttempts, Usage: "attempts of a rollout after infrastructure failures"},
 		&cli.BoolFlag{Name: "retry-failed", Usage: "with the --run-id of an earlier run: rerun its stored failures and keep its successes"},
 		&cli.IntFlag{Name: "continue-as-new-after", Value: workflows.DefaultContinueAsNewAfter, Usage: "rollouts per workflow history segment"},
@@ -141,7 +141,7 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 	if err := results.ValidateRunID(cfg.RunID); err != nil {
 		return cfg, fmt.Errorf("--run-id: %w", err)
 	}
-	if _, err := rubrics.Parse(cfg.Rubric); err != nil {
+	if _, err := rubrics.Compile(cfg.Rubric); err != nil {
 		return cfg, fmt.Errorf("--rubric: %w", err)
 	}
 	if cfg.Model == "" {

@@ -57,6 +57,9 @@ func TestRunConfigErrors(t *testing.T) {
 		// Checked before the run starts, not when its first rollout runs.
 		{[]string{"--rubric", "bogus"}, `--rubric: unknown rubric "bogus"`},
 		{[]string{"--rubric", "rank:bogus"}, "--rubric"},
+		{[]string{"--rubric", "tests*0.8+judje*0.2"}, `--rubric: rubric "tests*0.8+judje*0.2": unknown rubric "judje"`},
+		{[]string{"--rubric", "exact*0.5+command:"}, `--rubric: rubric "exact*0.5+command:": command: names no program`},
+		{[]string{"--rubric", "exact*0.5 command:./check.sh"}, `unexpected "command:./check.sh" after exact: join parts with +`},
 		// Out of range: not quietly the workflow's default.
 		{[]string{"--max-concurrent", "0"}, "--max-concurrent 0: must be at least 1"},
 		{[]string{"--max-concurrent", "-2"}, "--max-concurrent -2 is negative"},
@@ -89,6 +92,8 @@ func TestRunConfigAccepts(t *testing.T) {
 		{"--run-id", "nightly-2026.11.21:gpt@v2+x=1"},
 		{"--rubric", "numeric:0.01", "--max-concurrent", "1", "--rollouts-per-task", "1", "--tasks", "0"},
 		{"--rubric", "rank:exact"},
+		{"--rubric", "exact*0.5+command:./check.sh*0.5"},
+		{"--rubric", "tests*0.8+judge*0.2"},
 	} {
 		_, err := parseEval(t, args...)
 		assert.NoError(t, err, "runConfig(%q)", args)

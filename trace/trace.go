@@ -72,9 +72,12 @@ type Harness struct {
 
 // Rollout is the full trace of one rollout, stored by the run store.
 type Rollout struct {
-	Key       string    `json:"key"`
-	TaskID    string    `json:"task_id"`
-	Turns     []Turn    `json:"turns"`
+	Key    string `json:"key"`
+	TaskID string `json:"task_id"`
+	Turns  []Turn `json:"turns"`
+	// Judge holds the calls a judge rubric made to grade the rollout, apart
+	// from the agent's own turns.
+	Judge     []Turn    `json:"judge_turns,omitempty"`
 	Harness   Harness   `json:"harness"`
 	Reward    float64   `json:"reward"`
 	Score     string    `json:"score_detail,omitempty"`

@@ -168,6 +168,7 @@ func NewWorker(c client.Client, cfg Config) (*Worker, error) {
 		HostQueue:      hostQueue(cfg.TaskQueue),
 		DefaultHarness: cfg.DefaultHarness,
 		Capacity:       w.cap,
+		Judge:          upstream,
 		Logger:         cfg.Logger,
 	}
 

@@ -4,6 +4,15 @@
 // "calculator" tool when one is offered, so evaluations run end to end with
 // no provider configured; a script makes it act out other tasks.
 //
+// # Judging
+//
+// A conversation whose last user message is a judge's prompt, as the
+// default template of evalflow's judge rubrics writes it (the headings
+// "## Reference answer" and "## The assistant's final answer"), is graded
+// deterministically: "Score: 10/10" when the answer contains the reference
+// answer or ends with its number, "Score: 0/10" when it does not, and
+// "Score: 5/10" without a reference answer. Scripts do not apply to it.
+//
 // # Scripts
 //
 // Config.Script names a JSONL file that scripts the model per task: one line

@@ -37,10 +37,14 @@ func (r reply) finishReason() string {
 	return "stop"
 }
 
-// reply decides the answer to req: the script's turn if the conversation
-// is scripted, otherwise the built-in arithmetic behaviour.
+// reply decides the answer to req: a grade for a judge's prompt, the
+// script's turn if the conversation is scripted, otherwise the built-in
+// arithmetic behaviour.
 func (m *Model) reply(req chatRequest) reply {
 	h := conversationHash(req.Messages)
+	if r, ok := grade(lastUserText(req.Messages)); ok {
+		return r
+	}
 	if turn, ok := m.scripted(req.Messages); ok {
 		return turn.reply(h)
 	}
