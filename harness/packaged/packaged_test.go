@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/harness/packaged"
 	"github.com/evalflow/evalflow/interception"
@@ -83,8 +84,8 @@ func TestHarnessesCompleteBundledTask(t *testing.T) {
 		tool     string
 		logs     string // a session log's name starts with it
 	}{
-		{packaged.Codex, func(url string) *providers.Client { return providers.NewResponses(url+"/v1", "upstream-key") }, "shell_command", "codex-home/sessions/"},
-		{packaged.ClaudeCode, func(url string) *providers.Client { return providers.NewAnthropic(url, "upstream-key") }, "Bash", "claude-config/projects/"},
+		{packaged.Codex, func(url string) *providers.Client { return providers.NewResponses(url+"/v1", "upstream-key") }, "exec_command", "codex-home/sessions/"},
+		{packaged.ClaudeCode, func(url string) *providers.Client { return providers.NewAnthropic(url+"/v1", "upstream-key") }, "Bash", "claude-config/projects/"},
 	} {
 		t.Run(tc.h.Name, func(t *testing.T) {
 			install(t, tc.h)
@@ -113,13 +114,6 @@ func TestHarnessesCompleteBundledTask(t *testing.T) {
 			})
 			require.NoError(t, err)
 			turns := rec.all()
-			for _, turn := range turns {
-				var tools []string
-				for _, tl := range turn.Request.Tools {
-					tools = append(tools, tl.Name)
-				}
-				t.Logf("turn %s %d tools %v", turn.Route, turn.Status, tools)
-			}
 			require.Equal(t, 0, res.ExitCode, "stdout: %s\nstderr: %s", res.Stdout, res.Stderr)
 
 			hello, err := os.ReadFile(filepath.Join(ws.Dir, "hello.txt"))
@@ -138,6 +132,15 @@ func TestHarnessesCompleteBundledTask(t *testing.T) {
 				}
 			}
 			assert.Contains(t, called, tc.tool, "the scripted tool call went through the interception server")
+			require.GreaterOrEqual(t, len(turns), 2)
+			last := turns[len(turns)-1].Request.Messages
+			var results []string
+			for _, m := range last {
+				if m.Role == dialects.RoleTool {
+					results = append(results, m.Text())
+				}
+			}
+			assert.NotEmpty(t, results, "the CLI sent its tool's result back to the model")
 
 			var names []string
 			for _, l := range res.SessionLogs {
