@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -150,7 +151,7 @@ func (in *Installer) npmInstall(ctx context.Context, prefix, spec string) error 
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	switch {
-	case errors.Is(err, exec.ErrNotFound):
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("install %s: npm is not installed (packaged harnesses are installed with npm from its registry): %w", spec, err)
 	case err != nil:
 		return fmt.Errorf("install %s: npm install failed (%w) — is the npm registry (%s) reachable from this worker? npm said: %s",
