@@ -105,3 +105,14 @@ func sessionLogs(session string, paths []string) []harness.SessionLog {
 	}
 	return logs
 }
+
+var _ harness.Verifier = (*Runtime)(nil)
+
+// Verify runs a task's verifier on the wrapped runtime.
+func (r *Runtime) Verify(ctx context.Context, spec harness.VerifySpec) (harness.VerifyResult, error) {
+	v, ok := r.Runtime.(harness.Verifier)
+	if !ok {
+		return harness.VerifyResult{}, fmt.Errorf("the %T runtime cannot run verifiers", r.Runtime)
+	}
+	return v.Verify(ctx, spec)
+}
