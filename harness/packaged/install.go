@@ -113,6 +113,13 @@ func (in *Installer) install(ctx context.Context, h Harness, version string) (st
 	if installed(final) { // installed by another process while we waited
 		return bin, nil
 	}
+	// Under the lock, a temporary directory of this version is one an
+	// installer killed half-way left behind.
+	if stale, err := filepath.Glob(filepath.Join(dir, "."+h.Name+"@"+version+".tmp-*")); err == nil {
+		for _, d := range stale {
+			_ = os.RemoveAll(d)
+		}
+	}
 	tmp, err := os.MkdirTemp(dir, "."+h.Name+"@"+version+".tmp-")
 	if err != nil {
 		return "", fmt.Errorf("packaged harness cache: %w", err)

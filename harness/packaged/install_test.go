@@ -70,6 +70,8 @@ func TestConcurrentInstallsInstallOnce(t *testing.T) {
 	h := packaged.ClaudeCode
 	npm, count := fakeNPM(t, h)
 	cache := t.TempDir()
+	stale := filepath.Join(cache, ".claude-code@9.9.9.tmp-123")
+	require.NoError(t, os.MkdirAll(filepath.Join(stale, "node_modules"), 0o755), "left by an installer killed half-way")
 	var wg sync.WaitGroup
 	bins := make([]string, 4)
 	errs := make([]error, 4)
@@ -87,6 +89,7 @@ func TestConcurrentInstallsInstallOnce(t *testing.T) {
 	installs, err := os.ReadFile(count)
 	require.NoError(t, err)
 	assert.Equal(t, 1, strings.Count(string(installs), "\n"), "npm ran once: %s", installs)
+	assert.NoDirExists(t, stale, "a half-done installation is cleared")
 
 	// A later worker finds it in the cache without npm.
 	again := &packaged.Installer{Dir: cache, NPM: filepath.Join(t.TempDir(), "no-npm")}
