@@ -30,11 +30,14 @@ var allowed = map[string][]string{
 	"harness":   {"tasksets"},
 	// The built-in agent is a program of its own: it knows the task format
 	// and the arithmetic of its tool, nothing of the worker.
-	"harness/agent":  {"arith", "tasksets"},
-	"providers":      {"dialects"},
-	"providers/mock": {"dialects", "arith"},
-	"interception":   {"dialects", "trace", "tunnel"},
-	"results":        {"rollout", "trace"},
+	"harness/agent": {"arith", "tasksets"},
+	// Packaged harnesses (codex, claude-code) wrap a runtime: installed
+	// from npm, configured for the slot, run like any harness.
+	"harness/packaged": {"harness", "tasksets"},
+	"providers":        {"dialects"},
+	"providers/mock":   {"dialects", "arith"},
+	"interception":     {"dialects", "trace", "tunnel"},
+	"results":          {"rollout", "trace"},
 	// Workflows and the pull client know the contract only: no transport,
 	// tunnel or subprocess is linked into a trainer or a workflow worker
 	// through them.
@@ -47,7 +50,7 @@ var allowed = map[string][]string{
 	"viewer": {"results", "rollout", "workflows"},
 	// Drives a headless Chromium for the viewer's browser tests.
 	"viewer/viewertest": {},
-	"wiring": {"activities", "dialects", "harness", "harness/agent", "interception", "providers",
+	"wiring": {"activities", "dialects", "harness", "harness/agent", "harness/packaged", "interception", "providers",
 		"providers/mock", "results", "rollout", "tasksets", "tunnel", "workflows"},
 	// Binaries and tools sit on top; nothing imports them.
 	"starter":             {"*"},

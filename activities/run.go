@@ -167,6 +167,8 @@ func infraError(ctx context.Context, j job, out outcome) error {
 		return temporal.NewApplicationErrorWithCause("tunnel lost during the rollout", rollout.ErrTypeTunnel, out.tunnel)
 	case errors.Is(out.err, exec.ErrNotFound):
 		return configErr(fmt.Errorf("harness command %q not found", j.command[0]))
+	case errors.As(out.err, new(*harness.ConfigError)):
+		return configErr(out.err)
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case out.err != nil:
@@ -210,7 +212,7 @@ func (j job) trace(out outcome) trace.Rollout {
 		Key: j.key, TaskID: j.task.ID, Turns: out.turns,
 		Harness: trace.Harness{
 			ExitCode: out.res.ExitCode, TimedOut: out.res.TimedOut, Stdout: out.res.Stdout, Stderr: out.res.Stderr,
-			Answer: out.res.Answer, Duration: out.res.Duration,
+			Answer: out.res.Answer, Duration: out.res.Duration, SessionLogs: sessionLogs(out.res.SessionLogs),
 		},
 		StartedAt: out.started.UTC(), EndedAt: out.stopped.UTC(),
 	}
@@ -239,5 +241,20 @@ func redacted(res harness.Result, secret string) harness.Result {
 	res.Stdout = strings.ReplaceAll(res.Stdout, secret, blank)
 	res.Stderr = strings.ReplaceAll(res.Stderr, secret, blank)
 	res.Answer = strings.ReplaceAll(res.Answer, secret, blank)
+	logs := make([]harness.SessionLog, len(res.SessionLogs))
+	for i, l := range res.SessionLogs {
+		l.Content = strings.ReplaceAll(l.Content, secret, blank)
+		logs[i] = l
+	}
+	res.SessionLogs = logs
 	return res
+}
+
+// sessionLogs are a harness's session logs as the trace keeps them.
+func sessionLogs(logs []harness.SessionLog) []trace.SessionLog {
+	var out []trace.SessionLog
+	for _, l := range logs {
+		out = append(out, trace.SessionLog{Name: l.Name, Content: l.Content, Truncated: l.Truncated})
+	}
+	return out
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/trace"
 	"github.com/evalflow/evalflow/tunnel"
 )
 
@@ -470,4 +471,35 @@ func TestAcquireFixedPortInUseIsAConfigError(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, acts.Capacity.Take(ctx, "other", func() {}))
+}
+
+// A harness's session logs are stored with its trace, without the rollout
+// secret.
+func TestRunKeepsSessionLogs(t *testing.T) {
+	r := newRig(t, func(ctx context.Context, spec harness.Spec) (harness.Result, error) {
+		return harness.Result{Answer: spec.Task.Answer, SessionLogs: []harness.SessionLog{
+			{Name: "sessions/rollout-1.jsonl", Content: `{"type":"session_meta","key":"` + spec.Secret + `"}` + "\n", Truncated: true},
+		}}, nil
+	})
+	s, err := r.rollout(t, ref(1))
+	require.NoError(t, err)
+	tr, err := r.store.Trace(context.Background(), "run", s.Key)
+	require.NoError(t, err)
+	assert.Equal(t, []trace.SessionLog{
+		{Name: "sessions/rollout-1.jsonl", Content: `{"type":"session_meta","key":"[rollout secret]"}` + "\n", Truncated: true},
+	}, tr.Harness.SessionLogs)
+}
+
+// A harness that cannot run as configured (a packaged harness npm cannot
+// install) fails the run with its reason, not retried.
+func TestRunFailsOnAHarnessConfigError(t *testing.T) {
+	r := newRig(t, func(context.Context, harness.Spec) (harness.Result, error) {
+		return harness.Result{}, &harness.ConfigError{Err: errors.New("install @openai/codex@0.169.0: npm install failed")}
+	})
+	_, err := r.rollout(t, ref(1))
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	assert.Equal(t, rollout.ErrTypeConfig, appErr.Type())
+	assert.True(t, appErr.NonRetryable())
+	assert.Contains(t, err.Error(), "install @openai/codex@0.169.0: npm install failed")
 }

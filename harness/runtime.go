@@ -52,7 +52,27 @@ type Result struct {
 	Stdout   string
 	Stderr   string
 	Duration time.Duration
+	// SessionLogs are the harness's own logs and transcripts, kept with the
+	// rollout's trace (a packaged harness's session files).
+	SessionLogs []SessionLog
 }
+
+// SessionLog is one log or transcript file a harness left.
+type SessionLog struct {
+	// Name is the file's path relative to where the harness kept it.
+	Name    string
+	Content string
+	// Truncated is set when only the start of the file was kept.
+	Truncated bool
+}
+
+// ConfigError is a harness that cannot run as configured (a packaged
+// harness that cannot be installed, a runtime it does not support): the
+// run fails rather than retrying it.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Runtime starts harness processes somewhere.
 type Runtime interface {

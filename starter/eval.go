@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/evalflow/evalflow/harness/packaged"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/rubrics"
@@ -97,7 +98,8 @@ func runFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "temperature", Usage: "sampling temperature set on every model call"},
 		&cli.Float64Flag{Name: "top-p", Usage: "nucleus sampling set on every model call"},
 		&cli.IntFlag{Name: "max-tokens", Usage: "max tokens set on every model call"},
-		&cli.StringFlag{Name: "harness", Usage: "harness command, e.g. 'python agent.py' (default: the built-in agent)"},
+		&cli.StringFlag{Name: "harness", Usage: "harness: codex or claude-code (packaged: installed by each worker from npm), or a command, e.g. 'python agent.py' (default: the built-in agent)"},
+		&cli.StringFlag{Name: "harness-version", Usage: "version of a packaged harness (default: its pinned version, " + pinnedVersions() + ")"},
 		&cli.DurationFlag{Name: "harness-timeout", Value: workflows.DefaultHarnessTimeout, Usage: "kill a harness after this long"},
 		&cli.StringFlag{Name: "harness-dialect", Usage: "protocol the built-in agent speaks: chat (default), responses or anthropic"},
 		&cli.IntFlag{Name: "max-turns", Value: workflows.DefaultMaxTurns, Usage: "model calls a harness may make (EVALFLOW_MAX_TURNS)"},
@@ -107,6 +109,15 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "continue-as-new-after", Value: workflows.DefaultContinueAsNewAfter, Usage: "rollouts per workflow history segment"},
 		&cli.StringFlag{Name: "worker", Value: "auto", Usage: "run a worker in this process: auto (only with the embedded server), on, off"},
 	}
+}
+
+// pinnedVersions lists the packaged harnesses' pinned versions.
+func pinnedVersions() string {
+	var vs []string
+	for _, h := range packaged.Harnesses {
+		vs = append(vs, h.Name+" "+h.Version)
+	}
+	return strings.Join(vs, ", ")
 }
 
 // runConfig turns flags into the workflow input.
@@ -153,7 +164,14 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 	if d := cfg.Harness.Dialect; d != "" && d != "chat" && d != "responses" && d != "anthropic" {
 		return cfg, fmt.Errorf("--harness-dialect %q: want chat, responses or anthropic", d)
 	}
-	if h := cctx.String("harness"); h != "" {
+	if v := cctx.String("harness-version"); v != "" {
+		if _, ok := packaged.Lookup(cctx.String("harness")); !ok {
+			return cfg, fmt.Errorf("--harness-version %s: only a packaged harness has a version (--harness %s)", v, strings.Join(packaged.Names(), " or --harness "))
+		}
+	}
+	if p, ok := packaged.Lookup(cctx.String("harness")); ok {
+		cfg.Harness.Command = packaged.Command(p, cctx.String("harness-version"))
+	} else if h := cctx.String("harness"); h != "" {
 		argv, err := shellwords.Parse(h)
 		if err != nil || len(argv) == 0 {
 			return cfg, fmt.Errorf("--harness %q: cannot split into a command line", h)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
+	"github.com/evalflow/evalflow/harness/packaged"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -42,6 +43,19 @@ func TestRunConfigFromFlags(t *testing.T) {
 	cfg, err = parseEval(t, "--run-id", "r1", "--retry-failed")
 	require.NoError(t, err)
 	assert.True(t, cfg.RetryFailed, "--retry-failed reruns stored failures")
+}
+
+func TestPackagedHarnessFlags(t *testing.T) {
+	cfg, err := parseEval(t, "--harness", "codex", "--run-id", "r1")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"packaged:codex@" + packaged.Codex.Version}, cfg.Harness.Command, "the pinned version, named in the run's input")
+
+	cfg, err = parseEval(t, "--harness", "claude-code", "--harness-version", "2.0.0", "--run-id", "r1")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"packaged:claude-code@2.0.0"}, cfg.Harness.Command)
+
+	_, err = parseEval(t, "--harness", "python a.py", "--harness-version", "1.0", "--run-id", "r1")
+	require.EqualError(t, err, "--harness-version 1.0: only a packaged harness has a version (--harness codex or --harness claude-code)")
 }
 
 func TestRunConfigErrors(t *testing.T) {

@@ -68,6 +68,16 @@ type Harness struct {
 	Stderr   string        `json:"stderr_tail,omitempty"`
 	Answer   string        `json:"answer,omitempty"`
 	Duration time.Duration `json:"duration_ns"`
+	// SessionLogs are the harness's own session logs and transcripts
+	// (codex's rollout files, claude-code's project transcripts).
+	SessionLogs []SessionLog `json:"session_logs,omitempty"`
+}
+
+// SessionLog is one log or transcript file a harness left.
+type SessionLog struct {
+	Name      string `json:"name"`
+	Content   string `json:"content"`
+	Truncated bool   `json:"truncated,omitempty"`
 }
 
 // Rollout is the full trace of one rollout, stored by the run store.

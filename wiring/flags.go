@@ -43,6 +43,7 @@ const (
 	flagInterceptionConfig     = "interception.config"
 	flagInterceptionType       = "interception.type"
 	flagMultiplex              = "multiplex"
+	flagHarnessCache           = "harness-cache"
 )
 
 // ClientFlags are the flags that say which Temporal namespace to talk to.
@@ -93,6 +94,8 @@ func WorkerFlags() []cli.Flag {
 			Usage: "rollouts sharing one interception server"},
 		&cli.StringFlag{Name: flagWorkDir, EnvVars: []string{"EVALFLOW_WORK_DIR"},
 			Usage: "parent of harness workdirs (default: the system temp dir)"},
+		&cli.StringFlag{Name: flagHarnessCache, EnvVars: []string{"EVALFLOW_HARNESS_CACHE"},
+			Usage: "where packaged harnesses (codex, claude-code) are installed with npm, once per version (default ~/.cache/evalflow/harnesses)"},
 		&cli.DurationFlag{Name: flagMockLatency, EnvVars: []string{"EVALFLOW_MOCK_LATENCY"},
 			Usage: "added latency of each mock model response"},
 		&cli.Float64Flag{Name: flagMockErrorRate, Value: 0.1, EnvVars: []string{"EVALFLOW_MOCK_ERROR_RATE"},
@@ -169,6 +172,7 @@ func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, 
 		MaxRollouts:     maxRollouts,
 		Multiplex:       cctx.Int(flagMultiplex),
 		WorkDir:         cctx.String(flagWorkDir),
+		HarnessCache:    cctx.String(flagHarnessCache),
 		Runtime:         rt,
 		Interception:    ic,
 	}, closeRuntime, nil

@@ -23,6 +23,7 @@ import (
 
 	"github.com/evalflow/evalflow/activities"
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/harness/packaged"
 	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
@@ -63,8 +64,12 @@ type Config struct {
 	Multiplex int
 	// WorkDir is where harness workdirs are made; empty: the system temp dir.
 	WorkDir string
-	// Runtime runs harnesses; nil: local subprocesses.
+	// Runtime runs harnesses; nil: local subprocesses. Packaged harnesses
+	// (codex, claude-code) run on it too (see packagedRuntime).
 	Runtime harness.Runtime
+	// HarnessCache is where packaged harnesses are installed; empty:
+	// packaged.DefaultCacheDir.
+	HarnessCache string
 	// Interception is how harnesses reach the interception servers: through
 	// its tunnel when Runtime is remote, at loopback otherwise.
 	Interception Interception
@@ -136,6 +141,7 @@ func NewWorker(c client.Client, cfg Config) (*Worker, error) {
 	if cfg.Runtime == nil {
 		cfg.Runtime = &harness.Local{Dir: cfg.WorkDir}
 	}
+	cfg.Runtime = packagedRuntime(cfg.Runtime, cfg.HarnessCache, cfg.WorkDir)
 	store, err := openStore(cfg.RunsDir)
 	if err != nil {
 		return nil, err
@@ -313,3 +319,20 @@ const (
 	activityPollers = 16
 	workflowPollers = 8
 )
+
+// packagedRuntime wraps rt so that runs naming a packaged harness
+// (packaged.Command) install and run it; other commands run on rt as they
+// are. Packaged harnesses are installed on this host and configured in
+// host directories, which only the local and netns runtimes see.
+func packagedRuntime(rt harness.Runtime, cache, workDir string) harness.Runtime {
+	if p, ok := rt.(*packaged.Runtime); ok {
+		return p
+	}
+	p := &packaged.Runtime{Runtime: rt, Installer: &packaged.Installer{Dir: cache}, Dir: workDir}
+	switch rt.(type) {
+	case *harness.Local, *harness.Netns:
+	default:
+		p.Unsupported = fmt.Sprintf("runs in the local or netns runtime only (its program and configuration are on this host), not in %T", rt)
+	}
+	return p
+}

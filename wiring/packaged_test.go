@@ -1,0 +1,36 @@
+package wiring
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/harness/packaged"
+)
+
+// Every worker runtime is wrapped so that packaged harnesses run on it, its
+// remoteness kept; runtimes that do not see this host's files refuse them.
+func TestPackagedRuntime(t *testing.T) {
+	for _, tc := range []struct {
+		rt        harness.Runtime
+		supported bool
+		remote    bool
+	}{
+		{&harness.Local{}, true, false},
+		{&harness.Netns{}, true, true},
+		{&harness.Bwrap{}, false, false},
+		{&harness.Bwrap{IsolateNet: true}, false, true},
+		{&harness.Docker{}, false, true},
+	} {
+		rt := packagedRuntime(tc.rt, "/cache", "/work")
+		p, ok := rt.(*packaged.Runtime)
+		require.True(t, ok, "%T is wrapped", tc.rt)
+		assert.Same(t, tc.rt, p.Runtime)
+		assert.Equal(t, "/cache", p.Installer.Dir)
+		assert.Equal(t, tc.supported, p.Unsupported == "", "%T: %s", tc.rt, p.Unsupported)
+		assert.Equal(t, tc.remote, harness.IsRemote(rt), "%T keeps its remoteness", tc.rt)
+		assert.Same(t, p, packagedRuntime(p, "/other", "/work"), "wrapped once")
+	}
+}
