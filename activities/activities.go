@@ -41,6 +41,9 @@ type Activities struct {
 	Capacity *Capacity
 	// WorkDir is the parent of task workspaces; "" is the system temp dir.
 	WorkDir string
+	// VerifyGrace is how long past RunInput.VerifyWithin a workspace waits
+	// for its Verify before it is removed; 0 is a minute.
+	VerifyGrace time.Duration
 	Logger  *slog.Logger
 	// Signal sends a workflow a signal; nil sends it with the activity's
 	// own Temporal client. Tests replace it.

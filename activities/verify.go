@@ -25,9 +25,9 @@ const DefaultVerifierTimeout = 10 * time.Minute
 // by this name.
 const TestsMetric = "tests"
 
-// verifyGrace is how long past the workflow's wait for Verify to start a
-// waiting workspace is kept: the workflow has given up on it by then.
-const verifyGrace = time.Minute
+// defaultVerifyGrace is how long past the workflow's wait for Verify to
+// start a waiting workspace is kept: the workflow has given up on it by then.
+const defaultVerifyGrace = time.Minute
 
 // pendingVerify is a rollout whose agent is done and whose Verify has not
 // started: its workspace and what its Run saw.
@@ -61,8 +61,12 @@ func (a *Activities) awaitVerify(key string, p pendingVerify, within time.Durati
 		old.expire.Stop()
 		a.removeWorkspace(key, old.ws)
 	}
+	grace := a.VerifyGrace
+	if grace <= 0 {
+		grace = defaultVerifyGrace
+	}
 	pp := &p
-	pp.expire = time.AfterFunc(within+verifyGrace, func() {
+	pp.expire = time.AfterFunc(within+grace, func() {
 		if got, ok := a.takeVerify(key); ok && got == pp {
 			a.logger().Warn("a rollout's Verify never started; its workspace is removed", "key", key)
 			a.removeWorkspace(key, got.ws)
