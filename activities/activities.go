@@ -44,7 +44,7 @@ type Activities struct {
 	// VerifyGrace is how long past RunInput.VerifyWithin a workspace waits
 	// for its Verify before it is removed; 0 is a minute.
 	VerifyGrace time.Duration
-	Logger  *slog.Logger
+	Logger      *slog.Logger
 	// Signal sends a workflow a signal; nil sends it with the activity's
 	// own Temporal client. Tests replace it.
 	Signal func(ctx context.Context, workflowID, runID, name string, arg any) error
