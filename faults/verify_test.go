@@ -36,7 +36,8 @@ func TestWorkerKilledDuringVerification(t *testing.T) {
 	c := dial(t, srv.addr)
 	defer c.Close()
 	runs, queue := t.TempDir(), "faults-kill-verifier"
-	doomed := startWorker(t, srv.addr, runs, queue, "--max-rollouts", "2")
+	// A killed worker leaves its workspaces: keep them in the test's dir.
+	doomed := startWorker(t, srv.addr, runs, queue, "--max-rollouts", "2", "--work-dir", t.TempDir())
 	cfg := workflows.RunConfig{
 		RunID: "kill-verifier", Taskset: "harbor:" + root, MaxConcurrent: 1, Model: "mock",
 		Harness: rollout.HarnessConfig{Command: []string{"true"}},
@@ -46,7 +47,7 @@ func TestWorkerKilledDuringVerification(t *testing.T) {
 
 	require.Eventually(t, func() bool { _, err := os.Stat(started); return err == nil }, 3*time.Minute, 20*time.Millisecond,
 		"the verifier starts on the first worker")
-	startWorker(t, srv.addr, runs, queue, "--max-rollouts", "2")
+	startWorker(t, srv.addr, runs, queue, "--max-rollouts", "2", "--work-dir", t.TempDir())
 	killed := time.Now()
 	doomed.kill()
 
