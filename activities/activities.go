@@ -24,8 +24,9 @@ import (
 )
 
 // Activities runs rollout steps on one worker. Acquire runs on the shared
-// task queue; Expose, Run and Release run on HostQueue, which only this
-// worker polls, because they need the slot this worker holds.
+// task queue; Expose, Run, Verify and Release run on HostQueue, which only
+// this worker polls, because they need the slot (or the workspace) this
+// worker holds.
 type Activities struct {
 	Pool     *interception.Pool
 	Runtime  harness.Runtime
@@ -36,15 +37,23 @@ type Activities struct {
 	// DefaultHarness is the command run when a run names none (the built-in agent).
 	DefaultHarness []string
 	// Capacity bounds the rollouts this worker holds at once, from Acquire to
-	// the end of Run.
+	// the end of Run, or of Verify for a task with a verifier.
 	Capacity *Capacity
 	// Judge is the model provider judge rubrics ask; nil fails a run whose
 	// rubric has a judge part.
 	Judge  Provider
-	Logger *slog.Logger
+	// WorkDir is the parent of task workspaces; "" is the system temp dir.
+	WorkDir string
+	// VerifyGrace is how long past RunInput.VerifyWithin a workspace waits
+	// for its Verify before it is removed; 0 is a minute.
+	VerifyGrace time.Duration
+	Logger      *slog.Logger
 	// Signal sends a workflow a signal; nil sends it with the activity's
 	// own Temporal client. Tests replace it.
 	Signal func(ctx context.Context, workflowID, runID, name string, arg any) error
+
+	// verifying holds the rollouts whose Run left their workspace for Verify.
+	verifying pendingVerifies
 }
 
 func (a *Activities) logger() *slog.Logger {

@@ -25,11 +25,21 @@ import (
 // not run again. The harness's own failures are results; infrastructure
 // failures are errors the workflow retries, and the attempt's trace (the
 // turns so far, the harness's output, the error) is kept in the store.
+//
+// A task with an environment runs in a workspace prepared from it. When the
+// task has a verifier and the workflow runs Verify next (VerifyWithin), an
+// agent that finished is not scored here: the workspace, the attempt and
+// this worker's capacity wait for Verify, and the summary says so.
 func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (rollout.Summary, error) {
 	ref := in.Rollout
 	key := ref.Key()
 	a.Capacity.Running(key)
-	defer a.Capacity.Give(key)
+	handedOver := false // to Verify, which gives the capacity back
+	defer func() {
+		if !handedOver {
+			a.Capacity.Give(key)
+		}
+	}()
 	prior, found, err := a.storedRecord(ctx, ref)
 	if err != nil {
 		return rollout.Summary{}, err
@@ -48,12 +58,31 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (rollout.Summ
 	if err != nil {
 		return rollout.Summary{}, err
 	}
-	out := a.runHarness(ctx, j, slot, in.BaseURL)
+	ws, err := a.prepareWorkspace(j)
+	if err != nil {
+		return rollout.Summary{}, err
+	}
+	defer func() {
+		if !handedOver {
+			a.removeWorkspace(key, ws)
+		}
+	}()
+	out := a.runHarness(ctx, j, slot, in.BaseURL, ws)
 	if err := infraError(ctx, j, out); err != nil {
 		if retryable(err) {
 			a.keepAttempt(ctx, j, out, err)
 		}
 		return rollout.Summary{}, err
+	}
+	if j.task.Verified() && in.VerifyWithin > 0 {
+		if kind, _ := classify(out.res, out.turns, ref.Harness.MaxTurns); kind == "" {
+			a.awaitVerify(key, pendingVerify{job: j, out: out, ws: ws, rerun: found}, in.VerifyWithin)
+			handedOver = true
+			return rollout.Summary{
+				Key: key, Index: ref.Index, K: ref.K, Status: rollout.StatusOK,
+				Verify: &rollout.VerifyPlan{Timeout: j.verifierTimeout()},
+			}, nil
+		}
 	}
 	rec, tr, err := a.score(ctx, j, out, rubrics.Input{})
 	if err != nil {
@@ -71,6 +100,27 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (rollout.Summ
 	return s, nil
 }
 
+// prepareWorkspace prepares the workspace of a task that has an
+// environment or a verifier, or returns nil. A task whose environment
+// cannot be prepared fails its attempt as the runtime's error.
+func (a *Activities) prepareWorkspace(j job) (*harness.Workspace, error) {
+	if j.task.Environment == "" && !j.task.Verified() {
+		return nil, nil
+	}
+	ws, err := harness.PrepareWorkspace(a.WorkDir, j.task)
+	if err != nil {
+		return nil, temporal.NewApplicationErrorWithCause("prepare the workspace of task "+j.task.ID, rollout.ErrTypeRuntime, err)
+	}
+	return ws, nil
+}
+
+// removeWorkspace removes a rollout's workspace; a failure is logged.
+func (a *Activities) removeWorkspace(key string, ws *harness.Workspace) {
+	if err := ws.Remove(); err != nil {
+		a.logger().Warn("could not remove a workspace", "key", key, "error", err)
+	}
+}
+
 // job is one rollout resolved: its task, how it is scored, what runs it.
 type job struct {
 	ref     rollout.Ref
@@ -78,6 +128,8 @@ type job struct {
 	task    tasksets.Task
 	rubric  *rubrics.Program
 	command []string
+	// solution is the task's reference solution, given to the oracle only.
+	solution string
 }
 
 // resolve reads the rollout's task from its taskset, its rubric and the
@@ -102,7 +154,11 @@ func (a *Activities) resolve(ctx context.Context, ref rollout.Ref) (job, error) 
 			command = append(slices.Clip(command), "--dialect", d)
 		}
 	}
-	return job{ref: ref, key: ref.Key(), task: task, rubric: rubric, command: command}, nil
+	var solution string
+	if ref.Harness.Oracle {
+		command, solution = harness.OracleCommand(), task.Solution
+	}
+	return job{ref: ref, key: ref.Key(), task: task, rubric: rubric, command: command, solution: solution}, nil
 }
 
 // outcome is how one run of the harness went.
@@ -115,13 +171,18 @@ type outcome struct {
 	// turns are the model calls the interception server recorded.
 	turns            []trace.Turn
 	started, stopped time.Time
+	// notes are what preparing the workspace could not reproduce.
+	notes []string
 }
 
 // runHarness runs the harness against the slot's server, heartbeating, and
 // collects what the interception server recorded. The slot's secret is
 // taken out of the harness's output.
-func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Slot, baseURL string) outcome {
+func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Slot, baseURL string, ws *harness.Workspace) outcome {
 	out := outcome{started: time.Now()}
+	if ws != nil {
+		out.notes = ws.Notes
+	}
 	stop := heartbeat(ctx, "harness running")
 	out.res, out.err = a.Runtime.Run(ctx, harness.Spec{
 		Key:      j.key,
@@ -132,6 +193,9 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 		Task:     j.task,
 		MaxTurns: j.ref.Harness.MaxTurns,
 		Timeout:  j.ref.Harness.Timeout,
+		// The agent's workspace: the tests and the solution are not in it.
+		Workspace: ws,
+		Solution:  j.solution,
 	})
 	stop()
 	// A failed harness may have lost its way to the model: when the tunnel it
@@ -190,7 +254,12 @@ func retryable(err error) bool {
 // infrastructure error, so that what it saw is not lost with it. A store
 // that cannot keep it is logged: the rollout is retried all the same.
 func (a *Activities) keepAttempt(ctx context.Context, j job, out outcome, cause error) {
-	at := results.Attempt{N: j.ref.Attempt, Error: shortErr(errorText(cause)), Rollout: j.trace(out)}
+	a.keepTrace(ctx, j, j.trace(out), cause)
+}
+
+// keepTrace stores tr as the trace of an attempt that ends in cause.
+func (a *Activities) keepTrace(ctx context.Context, j job, tr trace.Rollout, cause error) {
+	at := results.Attempt{N: j.ref.Attempt, Error: shortErr(errorText(cause)), Rollout: tr}
 	if _, err := a.Store.PutAttempt(ctx, j.ref.RunID, at); err != nil {
 		a.logger().Warn("could not keep the trace of a failed attempt", "key", j.key, "attempt", j.ref.Attempt, "error", err)
 	}
@@ -214,6 +283,7 @@ func (j job) trace(out outcome) trace.Rollout {
 			ExitCode: out.res.ExitCode, TimedOut: out.res.TimedOut, Stdout: out.res.Stdout, Stderr: out.res.Stderr,
 			Answer: out.res.Answer, Duration: out.res.Duration, SessionLogs: sessionLogs(out.res.SessionLogs),
 		},
+		Workspace: out.notes,
 		StartedAt: out.started.UTC(), EndedAt: out.stopped.UTC(),
 	}
 }

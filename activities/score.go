@@ -32,15 +32,7 @@ func (a *Activities) score(ctx context.Context, j job, out outcome, in rubrics.I
 		answer = out.turns[len(out.turns)-1].Response.Message.Text()
 	}
 	ref := j.ref
-	rec := results.Record{
-		Key: j.key, RunID: ref.RunID, Epoch: ref.Epoch, Index: ref.Index, K: ref.K, TaskID: j.task.ID,
-		Status: rollout.StatusOK, Turns: len(out.turns), Model: answeredBy(out.turns, ref.Model),
-		DurationMS: out.res.Duration.Milliseconds(), Attempt: ref.Attempt, FinishedAt: out.stopped.UTC(),
-	}
-	for _, t := range out.turns {
-		rec.InputTokens += t.Response.Usage.InputTokens
-		rec.OutputTokens += t.Response.Usage.OutputTokens
-	}
+	rec := record(j, out)
 	tr := j.trace(out)
 	if kind, msg := classify(out.res, out.turns, ref.Harness.MaxTurns); kind != "" {
 		rec.Status, rec.ErrorKind, rec.Error = rollout.StatusError, kind, msg
@@ -125,4 +117,20 @@ func messageText(m dialects.Message) string {
 		b.WriteString("[tool call " + c.Name + " " + c.Arguments + "]")
 	}
 	return b.String()
+}
+
+// record is a finished rollout's record before it is scored: who answered,
+// in how many turns and tokens, how long it took.
+func record(j job, out outcome) results.Record {
+	ref := j.ref
+	rec := results.Record{
+		Key: j.key, RunID: ref.RunID, Epoch: ref.Epoch, Index: ref.Index, K: ref.K, TaskID: j.task.ID,
+		Status: rollout.StatusOK, Turns: len(out.turns), Model: answeredBy(out.turns, ref.Model),
+		DurationMS: out.res.Duration.Milliseconds(), Attempt: ref.Attempt, FinishedAt: out.stopped.UTC(),
+	}
+	for _, t := range out.turns {
+		rec.InputTokens += t.Response.Usage.InputTokens
+		rec.OutputTokens += t.Response.Usage.OutputTokens
+	}
+	return rec
 }

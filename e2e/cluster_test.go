@@ -25,7 +25,7 @@ import (
 )
 
 // startServer starts an embedded Temporal server on free ports in a temp dir.
-func startServer(t *testing.T) (*devserver.Server, client.Client) {
+func startServer(t testing.TB) (*devserver.Server, client.Client) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -47,7 +47,7 @@ func startServer(t *testing.T) (*devserver.Server, client.Client) {
 	return srv, c
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/pull"
+	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -84,4 +85,45 @@ func TestCaptureTrainingHistories(t *testing.T) {
 	pr := tc.c.GetWorkflow(ctx, "replay-pull", "")
 	require.NoError(t, pr.Get(ctx, nil))
 	writeHistory(t, "pull_final.json", histories(t, tc.c, "replay-pull", pr.GetRunID())[0])
+}
+
+// TestCaptureVerifyHistories records histories of an eval of tasks with a
+// verifier for the workflows package's replay tests: Verify after Run, and
+// a verifier that fails once and is retried with its rollout.
+//
+//	EVALFLOW_WRITE_HISTORY=$PWD/workflows/testdata/verify-step go test ./e2e -run CaptureVerify
+func TestCaptureVerifyHistories(t *testing.T) {
+	if os.Getenv("EVALFLOW_WRITE_HISTORY") == "" {
+		t.Skip("set EVALFLOW_WRITE_HISTORY to a directory to record replay histories")
+	}
+	root, marks := t.TempDir(), t.TempDir()
+	for _, name := range []string{"ok-1", "ok-2", "ok-3"} {
+		writeTask(t, root, name, `echo 1 > "$EVALFLOW_VERIFIER_LOGS/reward.txt"`, 30)
+	}
+	// The first run of this verifier writes garbage, the next a reward.
+	writeTask(t, root, "flaky", `m=`+marks+`/flaky; if [ -e $m ]; then echo 1; else touch $m; echo oops; fi > "$EVALFLOW_VERIFIER_LOGS/reward.txt"`, 30)
+	_, c := startServer(t)
+	w, err := wiring.NewWorker(c, wiring.Config{
+		TaskQueue: "capture", RunsDir: t.TempDir(), WorkDir: t.TempDir(), MaxRollouts: 2,
+		DefaultHarness: agentCommand, Logger: slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	require.NoError(t, w.Start())
+	defer w.Stop()
+	cfg := workflows.RunConfig{
+		RunID: "replay-verify", Taskset: "harbor:" + root, MaxConcurrent: 2, Model: "mock",
+		Harness: rollout.HarnessConfig{Command: []string{"true"}},
+		Limits:  workflows.Limits{ContinueAsNewAfter: 3, MaxAttempts: 3},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: cfg.RunID, TaskQueue: "capture"}, wiring.EvalWorkflowName, workflows.EvalInput{Config: cfg})
+	require.NoError(t, err)
+	var res workflows.Result
+	require.NoError(t, c.GetWorkflow(ctx, cfg.RunID, "").Get(ctx, &res))
+	require.Equal(t, int64(4), res.OK, "%+v", res.FailedSamples)
+	hs := histories(t, c, cfg.RunID, run.GetRunID())
+	require.Len(t, hs, 2)
+	writeHistory(t, "eval_segment.json", hs[0])
+	writeHistory(t, "eval_final.json", hs[1])
 }

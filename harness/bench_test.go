@@ -56,3 +56,17 @@ func benchmarkLaunch(b *testing.B, rt Runtime) {
 		}
 	}
 }
+
+// BenchmarkLocalLaunchNoWorkspace is one `true` harness as a local
+// subprocess in a fresh temporary workdir, as a task without a workspace
+// runs: the baseline of BenchmarkPrepareWorkspace + BenchmarkLocalLaunch.
+func BenchmarkLocalLaunchNoWorkspace(b *testing.B) {
+	rt := &Local{Dir: b.TempDir()}
+	spec := Spec{Key: "bench", Command: []string{"true"}}
+	for b.Loop() {
+		res, err := rt.Run(context.Background(), spec)
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("Run = %+v, %v", res, err)
+		}
+	}
+}

@@ -1,5 +1,7 @@
 package rollout
 
+import "time"
+
 // Activity names: workflows schedule activities by these names and the
 // worker registers its methods under them, so they are part of the history
 // format and never change.
@@ -8,6 +10,7 @@ const (
 	ActivityAcquire         = "Acquire"
 	ActivityExpose          = "Expose"
 	ActivityRun             = "Run"
+	ActivityVerify          = "Verify"
 	ActivityRelease         = "Release"
 	ActivityFinish          = "Finish"
 	ActivityScoreGroup      = "ScoreGroup"
@@ -30,6 +33,7 @@ var Activities = []Activity{
 	{ActivityAcquire, AcquireInput{}, AcquireResult{}},
 	{ActivityExpose, ExposeInput{}, ExposeResult{}},
 	{ActivityRun, RunInput{}, Summary{}},
+	{ActivityVerify, VerifyInput{}, Summary{}},
 	{ActivityRelease, ReleaseInput{}, nil},
 	{ActivityFinish, FinishInput{}, nil},
 	{ActivityScoreGroup, ScoreGroupInput{}, GroupSummary{}},
@@ -100,6 +104,25 @@ type ExposeResult struct {
 type RunInput struct {
 	Rollout Ref    `json:"rollout"`
 	BaseURL string `json:"base_url"`
+	// VerifyWithin, when set, says the workflow runs Verify after Run for a
+	// task with a verifier, on the same worker, starting within this long:
+	// Run then keeps the workspace and the worker's capacity for it and
+	// returns a Summary with Verify set instead of storing the rollout.
+	// Unset (histories from before Verify), a verified task is scored by its
+	// rubric as it was.
+	VerifyWithin time.Duration `json:"verify_within,omitempty"`
+}
+
+// VerifyPlan is what Run tells the workflow about the Verify it must run.
+type VerifyPlan struct {
+	// Timeout is the verifier's own: the activity kills it then.
+	Timeout time.Duration `json:"timeout"`
+}
+
+// VerifyInput runs the verifier of a rollout whose Run left its workspace
+// on this worker, then stores the rollout with the verifier's reward.
+type VerifyInput struct {
+	Rollout Ref `json:"rollout"`
 }
 
 // ReleaseInput frees a slot whose rollout will not run.

@@ -29,6 +29,12 @@ type HarnessConfig struct {
 	// Dialect is the protocol the built-in agent speaks: chat, responses or
 	// anthropic; empty is chat. Other commands choose their own.
 	Dialect string `json:"dialect,omitempty"`
+	// Oracle runs each task's reference solution (solution/solve.sh) in
+	// place of an agent, to check a taskset: every task should score 1.
+	Oracle bool `json:"oracle,omitempty"`
+	// VerifierTimeout, when set, overrides each task's own verifier timeout
+	// (task.toml's [verifier] timeout_sec).
+	VerifierTimeout time.Duration `json:"verifier_timeout,omitempty"`
 }
 
 // Ref names one rollout and everything needed to run it. It holds no
@@ -81,4 +87,7 @@ type Summary struct {
 	Rerun bool `json:"rerun,omitempty"`
 	// Trace is the rollout's trace file, relative to the run's directory.
 	Trace string `json:"trace,omitempty"`
+	// Verify, set by Run, says the rollout is not finished: its workspace
+	// waits on the worker for the task's verifier (ActivityVerify).
+	Verify *VerifyPlan `json:"verify,omitempty"`
 }

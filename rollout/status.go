@@ -7,8 +7,8 @@ const (
 )
 
 // Error kinds recorded for rollouts that ended with StatusError. All but
-// KindInfra are the agent's outcome; KindInfra is a rollout whose
-// infrastructure kept failing until its attempts ran out.
+// KindInfra and KindVerifier are the agent's outcome; KindInfra is a
+// rollout whose infrastructure kept failing until its attempts ran out.
 const (
 	KindHarnessExit   = "harness_exit"
 	KindTimeout       = "timeout"
@@ -16,6 +16,10 @@ const (
 	KindRefusal       = "refusal"
 	KindMaxTurns      = "max_turns"
 	KindInfra         = "infrastructure"
+	// KindVerifier is a rollout whose task's verifier kept failing (it
+	// crashed, hung past its timeout or wrote no valid reward) until its
+	// attempts ran out: the verifier's fault, never the agent's.
+	KindVerifier = "verifier"
 )
 
 // Error types set on application errors at the activity boundary. The
@@ -37,4 +41,8 @@ const (
 	// ErrTypeConfig: the run cannot work as configured (unknown taskset,
 	// missing harness command, bad rubric). Not retried; fails the run.
 	ErrTypeConfig = "ConfigError"
+	// ErrTypeVerifier: the task's verifier crashed, hung past its timeout or
+	// wrote no valid reward; retried like infrastructure, and recorded as
+	// KindVerifier when attempts run out, never as a reward of 0.
+	ErrTypeVerifier = "VerifierError"
 )

@@ -93,6 +93,18 @@ type checker interface {
 // String returns the spec p was compiled from.
 func (p *Program) String() string { return p.spec }
 
+// UsesVerifier reports whether a part of p is the task's verifier (tests),
+// so that the verifier's verdict is combined with the other parts rather
+// than standing alone.
+func (p *Program) UsesVerifier() bool {
+	for _, pt := range p.parts {
+		if _, ok := pt.scorer.(tests); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // Check reports whether p can score rollouts of in.Task on a worker that
 // gives in.Judge, before any runs: a tests part needs a task with a
 // verifier, a judge part needs a Judge. The error is a *ConfigError.

@@ -98,10 +98,11 @@ func runFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "temperature", Usage: "sampling temperature set on every model call"},
 		&cli.Float64Flag{Name: "top-p", Usage: "nucleus sampling set on every model call"},
 		&cli.IntFlag{Name: "max-tokens", Usage: "max tokens set on every model call"},
-		&cli.StringFlag{Name: "harness", Usage: "harness: codex or claude-code (packaged: installed by each worker from npm), or a command, e.g. 'python agent.py' (default: the built-in agent)"},
+		&cli.StringFlag{Name: "harness", Usage: "harness: codex or claude-code (packaged: installed by each worker from npm), `oracle` (runs each task's solution/solve.sh, to check a taskset), or a command, e.g. 'python agent.py' (default: the built-in agent)"},
 		&cli.StringFlag{Name: "harness-version", Usage: "version of a packaged harness (default: its pinned version, " + pinnedVersions() + ")"},
 		&cli.DurationFlag{Name: "harness-timeout", Value: workflows.DefaultHarnessTimeout, Usage: "kill a harness after this long"},
 		&cli.StringFlag{Name: "harness-dialect", Usage: "protocol the built-in agent speaks: chat (default), responses or anthropic"},
+		&cli.DurationFlag{Name: "verifier-timeout", Usage: "kill a task's verifier after this long, whatever its task.toml says (default: the task's, else 10m)"},
 		&cli.IntFlag{Name: "max-turns", Value: workflows.DefaultMaxTurns, Usage: "model calls a harness may make (EVALFLOW_MAX_TURNS)"},
 		&cli.StringFlag{Name: "rubric", Value: workflows.DefaultRubric, Usage: "how rollouts are scored: exact, numeric[:tol], contains, regex[:pattern], tests, command:PROGRAM, judge[:model], weighted sums (tests*0.8+judge*0.2), rank:<rubric>"},
 		&cli.IntFlag{Name: "max-attempts", Value: workflows.DefaultMaxAttempts, Usage: "attempts of a rollout after infrastructure failures"},
@@ -119,6 +120,9 @@ func pinnedVersions() string {
 	}
 	return strings.Join(vs, ", ")
 }
+
+// oracleHarness is the --harness that runs each task's reference solution.
+const oracleHarness = "oracle"
 
 // runConfig turns flags into the workflow input.
 func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
@@ -164,6 +168,7 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 	if d := cfg.Harness.Dialect; d != "" && d != "chat" && d != "responses" && d != "anthropic" {
 		return cfg, fmt.Errorf("--harness-dialect %q: want chat, responses or anthropic", d)
 	}
+	cfg.Harness.VerifierTimeout = cctx.Duration("verifier-timeout")
 	if v := cctx.String("harness-version"); v != "" {
 		if _, ok := packaged.Lookup(cctx.String("harness")); !ok {
 			return cfg, fmt.Errorf("--harness-version %s: only a packaged harness has a version (--harness %s)", v, strings.Join(packaged.Names(), " or --harness "))
@@ -171,7 +176,9 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 	}
 	if p, ok := packaged.Lookup(cctx.String("harness")); ok {
 		cfg.Harness.Command = packaged.Command(p, cctx.String("harness-version"))
-	} else if h := cctx.String("harness"); h != "" {
+	} else if h := cctx.String("harness"); h == oracleHarness {
+		cfg.Harness.Oracle = true
+	} else if h != "" {
 		argv, err := shellwords.Parse(h)
 		if err != nil || len(argv) == 0 {
 			return cfg, fmt.Errorf("--harness %q: cannot split into a command line", h)
@@ -223,6 +230,9 @@ func checkCounts(cctx *cli.Context) error {
 			}
 			return fmt.Errorf("--%s %d: must be at least %d", c.flag, v, c.min)
 		}
+	}
+	if d := cctx.Duration("verifier-timeout"); cctx.IsSet("verifier-timeout") && d <= 0 {
+		return fmt.Errorf("--verifier-timeout %s: must be positive", d)
 	}
 	if d := cctx.Duration("harness-timeout"); cctx.IsSet("harness-timeout") && d <= 0 {
 		return fmt.Errorf("--harness-timeout %s: must be positive", d)

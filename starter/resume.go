@@ -59,7 +59,9 @@ func changedConfig(cctx *cli.Context, old workflows.TrainInput) (configChange, e
 		}
 		d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem()
 		if !reflect.DeepEqual(d.Interface(), s.Interface()) {
-			ch.fields = append(ch.fields, "--"+flag)
+			if !slices.Contains(ch.fields, "--"+flag) {
+				ch.fields = append(ch.fields, "--"+flag)
+			}
 			d.Set(s)
 		}
 	}
@@ -75,7 +77,9 @@ func changedConfig(cctx *cli.Context, old workflows.TrainInput) (configChange, e
 	apply("top-p", &cfg.Sampling.TopP, &given.Sampling.TopP)
 	apply("max-tokens", &cfg.Sampling.MaxTokens, &given.Sampling.MaxTokens)
 	apply("harness", &cfg.Harness.Command, &given.Harness.Command)
+	apply("harness", &cfg.Harness.Oracle, &given.Harness.Oracle)
 	apply("harness-timeout", &cfg.Harness.Timeout, &given.Harness.Timeout)
+	apply("verifier-timeout", &cfg.Harness.VerifierTimeout, &given.Harness.VerifierTimeout)
 	apply("harness-dialect", &cfg.Harness.Dialect, &given.Harness.Dialect)
 	apply("max-turns", &cfg.Harness.MaxTurns, &given.Harness.MaxTurns)
 	apply("rubric", &cfg.Rubric, &given.Rubric)

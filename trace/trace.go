@@ -80,6 +80,21 @@ type SessionLog struct {
 	Truncated bool   `json:"truncated,omitempty"`
 }
 
+// Verifier is how a task's verifier ran after the agent.
+type Verifier struct {
+	ExitCode int `json:"exit_code"`
+	// Error says why the verifier gave no valid reward (it hung, crashed
+	// or wrote garbage); empty when it did.
+	Error   string             `json:"error,omitempty"`
+	Reward  float64            `json:"reward"`
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	Stdout  string             `json:"stdout_tail,omitempty"`
+	Stderr  string             `json:"stderr_tail,omitempty"`
+	// Duration is the verifier's run; Timeout the limit it ran under.
+	Duration time.Duration `json:"duration_ns"`
+	Timeout  time.Duration `json:"timeout_ns,omitempty"`
+}
+
 // Rollout is the full trace of one rollout, stored by the run store.
 type Rollout struct {
 	Key    string `json:"key"`
@@ -91,6 +106,11 @@ type Rollout struct {
 	Harness   Harness   `json:"harness"`
 	Reward    float64   `json:"reward"`
 	Score     string    `json:"score_detail,omitempty"`
+	// Workspace notes what preparing the task's workspace could not
+	// reproduce outside Docker; absent for a task without one.
+	Workspace []string `json:"workspace_notes,omitempty"`
+	// Verifier is how the task's verifier ran; nil for a task without one.
+	Verifier  *Verifier `json:"verifier,omitempty"`
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at"`
 }

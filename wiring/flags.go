@@ -35,6 +35,7 @@ const (
 	flagWorkDir                = "work-dir"
 	flagMockLatency            = "mock-latency"
 	flagMockErrorRate          = "mock-error-rate"
+	flagMockScript             = "mock-script"
 	flagUpstreamHeaderTimeout  = "upstream-header-timeout"
 	flagUpstreamIdleTimeout    = "upstream-idle-timeout"
 	flagUpstreamMinConcurrency = "upstream-min-concurrency"
@@ -100,6 +101,8 @@ func WorkerFlags() []cli.Flag {
 			Usage: "added latency of each mock model response"},
 		&cli.Float64Flag{Name: flagMockErrorRate, Value: 0.1, EnvVars: []string{"EVALFLOW_MOCK_ERROR_RATE"},
 			Usage: "fraction of deliberately wrong mock model answers"},
+		&cli.StringFlag{Name: flagMockScript, EnvVars: []string{"EVALFLOW_MOCK_SCRIPT"},
+			Usage: "a JSONL file scripting the mock model per task (tool calls, then a final answer; see providers/mock), for tests and demos"},
 		&cli.DurationFlag{Name: flagUpstreamHeaderTimeout, Value: providers.DefaultResponseHeaderTimeout, EnvVars: []string{"EVALFLOW_UPSTREAM_HEADER_TIMEOUT"},
 			Usage: "longest wait for the provider's answer to begin, per attempt; past it the attempt failed and is retried"},
 		&cli.DurationFlag{Name: flagUpstreamIdleTimeout, Value: providers.DefaultStreamIdleTimeout, EnvVars: []string{"EVALFLOW_UPSTREAM_IDLE_TIMEOUT"},
@@ -161,6 +164,7 @@ func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, 
 		Mock: mock.Config{
 			Latency:   cctx.Duration(flagMockLatency),
 			ErrorRate: cctx.Float64(flagMockErrorRate),
+			Script:    cctx.String(flagMockScript),
 		},
 		Upstream: UpstreamLimits{
 			HeaderTimeout:  cctx.Duration(flagUpstreamHeaderTimeout),

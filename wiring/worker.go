@@ -175,6 +175,7 @@ func NewWorker(c client.Client, cfg Config) (*Worker, error) {
 		DefaultHarness: cfg.DefaultHarness,
 		Capacity:       w.cap,
 		Judge:          upstream,
+		WorkDir:        cfg.WorkDir,
 		Logger:         cfg.Logger,
 	}
 
@@ -198,6 +199,7 @@ func NewWorker(c client.Client, cfg Config) (*Worker, error) {
 	})
 	w.host.RegisterActivityWithOptions(acts.Expose, activity.RegisterOptions{Name: rollout.ActivityExpose})
 	w.host.RegisterActivityWithOptions(acts.Run, activity.RegisterOptions{Name: rollout.ActivityRun})
+	w.host.RegisterActivityWithOptions(acts.Verify, activity.RegisterOptions{Name: rollout.ActivityVerify})
 	w.host.RegisterActivityWithOptions(acts.Release, activity.RegisterOptions{Name: rollout.ActivityRelease})
 	return w, nil
 }

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"log/slog"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -9,6 +10,8 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/evalflow/evalflow/rollout"
 )
 
 // TestWorkflowsReplaySavedHistories replays histories recorded from real runs
@@ -29,6 +32,13 @@ func TestWorkflowsReplaySavedHistories(t *testing.T) {
 			}
 		}
 		require.Equal(t, 5, n, "testdata/%s holds the eval, train, epoch and pull histories", want)
+	}
+	// verify-step: an eval of tasks with a verifier, Verify after Run and a
+	// verifier's retry (e2e.TestCaptureVerifyHistories).
+	for _, name := range []string{"eval_segment.json", "eval_final.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "verify-step", name))
+		require.NoError(t, err)
+		require.Contains(t, string(b), `"name":"`+rollout.ActivityVerify+`"`, "testdata/verify-step/%s schedules Verify", name)
 	}
 	for _, file := range files {
 		t.Run(file, func(t *testing.T) {

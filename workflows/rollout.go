@@ -14,6 +14,11 @@ import (
 // before it replay the attempts of rolloutAttempt.
 const heldSlots = "held-slots"
 
+// verifyStep is the change that runs a verified task's Verify after its
+// Run (rollout.RunInput.VerifyWithin): histories recorded before it replay
+// Run alone.
+const verifyStep = "verify-step"
+
 // run runs one rollout to a Summary, retrying infrastructure failures (a
 // lost worker, a tunnel, an upstream outage) up to the run's MaxAttempts by
 // re-acquiring a slot, possibly on another worker. A returned error is fatal
@@ -36,9 +41,13 @@ func (w *window) run(ctx workflow.Context, ref rollout.Ref) (rollout.Summary, er
 			return rollout.Summary{}, err
 		}
 		if ctx.Err() != nil || attempt >= lim.MaxAttempts {
+			kind := rollout.KindInfra
+			if isType(err, rollout.ErrTypeVerifier) {
+				kind = rollout.KindVerifier
+			}
 			return rollout.Summary{
 				Key: ref.Key(), Index: ref.Index, K: ref.K,
-				Status: rollout.StatusError, ErrorKind: rollout.KindInfra,
+				Status: rollout.StatusError, ErrorKind: kind,
 				Error: shorten(err.Error(), 300),
 			}, nil
 		}
@@ -135,9 +144,10 @@ func (w *window) heldAttempt(ctx workflow.Context, ref rollout.Ref) (rollout.Sum
 	}
 }
 
-// hostSteps runs a held slot's Expose (when the slot needs one) and Run on
-// the holding worker's queue. They wait as long as that worker takes to
-// start them: its Acquire tells when it died.
+// hostSteps runs a held slot's Expose (when the slot needs one), Run and,
+// for a task with a verifier, Verify on the holding worker's queue. Expose
+// and Run wait as long as that worker takes to start them: its Acquire
+// tells when it died.
 func hostSteps(ctx workflow.Context, ref rollout.Ref, slot rollout.Slot, lim Limits) (rollout.Summary, error) {
 	host := workflow.WithTaskQueue(ctx, slot.HostQueue)
 	baseURL := slot.BaseURL
@@ -160,8 +170,35 @@ func hostSteps(ctx workflow.Context, ref rollout.Ref, slot rollout.Slot, lim Lim
 		// rollout moves to a live one.
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
+	in := rollout.RunInput{Rollout: ref, BaseURL: baseURL}
+	verifies := workflow.GetVersion(ctx, verifyStep, workflow.DefaultVersion, 1) >= 1
+	if verifies {
+		in.VerifyWithin = lim.HostStartTimeout
+	}
 	var s rollout.Summary
-	err := workflow.ExecuteActivity(runCtx, rollout.ActivityRun, rollout.RunInput{Rollout: ref, BaseURL: baseURL}).Get(ctx, &s)
+	if err := workflow.ExecuteActivity(runCtx, rollout.ActivityRun, in).Get(ctx, &s); err != nil {
+		return rollout.Summary{}, err
+	}
+	if !verifies || s.Verify == nil {
+		return s, nil
+	}
+	return verify(host, ref, *s.Verify, lim)
+}
+
+// verify runs a rollout's Verify on the worker whose Run left the
+// workspace. That worker kept the rollout's capacity for it, so a live
+// worker starts it at once: the bounded schedule-to-start timeout and the
+// heartbeat say only that the worker died, and the attempt fails so that
+// the rollout runs again elsewhere.
+func verify(host workflow.Context, ref rollout.Ref, plan rollout.VerifyPlan, lim Limits) (rollout.Summary, error) {
+	ctx := workflow.WithActivityOptions(host, workflow.ActivityOptions{
+		ScheduleToStartTimeout: lim.HostStartTimeout,
+		StartToCloseTimeout:    plan.Timeout + 2*time.Minute,
+		HeartbeatTimeout:       lim.HeartbeatTimeout,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	var s rollout.Summary
+	err := workflow.ExecuteActivity(ctx, rollout.ActivityVerify, rollout.VerifyInput{Rollout: ref}).Get(ctx, &s)
 	return s, err
 }
 

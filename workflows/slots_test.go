@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
@@ -40,6 +41,13 @@ type holdingWorker struct {
 	// dies makes the Acquire of a given attempt fail after its signal,
 	// before the rollout's Run starts: its worker died.
 	dies func(attempt int32) bool
+
+	// verified makes Run leave every rollout for Verify, as a task with a
+	// verifier does; verify stands in for Verify then.
+	verified     bool
+	verify       func(ctx context.Context, in rollout.VerifyInput) (rollout.Summary, error)
+	verifies     map[string]int // Verify calls by host queue
+	verifyWithin []time.Duration
 }
 
 func newHoldingWorker(env *testsuite.TestWorkflowEnvironment) *holdingWorker {
@@ -47,6 +55,10 @@ func newHoldingWorker(env *testsuite.TestWorkflowEnvironment) *holdingWorker {
 		env: env, started: map[string]bool{}, acquires: map[string]int{}, exposes: map[string]int{}, runs: map[string]int{},
 		host: func(int32) string { return "host-1" },
 		dies: func(int32) bool { return false },
+		verify: func(_ context.Context, in rollout.VerifyInput) (rollout.Summary, error) {
+			return rollout.Summary{Key: in.Rollout.Key(), Index: in.Rollout.Index, Status: rollout.StatusOK, Reward: 1}, nil
+		},
+		verifies: map[string]int{},
 	}
 	h.cond = sync.NewCond(&h.mu)
 	env.OnActivity(a.DescribeTaskset, mock.Anything, mock.Anything).Return(rollout.DescribeTasksetResult{Len: 100}, nil)
@@ -61,6 +73,13 @@ func newHoldingWorker(env *testsuite.TestWorkflowEnvironment) *holdingWorker {
 			return rollout.ExposeResult{BaseURL: "http://exposed"}, nil
 		})
 	env.OnActivity(a.Run, mock.Anything, mock.Anything).Return(h.run)
+	env.OnActivity(a.Verify, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in rollout.VerifyInput) (rollout.Summary, error) {
+			h.mu.Lock()
+			h.verifies[activity.GetInfo(ctx).TaskQueue]++
+			h.mu.Unlock()
+			return h.verify(ctx, in)
+		})
 	return h
 }
 
@@ -104,8 +123,12 @@ func (h *holdingWorker) run(ctx context.Context, in rollout.RunInput) (rollout.S
 	h.mu.Lock()
 	h.started[key] = true
 	h.runs[queue]++
+	h.verifyWithin = append(h.verifyWithin, in.VerifyWithin)
 	h.cond.Broadcast()
 	h.mu.Unlock()
+	if h.verified {
+		return rollout.Summary{Key: key, Index: in.Rollout.Index, Status: rollout.StatusOK, Verify: &rollout.VerifyPlan{Timeout: time.Minute}}, nil
+	}
 	return rollout.Summary{Key: key, Index: in.Rollout.Index, Status: rollout.StatusOK, Reward: 1}, nil
 }
 

@@ -1,0 +1,198 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/rubrics"
+	"github.com/evalflow/evalflow/trace"
+)
+
+// DefaultVerifierTimeout is a verifier's limit when neither its task nor
+// the run sets one.
+const DefaultVerifierTimeout = 10 * time.Minute
+
+// TestsMetric is the metric a task's verifier's reward is stored under,
+// beside the record's reward; the verifier's other named numbers are stored
+// as "tests.<name>". A rubric combining the tests with other parts reads it
+// by this name.
+const TestsMetric = "tests"
+
+// defaultVerifyGrace is how long past the workflow's wait for Verify to
+// start a waiting workspace is kept: the workflow has given up on it by then.
+const defaultVerifyGrace = time.Minute
+
+// pendingVerify is a rollout whose agent is done and whose Verify has not
+// started: its workspace and what its Run saw.
+type pendingVerify struct {
+	job   job
+	out   outcome
+	ws    *harness.Workspace
+	rerun bool // a stored failure, run again
+	// expire removes the workspace and gives the capacity back when Verify
+	// never comes.
+	expire *time.Timer
+}
+
+// pendingVerifies are the rollouts of one worker waiting for Verify, by key.
+type pendingVerifies struct {
+	mu sync.Mutex
+	m  map[string]*pendingVerify
+}
+
+// awaitVerify keeps p for the rollout's Verify; when Verify has not taken
+// it within, plus a grace, the workspace is removed and the capacity given
+// back (the workflow moved on).
+func (a *Activities) awaitVerify(key string, p pendingVerify, within time.Duration) {
+	v := &a.verifying
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil {
+		v.m = map[string]*pendingVerify{}
+	}
+	if old, ok := v.m[key]; ok { // an earlier attempt's, never verified
+		old.expire.Stop()
+		a.removeWorkspace(key, old.ws)
+	}
+	grace := a.VerifyGrace
+	if grace <= 0 {
+		grace = defaultVerifyGrace
+	}
+	pp := &p
+	pp.expire = time.AfterFunc(within+grace, func() {
+		if got, ok := a.takeVerify(key); ok && got == pp {
+			a.logger().Warn("a rollout's Verify never started; its workspace is removed", "key", key)
+			a.removeWorkspace(key, got.ws)
+			a.Capacity.Give(key)
+		}
+	})
+	v.m[key] = pp
+}
+
+// takeVerify removes and returns the rollout waiting for Verify under key.
+func (a *Activities) takeVerify(key string) (*pendingVerify, bool) {
+	v := &a.verifying
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	p, ok := v.m[key]
+	if ok {
+		delete(v.m, key)
+		p.expire.Stop()
+	}
+	return p, ok
+}
+
+// Verify runs the verifier of a rollout whose Run left its workspace here:
+// it places the task's tests, runs the verifier with its timeout, reads the
+// reward and named metrics, stores the rollout's record and trace (with the
+// verifier's output tails), and removes the workspace. A verifier that
+// crashed, hung or wrote no valid reward is a VerifierError, retried by the
+// workflow like infrastructure, never a reward of 0; that attempt's trace
+// is kept. A workspace that is not on this worker (it restarted) is
+// SlotLost: the rollout runs again from the start.
+func (a *Activities) Verify(ctx context.Context, in rollout.VerifyInput) (rollout.Summary, error) {
+	key := in.Rollout.Key()
+	p, ok := a.takeVerify(key)
+	if !ok {
+		return rollout.Summary{}, temporal.NewNonRetryableApplicationError("the workspace of "+key+" is not on this worker", rollout.ErrTypeSlotLost, nil)
+	}
+	defer a.Capacity.Give(key)
+	defer a.removeWorkspace(key, p.ws)
+	j := p.job
+	verifier, ok := a.Runtime.(harness.Verifier)
+	if !ok {
+		return rollout.Summary{}, configErr(fmt.Errorf("the harness runtime %T cannot run verifiers", a.Runtime))
+	}
+	timeout := j.verifierTimeout()
+	stop := heartbeat(ctx, "verifier running")
+	res, err := verifier.Verify(ctx, harness.VerifySpec{
+		Key: key, Workspace: p.ws, Tests: j.task.Tests, Command: j.task.Verify,
+		Env: j.task.VerifierEnv, Timeout: timeout,
+	})
+	stop()
+	tr := j.trace(p.out)
+	tr.EndedAt = time.Now().UTC()
+	if err != nil {
+		var ve *harness.VerifierError
+		var cause error
+		switch {
+		case ctx.Err() != nil:
+			return rollout.Summary{}, ctx.Err()
+		case errors.As(err, &ve):
+			tr.Verifier = &trace.Verifier{ExitCode: ve.ExitCode, Error: ve.Reason, Stdout: ve.Stdout, Stderr: ve.Stderr, Duration: ve.Duration, Timeout: timeout}
+			cause = temporal.NewApplicationError(fmt.Sprintf("task %s: the verifier %s", j.task.ID, ve.Reason), rollout.ErrTypeVerifier)
+		default:
+			tr.Verifier = &trace.Verifier{Error: err.Error(), Timeout: timeout}
+			cause = temporal.NewApplicationErrorWithCause("verifier runtime", rollout.ErrTypeRuntime, err)
+		}
+		a.keepTrace(ctx, j, tr, cause)
+		return rollout.Summary{}, cause
+	}
+	tr.Verifier = &trace.Verifier{
+		ExitCode: res.ExitCode, Reward: res.Reward, Metrics: res.Metrics,
+		Stdout: res.Stdout, Stderr: res.Stderr, Duration: res.Duration, Timeout: timeout,
+	}
+	var rec results.Record
+	if j.rubric.UsesVerifier() {
+		// A rubric naming tests combines the verdict with its other parts
+		// (tests*0.8+judge*0.2), each a metric of its own.
+		scored, str, err := a.score(ctx, j, p.out, rubrics.Input{
+			Workspace: p.ws.Dir, Verdict: &rubrics.Verdict{Reward: res.Reward, Metrics: testsMetrics(res)},
+		})
+		if err != nil {
+			if retryable(err) {
+				a.keepScored(ctx, j, str, err)
+			}
+			return rollout.Summary{}, err
+		}
+		rec = scored
+		tr.Judge, tr.Reward, tr.Score = str.Judge, str.Reward, str.Score
+	} else {
+		// Otherwise the task's verifier is its score.
+		rec = record(j, p.out)
+		rec.Reward, rec.Metrics = res.Reward, testsMetrics(res)
+		tr.Reward, tr.Score = res.Reward, fmt.Sprintf("tests: %v", res.Reward)
+	}
+	rec.FinishedAt = tr.EndedAt
+	stored, _, err := a.Store.Put(ctx, rec, &tr)
+	if err != nil {
+		return rollout.Summary{}, fmt.Errorf("write run store: %w", err)
+	}
+	s := summaryOf(stored)
+	s.Rerun = p.rerun
+	return s, nil
+}
+
+// testsMetrics are a verifier's reward as the "tests" metric and its other
+// named numbers as "tests.<name>".
+func testsMetrics(res harness.VerifyResult) map[string]float64 {
+	m := make(map[string]float64, len(res.Metrics)+1)
+	for k, v := range maps.All(res.Metrics) {
+		if k != "reward" {
+			m[TestsMetric+"."+k] = v
+		}
+	}
+	m[TestsMetric] = res.Reward
+	return m
+}
+
+// verifierTimeout is the run's verifier timeout when it sets one, else the
+// task's, else DefaultVerifierTimeout.
+func (j job) verifierTimeout() time.Duration {
+	switch {
+	case j.ref.Harness.VerifierTimeout > 0:
+		return j.ref.Harness.VerifierTimeout
+	case j.task.VerifierTimeout > 0:
+		return j.task.VerifierTimeout
+	}
+	return DefaultVerifierTimeout
+}

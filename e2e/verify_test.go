@@ -1,0 +1,318 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/evalflow/evalflow/activities"
+	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/providers/mock"
+	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/tasksets"
+	"github.com/evalflow/evalflow/trace"
+	"github.com/evalflow/evalflow/wiring"
+	"github.com/evalflow/evalflow/workflows"
+)
+
+// harborRun is one eval of a Harbor taskset on the embedded server.
+type harborRun struct {
+	taskset string
+	runtime harness.Runtime // nil: local subprocesses
+	harness rollout.HarnessConfig
+	script  string // the mock model's script; "" answers arithmetic
+	// maxAttempts of each rollout; 0 is the default.
+	maxAttempts int
+}
+
+// harborResult is what a harborRun left: the workflow's result, the
+// stored records by task id, the run's directory, its scheduled activities
+// by name, and the parent of its workspaces.
+type harborResult struct {
+	res       workflows.Result
+	records   map[string]results.Record
+	runDir    string
+	scheduled map[string]int
+	workDir   string
+}
+
+func runHarbor(t *testing.T, r harborRun) harborResult {
+	t.Helper()
+	_, c := startServer(t)
+	runsDir, workDir := t.TempDir(), t.TempDir()
+	rt := r.runtime
+	if rt == nil {
+		rt = &harness.Local{Dir: workDir}
+	}
+	w, err := wiring.NewWorker(c, wiring.Config{
+		TaskQueue: "harbor", RunsDir: runsDir, MaxRollouts: 4, Multiplex: 4,
+		Runtime: rt, WorkDir: workDir, DefaultHarness: agentCommand,
+		Mock:   mock.Config{Script: r.script},
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	require.NoError(t, w.Start())
+	defer w.Stop()
+
+	runID := "harbor-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+	cfg := workflows.RunConfig{
+		RunID: runID, Taskset: r.taskset, MaxConcurrent: 4, Model: "mock",
+		Harness: r.harness, Limits: workflows.Limits{MaxAttempts: r.maxAttempts},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: runID, TaskQueue: "harbor"}, wiring.EvalWorkflowName, workflows.EvalInput{Config: cfg})
+	require.NoError(t, err)
+	out := harborResult{records: map[string]results.Record{}, workDir: workDir}
+	require.NoError(t, run.Get(ctx, &out.res))
+	out.scheduled = scheduledActivities(t, c, runID, run.GetRunID())
+	store, err := results.Open(runsDir)
+	require.NoError(t, err)
+	out.runDir = store.Dir(runID)
+	for _, rec := range mustList(t, store, runID) {
+		_, dup := out.records[rec.TaskID]
+		require.False(t, dup, "task %s stored twice", rec.TaskID)
+		out.records[rec.TaskID] = rec
+	}
+	return out
+}
+
+// scheduledActivities counts the activities a workflow scheduled, by name.
+func scheduledActivities(t *testing.T, c client.Client, id, runID string) map[string]int {
+	t.Helper()
+	n := map[string]int{}
+	it := c.GetWorkflowHistory(context.Background(), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			n[a.GetActivityType().GetName()]++
+		}
+	}
+	return n
+}
+
+// readTrace reads a record's trace.
+func readTrace(t *testing.T, runDir string, rec results.Record) trace.Rollout {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(runDir, rec.Trace))
+	require.NoError(t, err)
+	var tr trace.Rollout
+	require.NoError(t, json.Unmarshal(b, &tr))
+	return tr
+}
+
+// requireNoWorkspaceLeft fails when a workspace is left under dir.
+func requireNoWorkspaceLeft(t *testing.T, dir string) {
+	t.Helper()
+	left, err := filepath.Glob(filepath.Join(dir, "evalflow-ws-*"))
+	require.NoError(t, err)
+	require.Empty(t, left, "every workspace is removed once verified")
+}
+
+func harborSampleLen(t *testing.T) int {
+	ts, err := tasksets.HarborSample()
+	require.NoError(t, err)
+	return int(ts.Len())
+}
+
+// TestHarborSampleOracle: the bundled task directories with the oracle
+// harness all score 1, each verified by its own Verify activity, with the
+// verifier's named numbers stored as metrics.
+func TestHarborSampleOracle(t *testing.T) {
+	n := harborSampleLen(t)
+	got := runHarbor(t, harborRun{taskset: tasksets.HarborSampleName, harness: rollout.HarnessConfig{Oracle: true}})
+
+	require.Zero(t, got.res.Failed, "%+v", got.res.FailedSamples)
+	require.Len(t, got.records, n)
+	for id, rec := range got.records {
+		assert.Equal(t, 1.0, rec.Reward, "%s with its solution", id)
+		assert.Equal(t, 1.0, rec.Metrics[activities.TestsMetric], "%s: the tests metric", id)
+		tr := readTrace(t, got.runDir, rec)
+		require.NotNil(t, tr.Verifier, "%s: the trace holds the verifier's run", id)
+		assert.Empty(t, tr.Verifier.Error)
+	}
+	assert.Equal(t, map[string]float64{"tests": 1, "tests.copied": 1, "tests.manifest": 1, "tests.archive": 1},
+		got.records["release-bundle"].Metrics, "reward.json's named numbers")
+	assert.Equal(t, n, got.scheduled[rollout.ActivityVerify], "one Verify per rollout, in the history")
+	requireNoWorkspaceLeft(t, got.workDir)
+}
+
+// TestHarborSampleDoNothing: a harness that does nothing scores 0 on every
+// task, as a result (status ok), not an error.
+func TestHarborSampleDoNothing(t *testing.T) {
+	n := harborSampleLen(t)
+	got := runHarbor(t, harborRun{taskset: tasksets.HarborSampleName, harness: rollout.HarnessConfig{Command: []string{"true"}}})
+
+	require.Zero(t, got.res.Failed, "%+v", got.res.FailedSamples)
+	require.Len(t, got.records, n)
+	for id, rec := range got.records {
+		assert.Equal(t, rollout.StatusOK, rec.Status, id)
+		assert.Equal(t, 0.0, rec.Reward, "%s with nothing done", id)
+	}
+	requireNoWorkspaceLeft(t, got.workDir)
+}
+
+// TestHarborSampleScriptedAgent: the built-in agent, driven by a scripted
+// mock model, makes real tool calls in real workspaces: the tasks the
+// script solves score 1, the one it deliberately fails and those it has no
+// script for score 0.
+func TestHarborSampleScriptedAgent(t *testing.T) {
+	script, err := filepath.Abs("testdata/harbor-agent.jsonl")
+	require.NoError(t, err)
+	got := runHarbor(t, harborRun{taskset: tasksets.HarborSampleName, script: script})
+
+	require.Zero(t, got.res.Failed, "%+v", got.res.FailedSamples)
+	require.Len(t, got.records, harborSampleLen(t))
+	solved := map[string]bool{"hello-file": true, "config-edit": true, "log-errors": true}
+	for id, rec := range got.records {
+		want := 0.0
+		if solved[id] {
+			want = 1
+		}
+		assert.Equal(t, want, rec.Reward, "%s: the scripted outcome", id)
+	}
+	tr := readTrace(t, got.runDir, got.records["hello-file"])
+	require.Len(t, tr.Turns, 3, "write_file, shell, then the answer")
+	calls := tr.Turns[0].Response.Message.ToolCalls
+	require.Len(t, calls, 1)
+	assert.Equal(t, "write_file", calls[0].Name)
+	assert.Contains(t, string(mustJSON(t, tr.Turns[2].Request)), "Hello, evalflow!", "the shell tool's output went back to the model")
+	fizz := readTrace(t, got.runDir, got.records["fix-fizzbuzz"])
+	require.NotEmpty(t, fizz.Turns)
+	assert.Equal(t, "shell", fizz.Turns[0].Response.Message.ToolCalls[0].Name, "the agent acted, and failed")
+	require.NotNil(t, fizz.Verifier)
+	assert.Equal(t, 0.0, fizz.Verifier.Reward)
+	requireNoWorkspaceLeft(t, got.workDir)
+}
+
+// toolResults is the text of the tool results a turn sent the model: those
+// of the calls of the turn before it.
+func toolResults(turn trace.Turn) string {
+	var out []string
+	for _, m := range turn.Request.Messages {
+		switch m.Role {
+		case "assistant":
+			out = nil
+		case "tool":
+			out = append(out, m.Text())
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
+
+// TestBwrapAgentCannotSeeTestsOrSolution: in the bwrap runtime an agent
+// that looks for /tests and /solution finds neither, and its reads fail;
+// the verifier, after it, has the tests.
+func TestBwrapAgentCannotSeeTestsOrSolution(t *testing.T) {
+	_, err := exec.LookPath("bwrap")
+	require.NoError(t, err, "the bwrap runtime needs bubblewrap: apt-get install bubblewrap")
+	script, err := filepath.Abs("testdata/harbor-peek.jsonl")
+	require.NoError(t, err)
+	workDir := t.TempDir()
+	got := runHarbor(t, harborRun{
+		taskset: tasksets.HarborSampleName, script: script,
+		runtime: &harness.Bwrap{Local: harness.Local{Dir: workDir}},
+	})
+
+	require.Zero(t, got.res.Failed, "%+v", got.res.FailedSamples)
+	rec := got.records["hello-file"]
+	tr := readTrace(t, got.runDir, rec)
+	require.Len(t, tr.Turns, 3)
+	shellOut := toolResults(tr.Turns[1])
+	assert.Contains(t, shellOut, "tests-absent", "no /tests during the agent's run")
+	assert.Contains(t, shellOut, "solution-absent", "no /solution during the agent's run")
+	assert.NotContains(t, shellOut, "TESTS-VISIBLE")
+	assert.NotContains(t, shellOut, "SOLUTION-VISIBLE")
+	assert.Contains(t, shellOut, "/tests/test.sh: No such file or directory", "reading the tests fails")
+	readOut := toolResults(tr.Turns[2])
+	assert.Contains(t, readOut, "error: read_file: /tests/test.sh does not exist", "read_file of the tests fails")
+	assert.NotContains(t, readOut, "writes the reward")
+	assert.Equal(t, 0.0, rec.Reward, "the agent wrote nothing; the verifier, with the tests, says so")
+	require.NotNil(t, tr.Verifier)
+	assert.Contains(t, tr.Verifier.Stdout, "hello.txt is missing or wrong", "the verifier ran its tests")
+	requireNoWorkspaceLeft(t, workDir)
+}
+
+// writeTask writes a Harbor task directory whose verifier is test.
+func writeTask(t *testing.T, root, name, test string, verifierTimeout float64) {
+	t.Helper()
+	dir := filepath.Join(root, name)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "tests"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "environment"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "instruction.md"), []byte("Task "+name+": do nothing.\n"), 0o644))
+	toml := "version = \"1.0\"\n\n[verifier]\ntimeout_sec = " + strconvF(verifierTimeout) + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.toml"), []byte(toml), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tests", "test.sh"), []byte("#!/bin/bash\n"+test+"\n"), 0o755))
+}
+
+func strconvF(f float64) string { b, _ := json.Marshal(f); return string(b) }
+
+// TestBrokenVerifiersAreVerifierErrors: a verifier that hangs is killed at
+// its timeout and one that writes garbage to reward.txt gets a clear error;
+// both are retried, then recorded as the verifier's errors — never a
+// reward of 0 for the agent — with each attempt's trace kept.
+func TestBrokenVerifiersAreVerifierErrors(t *testing.T) {
+	root := t.TempDir()
+	writeTask(t, root, "hangs", "echo about to hang; sleep 1000", 1)
+	writeTask(t, root, "garbage", `echo abc > "${EVALFLOW_VERIFIER_LOGS:-/logs/verifier}/reward.txt"`, 30)
+	start := time.Now()
+	got := runHarbor(t, harborRun{taskset: "harbor:" + root, harness: rollout.HarnessConfig{Command: []string{"true"}}, maxAttempts: 2})
+
+	assert.Less(t, time.Since(start), 2*time.Minute, "the hanging verifier is killed at its timeout")
+	assert.Empty(t, got.records, "no reward is stored for a verifier that gave none")
+	assert.Equal(t, int64(2), got.res.Failed)
+	require.Len(t, got.res.Errors, 1)
+	assert.Equal(t, workflows.KindCount{Kind: rollout.KindVerifier, Count: 2}, got.res.Errors[0])
+	errs := map[string]string{}
+	for _, f := range got.res.FailedSamples {
+		errs[f.Key] = f.Error
+	}
+	var all []string
+	for _, e := range errs {
+		all = append(all, e)
+	}
+	joined := strings.Join(all, "\n")
+	assert.Contains(t, joined, "task hangs: the verifier timed out after 1s")
+	assert.Contains(t, joined, `task garbage: the verifier reward.txt: "abc" is not a number`)
+	assert.Equal(t, 4, got.scheduled[rollout.ActivityVerify], "each verifier retried once, in the history")
+
+	// Every attempt's trace is kept, with the verifier's output.
+	traces, err := filepath.Glob(filepath.Join(got.runDir, "traces", "*", "attempt-*.json"))
+	require.NoError(t, err)
+	require.Len(t, traces, 4)
+	var hung int
+	for _, f := range traces {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var tr trace.Rollout
+		require.NoError(t, json.Unmarshal(b, &tr))
+		require.NotNil(t, tr.Verifier, f)
+		assert.NotEmpty(t, tr.Verifier.Error, f)
+		if strings.Contains(tr.Verifier.Error, "timed out") {
+			hung++
+			assert.Contains(t, tr.Verifier.Stdout, "about to hang")
+		}
+	}
+	assert.Equal(t, 2, hung)
+	requireNoWorkspaceLeft(t, got.workDir)
+}
