@@ -41,7 +41,7 @@ type Activities struct {
 	Capacity *Capacity
 	// Judge is the model provider judge rubrics ask; nil fails a run whose
 	// rubric has a judge part.
-	Judge  Provider
+	Judge Provider
 	// WorkDir is the parent of task workspaces; "" is the system temp dir.
 	WorkDir string
 	// VerifyGrace is how long past RunInput.VerifyWithin a workspace waits

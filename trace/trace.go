@@ -102,10 +102,10 @@ type Rollout struct {
 	Turns  []Turn `json:"turns"`
 	// Judge holds the calls a judge rubric made to grade the rollout, apart
 	// from the agent's own turns.
-	Judge     []Turn    `json:"judge_turns,omitempty"`
-	Harness   Harness   `json:"harness"`
-	Reward    float64   `json:"reward"`
-	Score     string    `json:"score_detail,omitempty"`
+	Judge   []Turn  `json:"judge_turns,omitempty"`
+	Harness Harness `json:"harness"`
+	Reward  float64 `json:"reward"`
+	Score   string  `json:"score_detail,omitempty"`
 	// Workspace notes what preparing the task's workspace could not
 	// reproduce outside Docker; absent for a task without one.
 	Workspace []string `json:"workspace_notes,omitempty"`
