@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"time"
+	"unicode/utf8"
 
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/trace"
@@ -132,36 +133,56 @@ func (c *recorder) deliver() {
 // readBody reads the bounded request body within the body read timeout,
 // answering 413, 408 or 400 itself.
 func (c *recorder) readBody() ([]byte, bool) {
-	limit := c.srv.cfg.MaxBodyBytes
+	body, status, code, msg := readBounded(c.w, c.r, c.srv.cfg.MaxBodyBytes, c.srv.cfg.BodyReadTimeout)
+	if status != 0 {
+		c.fail(status, code, msg)
+		return nil, false
+	}
+	return body, true
+}
+
+// readBounded reads r's body, at most limit bytes within timeout, or says
+// how to answer instead: 413 for a body over limit (refused unread when its
+// length is announced, so a huge body costs no memory), 408 for one slower
+// than timeout, 400 for one that cannot be read or is not UTF-8, which
+// JSON must be (RFC 8259) and a provider refuses.
+func readBounded(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) (body []byte, status int, code, msg string) {
+	tooLarge := func() (int, string, string) {
+		// What is left of the body is not read: the connection cannot be reused.
+		w.Header().Set("Connection", "close")
+		return http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("Request body is larger than %d bytes.", limit)
+	}
+	if r.ContentLength > limit {
+		status, code, msg = tooLarge()
+		return nil, status, code, msg
+	}
 	// net/http lifts the deadline itself once the body is read, when its
 	// watch for a caller that hangs up starts.
-	_ = http.NewResponseController(c.w).SetReadDeadline(time.Now().Add(c.srv.cfg.BodyReadTimeout))
-	rd := http.MaxBytesReader(c.w, c.r.Body, limit)
-	var body []byte
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+	rd := http.MaxBytesReader(w, r.Body, limit)
 	var err error
-	if n := c.r.ContentLength; n > 0 && n <= limit {
+	if n := r.ContentLength; n > 0 {
 		// One allocation of the announced size instead of ReadAll's doublings.
 		body = make([]byte, n)
 		_, err = io.ReadFull(rd, body)
 	} else {
 		body, err = io.ReadAll(rd)
 	}
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooBig):
-			c.fail(http.StatusRequestEntityTooLarge, "request_too_large",
-				fmt.Sprintf("Request body is larger than %d bytes.", tooBig.Limit))
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			c.w.Header().Set("Connection", "close")
-			c.fail(http.StatusRequestTimeout, "request_timeout",
-				fmt.Sprintf("The request body did not arrive within %v.", c.srv.cfg.BodyReadTimeout))
-		default:
-			c.fail(http.StatusBadRequest, "", "Could not read the request body.")
-		}
-		return nil, false
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil && !utf8.Valid(body):
+		return nil, http.StatusBadRequest, "invalid_encoding", "The request body is not valid UTF-8."
+	case err == nil:
+		return body, 0, "", ""
+	case errors.As(err, &tooBig):
+		status, code, msg = tooLarge()
+		return nil, status, code, msg
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		return nil, http.StatusRequestTimeout, "request_timeout", fmt.Sprintf("The request body did not arrive within %v.", timeout)
+	default:
+		return nil, http.StatusBadRequest, "", "Could not read the request body."
 	}
-	return body, true
 }
 
 // send calls the upstream at path with the caller's headers h (nil when
