@@ -70,6 +70,9 @@ type scanStats struct {
 	Bytes int64
 }
 
+// scanChunk is how much of a file the scan reads at a time.
+const scanChunk = 1 << 20
+
 // scanForSecrets reads every file under root for every secret, in chunks
 // that overlap by the longest secret, so that one across two reads is found.
 func scanForSecrets(root string, secrets map[string]string) ([]secretHit, scanStats, error) {
@@ -97,12 +100,12 @@ func scanForSecrets(root string, secrets map[string]string) ([]secretHit, scanSt
 		}
 		defer f.Close()
 		st.Files++
-		buf := make([]byte, 1<<20+longest)
+		buf := make([]byte, longest+scanChunk)
 		var base int64 // the file offset of buf[0]
 		kept := 0      // bytes carried over from the last read
 		found := map[string]bool{}
 		for {
-			n, rerr := io.ReadFull(f, buf[kept:])
+			n, rerr := io.ReadFull(f, buf[kept:kept+scanChunk])
 			st.Bytes += int64(n)
 			window := buf[:kept+n]
 			for _, name := range names {
@@ -247,9 +250,9 @@ func TestSecretScanFindsAPlantedSecret(t *testing.T) {
 
 	nested := filepath.Join(root, "runs", "r1")
 	require.NoError(t, os.MkdirAll(nested, 0o755))
-	// Across the boundary of the scanner's first 1 MiB read.
-	across := bytes.Repeat([]byte{'z'}, 1<<20+20)
-	copy(across[1<<20-10:], secret)
+	// Across the boundary of the scanner's first read.
+	across := bytes.Repeat([]byte{'z'}, 3*scanChunk)
+	copy(across[scanChunk-10:], secret)
 	require.NoError(t, os.WriteFile(filepath.Join(nested, "rollouts.jsonl"), across, 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "worker.log"), []byte("level=warn key="+secret+"\n"), 0o644))
 
@@ -262,6 +265,6 @@ func TestSecretScanFindsAPlantedSecret(t *testing.T) {
 		assert.Equal(t, "planted key", h.Secret)
 		assert.NotContains(t, h.String(), secret, "a hit never prints the secret")
 	}
-	assert.Equal(t, int64(1<<20-10), byFile["rollouts.jsonl"].Offset)
+	assert.Equal(t, int64(scanChunk-10), byFile["rollouts.jsonl"].Offset)
 	assert.Equal(t, int64(len("level=warn key=")), byFile["worker.log"].Offset)
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -149,4 +151,84 @@ func TestGatewaySlowRegisterTimesOut(t *testing.T) {
 	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode, body)
 	assert.Contains(t, body, "gateway_error")
 	assert.Contains(t, body, "did not arrive within 100ms")
+}
+
+// chunkedPost sends a chunked body of size bytes (head, then 'a's, then
+// tail) and reads the answer.
+func chunkedPost(t *testing.T, base, path, header, head, tail string, size int) (*http.Response, string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	require.NoError(t, conn.SetDeadline(time.Now().Add(time.Minute)))
+	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\n%s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n", path, header)
+	require.NoError(t, err)
+	go func() { // the server may answer before it has read it all
+		cw := httputil.NewChunkedWriter(conn)
+		body := io.MultiReader(strings.NewReader(head), io.LimitReader(repeatA{}, int64(size-len(head)-len(tail))), strings.NewReader(tail))
+		if _, err := io.Copy(cw, body); err == nil {
+			_ = cw.Close()
+			_, _ = io.WriteString(conn, "\r\n")
+		}
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, string(b)
+}
+
+type repeatA struct{}
+
+func (repeatA) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'a'
+	}
+	return len(p), nil
+}
+
+// A chunked body over the limit is refused with a 413 without the server
+// holding it: the process allocates a small part of the limit, not the
+// limit (io.ReadAll's doublings allocated twice the limit, and the heap the
+// runtime keeps grew with them).
+func TestChunkedHugeBodyRefusedWithoutHoldingIt(t *testing.T) {
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("a refused body reached the upstream")
+	})
+	const limit = interception.DefaultMaxBodyBytes
+	f := newFixture(t, up.URL, nil)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	resp, body := chunkedPost(t, f.slot.LocalURL, "/v1/chat/completions", "Authorization: Bearer "+f.slot.Secret,
+		`{"model":"m","messages":[{"role":"user","content":"`, `"}]}`, limit+(4<<20))
+	runtime.ReadMemStats(&after)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, body)
+	assert.Contains(t, body, "larger than")
+	allocated := after.TotalAlloc - before.TotalAlloc
+	assert.Less(t, allocated, uint64(limit/4), "allocated %d bytes for a refused %d-byte body", allocated, limit+(4<<20))
+}
+
+// A chunked body longer than what is kept in memory, within the limit,
+// arrives whole.
+func TestChunkedBodyPastMemoryArrivesWhole(t *testing.T) {
+	const size = 3 << 20
+	got := make(chan int, 1)
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var req struct {
+			Messages []struct {
+				Content string `json:"content"`
+			} `json:"messages"`
+		}
+		if assert.NoError(t, json.Unmarshal(b, &req)) && assert.Len(t, req.Messages, 1) {
+			got <- len(req.Messages[0].Content)
+			assert.True(t, strings.HasSuffix(req.Messages[0].Content, "a-the-end"))
+		}
+		writeJSON(w, http.StatusOK, toolCompletion)
+	})
+	f := newFixture(t, up.URL, nil)
+	head, tail := `{"model":"m","messages":[{"role":"user","content":"`, `-the-end"}]}`
+	resp, body := chunkedPost(t, f.slot.LocalURL, "/v1/chat/completions", "Authorization: Bearer "+f.slot.Secret, head, tail, size)
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	assert.Equal(t, size-len(head)-len(`"}]}`), <-got, "every byte of the content arrived")
 }

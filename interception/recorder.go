@@ -1,6 +1,7 @@
 package interception
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -166,10 +167,13 @@ func readBounded(w http.ResponseWriter, r *http.Request, limit int64, timeout ti
 		body = make([]byte, n)
 		_, err = io.ReadFull(rd, body)
 	} else {
-		body, err = io.ReadAll(rd)
+		body, err = readUnannounced(rd)
 	}
 	var tooBig *http.MaxBytesError
+	var spool *spoolError
 	switch {
+	case errors.As(err, &spool):
+		return nil, http.StatusServiceUnavailable, "body_buffer_unavailable", "The request body could not be buffered."
 	case err == nil && !utf8.Valid(body):
 		return nil, http.StatusBadRequest, "invalid_encoding", "The request body is not valid UTF-8."
 	case err == nil:
@@ -183,6 +187,50 @@ func readBounded(w http.ResponseWriter, r *http.Request, limit int64, timeout ti
 	default:
 		return nil, http.StatusBadRequest, "", "Could not read the request body."
 	}
+}
+
+// spoolAfter is how much of a body of unannounced length (chunked) is read
+// into memory; the rest goes to a temporary file until the body ends, so
+// that a body refused at the limit never held the limit in the heap, whose
+// growth the runtime would keep long after.
+const spoolAfter = 1 << 20
+
+// spoolError is a failure of the temporary file, the server's own.
+type spoolError struct{ err error }
+
+func (e *spoolError) Error() string { return "spool request body: " + e.err.Error() }
+func (e *spoolError) Unwrap() error { return e.err }
+
+// readUnannounced reads a body of unannounced length: up to spoolAfter in
+// memory, then to a temporary file, and the whole of it into one
+// allocation of its size once it has ended.
+func readUnannounced(rd io.Reader) ([]byte, error) {
+	var head bytes.Buffer
+	if _, err := io.CopyN(&head, rd, spoolAfter+1); errors.Is(err, io.EOF) {
+		return head.Bytes(), nil
+	} else if err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp("", "evalflow-body-*")
+	if err != nil {
+		return nil, &spoolError{err}
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	rest, err := io.Copy(f, rd)
+	if err != nil {
+		var werr *os.PathError
+		if errors.As(err, &werr) && werr.Path == f.Name() {
+			return nil, &spoolError{err}
+		}
+		return nil, err
+	}
+	body := make([]byte, int64(head.Len())+rest)
+	copy(body, head.Bytes())
+	if _, err := f.ReadAt(body[head.Len():], 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, &spoolError{err}
+	}
+	return body, nil
 }
 
 // send calls the upstream at path with the caller's headers h (nil when
