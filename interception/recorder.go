@@ -193,7 +193,7 @@ func readBounded(w http.ResponseWriter, r *http.Request, limit int64, timeout ti
 // into memory; the rest goes to a temporary file until the body ends, so
 // that a body refused at the limit never held the limit in the heap, whose
 // growth the runtime would keep long after.
-const spoolAfter = 1 << 20
+const spoolAfter = 256 << 10
 
 // spoolError is a failure of the temporary file, the server's own.
 type spoolError struct{ err error }
