@@ -19,7 +19,7 @@ func TestWorkerKilledMidRun(t *testing.T) {
 	srv := startServer(t)
 	c := dial(t, srv.addr)
 	defer c.Close()
-	runs, queue := t.TempDir(), "faults-kill-worker"
+	runs, queue := caseDir(t), "faults-kill-worker"
 	doomed := startWorker(t, srv.addr, runs, queue, "--max-rollouts", "16")
 	startWorker(t, srv.addr, runs, queue, "--max-rollouts", "16")
 	cfg := evalConfig("kill-worker", 200, 32)
@@ -61,7 +61,7 @@ func TestWorkerKilledMidRun(t *testing.T) {
 func TestServerKilledAndRestarted(t *testing.T) {
 	srv := startServer(t)
 	c := dial(t, srv.addr)
-	runs, queue := t.TempDir(), "faults-kill-server"
+	runs, queue := caseDir(t), "faults-kill-server"
 	startWorker(t, srv.addr, runs, queue, "--max-rollouts", "16")
 	startWorker(t, srv.addr, runs, queue, "--max-rollouts", "16")
 	cfg := evalConfig("kill-server", 200, 32)
@@ -97,7 +97,7 @@ func TestServerKilledAndRestarted(t *testing.T) {
 // finishes the run, reusing what was stored, and no harness outlives the
 // killed starter.
 func TestStarterKilledAndRerun(t *testing.T) {
-	dataDir, runs := t.TempDir(), t.TempDir()
+	dataDir, runs := caseDir(t), caseDir(t)
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	args := []string{"eval", "--taskset", "arithmetic", "--tasks", "200", "--max-concurrent", "32",
 		"--run-id", "kill-starter", "--address", addr, "--data-dir", dataDir, "--runs-dir", runs,
@@ -116,6 +116,9 @@ func TestStarterKilledAndRerun(t *testing.T) {
 	require.NoError(t, again.wait(t, 5*time.Minute), "the same command finishes the run")
 	ended := time.Now()
 	requireExactlyOnce(t, runs, "kill-starter", 200)
+	// The embedded server is gone with the starter: serve its data again,
+	// for the secret scan of its histories.
+	(&server{addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), dataDir: dataDir}).start(t)
 	figure(t, "starter SIGKILL at %d/200 stored: 200 stored, 0 duplicates; its agents gone %s after the kill; "+
 		"the rerun finished %s after the kill",
 		atKill, orphansGone.Sub(killed).Round(time.Millisecond), ended.Sub(killed).Round(time.Millisecond))

@@ -25,7 +25,7 @@ func TestManyInFlightOnTwoCores(t *testing.T) {
 	srv := startServer(t)
 	c := dial(t, srv.addr)
 	defer c.Close()
-	runs, queue := t.TempDir(), "faults-load"
+	runs, queue := caseDir(t), "faults-load"
 	startWorker(t, srv.addr, runs, queue, "--max-rollouts", "256", "--mock-latency", "0s")
 
 	rate := map[int]float64{}

@@ -22,26 +22,45 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+// run is TestMain's body, so that its deferred removals run before the exit.
+func run(m *testing.M) int {
 	tunnel.ServeFRPClientIfAsked()
 	agent.ServeIfAsked()
-	dir, err := os.MkdirTemp("", "evalflow-faults-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "faults:", err)
-		os.Exit(2)
+	stormIfAsked()
+	var dirs [3]string
+	for i, pattern := range []string{"evalflow-faults-bin-", "evalflow-faults-", "evalflow-faults-secrets-"} {
+		dir, err := os.MkdirTemp("", pattern)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "faults:", err)
+			return 2
+		}
+		dirs[i] = dir
 	}
-	bin = dir
+	bin, suiteRoot, secretsDir = dirs[0], dirs[1], dirs[2]
+	defer func() {
+		for _, dir := range dirs {
+			os.RemoveAll(dir)
+		}
+	}()
 	for name, pkg := range map[string]string{
 		"starter": "../starter", "worker": "../worker", "evalflow-agent": "../cmd/evalflow-agent",
 	} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg)
+		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, name), pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "faults: build %s: %v\n%s", pkg, err, out)
-			os.RemoveAll(dir)
-			os.Exit(2)
+			return 2
 		}
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	// Last, when every case has written all it will: no secret anywhere.
+	msg, ok := scanSuite()
+	fmt.Println(msg)
+	if !ok {
+		code = 1
+	}
+	return code
 }

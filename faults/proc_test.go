@@ -42,7 +42,7 @@ func spawn(t *testing.T, name string, args ...string) *proc {
 // spawnEnv is spawn with env added to the suite's environment.
 func spawnEnv(t *testing.T, env []string, name string, args ...string) *proc {
 	t.Helper()
-	log := filepath.Join(t.TempDir(), name+".log")
+	log := filepath.Join(caseDir(t), name+".log")
 	f, err := os.Create(log)
 	require.NoError(t, err)
 	cmd := exec.Command(filepath.Join(bin, name), args...)
@@ -115,7 +115,7 @@ type server struct {
 
 func startServer(t *testing.T) *server {
 	t.Helper()
-	s := &server{addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), dataDir: t.TempDir()}
+	s := &server{addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), dataDir: caseDir(t)}
 	s.start(t)
 	return s
 }
@@ -123,9 +123,23 @@ func startServer(t *testing.T) *server {
 // start runs the server process and waits until its frontend answers.
 func (s *server) start(t *testing.T) {
 	t.Helper()
-	s.proc = spawn(t, "starter", "dev", "--worker=false", "--address", s.addr, "--data-dir", s.dataDir, "--ui-port", "-1")
+	p := spawn(t, "starter", "dev", "--worker=false", "--address", s.addr, "--data-dir", s.dataDir, "--ui-port", "-1")
+	s.proc = p
 	c := dial(t, s.addr)
 	c.Close()
+	// Before the process goes (cleanups run last first), its histories go
+	// to the secret scan, whether the case passed or not; a server started
+	// again on the same data dumps them itself, and one that died has its
+	// data directory scanned still.
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			if s.proc == p {
+				dumpHistories(t, s.addr)
+			}
+		}
+	})
 }
 
 // dial connects to the server at addr once its frontend answers.

@@ -157,7 +157,7 @@ func TestProviderFaultsAreNeverTheAgents(t *testing.T) {
 	srv := startServer(t)
 	c := dial(t, srv.addr)
 	defer c.Close()
-	runs, queue := t.TempDir(), "faults-provider"
+	runs, queue := caseDir(t), "faults-provider"
 	spawnEnv(t, []string{"OPENAI_API_KEY=" + providerKey}, "worker",
 		"--address", srv.addr, "--runs-dir", runs, "--task-queue", queue, "--log-level", "warn",
 		"--base-url", baseURL, "--upstream-header-timeout", "1s", "--upstream-idle-timeout", "1s")

@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -29,6 +27,14 @@ const gatewayPrefix = "/v1/rollouts/"
 // GatewayKeyPrefix starts the pool keys of gateway rollouts, so they never
 // collide with workflow rollouts (run/epoch/index/k).
 const GatewayKeyPrefix = "gateway/"
+
+// maxRegisterBytes bounds a register call's body: a model and sampling.
+const maxRegisterBytes = 1 << 20
+
+// gatewayActions are the gateway's routes below gatewayPrefix+id.
+var gatewayActions = []struct{ name, method string }{
+	{"register", http.MethodPost}, {"trajectory", http.MethodGet}, {"unregister", http.MethodPost},
+}
 
 var rolloutID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
@@ -61,7 +67,12 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	id, action, ok := strings.Cut(rest, "/")
-	want := map[string]string{"register": http.MethodPost, "unregister": http.MethodPost, "trajectory": http.MethodGet}[action]
+	var want string
+	for _, a := range gatewayActions {
+		if a.name == action {
+			want = a.method
+		}
+	}
 	switch {
 	case !ok || want == "" || !rolloutID.MatchString(id):
 		gatewayError(w, http.StatusNotFound, "unknown gateway route")
@@ -88,10 +99,17 @@ func (s *Server) gatewayRoute(w http.ResponseWriter, r *http.Request, id, action
 	p, key := s.cfg.pool, GatewayKeyPrefix+id
 	switch action {
 	case "register":
-		var req RegisterRequest
-		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil && !errors.Is(err, io.EOF) {
-			gatewayError(w, http.StatusBadRequest, "register body: "+err.Error())
+		body, status, _, msg := readBounded(w, r, maxRegisterBytes, s.cfg.BodyReadTimeout)
+		if status != 0 {
+			gatewayError(w, status, "register body: "+msg)
 			return
+		}
+		var req RegisterRequest
+		if len(body) > 0 {
+			if err := json.Unmarshal(body, &req); err != nil {
+				gatewayError(w, http.StatusBadRequest, "register body: "+err.Error())
+				return
+			}
 		}
 		if req.Model == "" {
 			gatewayError(w, http.StatusBadRequest, "register: model is required")

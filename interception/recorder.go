@@ -1,12 +1,14 @@
 package interception
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"time"
+	"unicode/utf8"
 
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/trace"
@@ -132,36 +134,103 @@ func (c *recorder) deliver() {
 // readBody reads the bounded request body within the body read timeout,
 // answering 413, 408 or 400 itself.
 func (c *recorder) readBody() ([]byte, bool) {
-	limit := c.srv.cfg.MaxBodyBytes
+	body, status, code, msg := readBounded(c.w, c.r, c.srv.cfg.MaxBodyBytes, c.srv.cfg.BodyReadTimeout)
+	if status != 0 {
+		c.fail(status, code, msg)
+		return nil, false
+	}
+	return body, true
+}
+
+// readBounded reads r's body, at most limit bytes within timeout, or says
+// how to answer instead: 413 for a body over limit (refused unread when its
+// length is announced, so a huge body costs no memory), 408 for one slower
+// than timeout, 400 for one that cannot be read or is not UTF-8, which
+// JSON must be (RFC 8259) and a provider refuses.
+func readBounded(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) (body []byte, status int, code, msg string) {
+	tooLarge := func() (int, string, string) {
+		// What is left of the body is not read: the connection cannot be reused.
+		w.Header().Set("Connection", "close")
+		return http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("Request body is larger than %d bytes.", limit)
+	}
+	if r.ContentLength > limit {
+		status, code, msg = tooLarge()
+		return nil, status, code, msg
+	}
 	// net/http lifts the deadline itself once the body is read, when its
 	// watch for a caller that hangs up starts.
-	_ = http.NewResponseController(c.w).SetReadDeadline(time.Now().Add(c.srv.cfg.BodyReadTimeout))
-	rd := http.MaxBytesReader(c.w, c.r.Body, limit)
-	var body []byte
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+	rd := http.MaxBytesReader(w, r.Body, limit)
 	var err error
-	if n := c.r.ContentLength; n > 0 && n <= limit {
+	if n := r.ContentLength; n > 0 {
 		// One allocation of the announced size instead of ReadAll's doublings.
 		body = make([]byte, n)
 		_, err = io.ReadFull(rd, body)
 	} else {
-		body, err = io.ReadAll(rd)
+		body, err = readUnannounced(rd)
 	}
+	var tooBig *http.MaxBytesError
+	var spool *spoolError
+	switch {
+	case errors.As(err, &spool):
+		return nil, http.StatusServiceUnavailable, "body_buffer_unavailable", "The request body could not be buffered."
+	case err == nil && !utf8.Valid(body):
+		return nil, http.StatusBadRequest, "invalid_encoding", "The request body is not valid UTF-8."
+	case err == nil:
+		return body, 0, "", ""
+	case errors.As(err, &tooBig):
+		status, code, msg = tooLarge()
+		return nil, status, code, msg
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		return nil, http.StatusRequestTimeout, "request_timeout", fmt.Sprintf("The request body did not arrive within %v.", timeout)
+	default:
+		return nil, http.StatusBadRequest, "", "Could not read the request body."
+	}
+}
+
+// spoolAfter is how much of a body of unannounced length (chunked) is read
+// into memory; the rest goes to a temporary file until the body ends, so
+// that a body refused at the limit never held the limit in the heap, whose
+// growth the runtime would keep long after.
+const spoolAfter = 256 << 10
+
+// spoolError is a failure of the temporary file, the server's own.
+type spoolError struct{ err error }
+
+func (e *spoolError) Error() string { return "spool request body: " + e.err.Error() }
+func (e *spoolError) Unwrap() error { return e.err }
+
+// readUnannounced reads a body of unannounced length: up to spoolAfter in
+// memory, then to a temporary file, and the whole of it into one
+// allocation of its size once it has ended.
+func readUnannounced(rd io.Reader) ([]byte, error) {
+	var head bytes.Buffer
+	if _, err := io.CopyN(&head, rd, spoolAfter+1); errors.Is(err, io.EOF) {
+		return head.Bytes(), nil
+	} else if err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp("", "evalflow-body-*")
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooBig):
-			c.fail(http.StatusRequestEntityTooLarge, "request_too_large",
-				fmt.Sprintf("Request body is larger than %d bytes.", tooBig.Limit))
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			c.w.Header().Set("Connection", "close")
-			c.fail(http.StatusRequestTimeout, "request_timeout",
-				fmt.Sprintf("The request body did not arrive within %v.", c.srv.cfg.BodyReadTimeout))
-		default:
-			c.fail(http.StatusBadRequest, "", "Could not read the request body.")
-		}
-		return nil, false
+		return nil, &spoolError{err}
 	}
-	return body, true
+	defer os.Remove(f.Name())
+	defer f.Close()
+	rest, err := io.Copy(f, rd)
+	if err != nil {
+		var werr *os.PathError
+		if errors.As(err, &werr) && werr.Path == f.Name() {
+			return nil, &spoolError{err}
+		}
+		return nil, err
+	}
+	body := make([]byte, int64(head.Len())+rest)
+	copy(body, head.Bytes())
+	if _, err := f.ReadAt(body[head.Len():], 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, &spoolError{err}
+	}
+	return body, nil
 }
 
 // send calls the upstream at path with the caller's headers h (nil when

@@ -242,8 +242,37 @@ type route struct {
 	open  http.HandlerFunc
 }
 
-// routes is the route table: every path the server answers. Add new routes
-// here.
+// Route is one route of an interception server, as Routes lists it.
+type Route struct {
+	Method, Path string
+	// Dialect shapes the route's errors; nil when the caller's headers pick
+	// it (Anthropic-Version: Anthropic's, else OpenAI's) or, on a gateway
+	// route, the gateway's own OpenAI-like shape.
+	Dialect dialects.Dialect
+	// Public routes need no secret. Gateway routes exist only with
+	// Config.GatewayToken, and their Path holds {id} for a rollout id.
+	Public, Gateway bool
+	// Body says the route reads a request body.
+	Body bool
+}
+
+// Routes lists every route a server answers, from its own route table and
+// the gateway's: what a test must cover to cover the server.
+func Routes() []Route {
+	var rs []Route
+	for _, rt := range (&Server{}).routes() {
+		rs = append(rs, Route{Method: rt.method, Path: rt.path, Dialect: rt.dialect,
+			Public: rt.open != nil, Body: rt.method == http.MethodPost})
+	}
+	for _, a := range gatewayActions {
+		rs = append(rs, Route{Method: a.method, Path: gatewayPrefix + "{id}/" + a.name,
+			Gateway: true, Body: a.name == "register"})
+	}
+	return rs
+}
+
+// routes is the route table: every path the server answers but the
+// gateway's. Add new routes here.
 func (s *Server) routes() []route {
 	rs := []route{
 		{method: http.MethodGet, path: "/healthz", open: healthz},
