@@ -408,3 +408,31 @@ func TestBodyReadTimeoutEndsWithTheBody(t *testing.T) {
 	assert.Equal(t, http.StatusOK, turn.Status)
 	assert.Empty(t, turn.Error)
 }
+
+// A caller that hangs up in the middle of a stream is not a provider
+// failure: its turn says the client left, and names no upstream failure
+// that would make the rollout an outage.
+func TestCallerHangingUpIsNotAnUpstreamFailure(t *testing.T) {
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", firstChunk)
+		_ = http.NewResponseController(w).Flush()
+		hang(r)
+	})
+	f := newFixture(t, up.URL, nil)
+	sdk := openai.NewClient(option.WithBaseURL(f.slot.LocalURL+"/v1/"), option.WithAPIKey(f.slot.Secret))
+	ctx, cancel := context.WithCancel(context.Background())
+	s := sdk.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
+		Model:    "m",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+	})
+	require.True(t, s.Next(), "the first event arrives: %v", s.Err())
+	cancel()
+	for s.Next() {
+	}
+	_ = s.Close()
+
+	turn := f.turn(t)
+	assert.Equal(t, "client closed request", turn.Error)
+	assert.Empty(t, turn.UpstreamFailure, "the caller left; the provider did not fail")
+}

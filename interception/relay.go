@@ -3,6 +3,7 @@ package interception
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -161,14 +162,21 @@ func readAnswer(r io.Reader, n, maxBody int64) ([]byte, error) {
 // instead of waiting for an end that never comes, and the turn records how
 // the upstream failed.
 func relayFailed(c *recorder, err error) {
+	var up *upstreamReadError
+	upstream := errors.As(err, &up)
+	if upstream && !errors.Is(up.err, context.Canceled) {
+		// The provider failed the call whether or not the caller is still
+		// there to hear it (a harness killed at its timeout while the
+		// stream broke off is the provider's failure, not the agent's);
+		// a read cancelled because the caller left is not.
+		c.turn.UpstreamFailure = failureOf(up.err)
+	}
 	if c.r.Context().Err() != nil {
 		c.turn.Error = "client closed request" // its status is sent already
 		return
 	}
 	c.turn.Error = "relay: " + err.Error()
-	var up *upstreamReadError
-	if errors.As(err, &up) {
-		c.turn.UpstreamFailure = failureOf(up.err)
+	if upstream {
 		c.deliver() // the error event is the caller's whole answer
 		_, _ = c.w.Write(c.d.StreamError("The upstream stream broke off: " + up.err.Error()))
 		_ = http.NewResponseController(c.w).Flush()
