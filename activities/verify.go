@@ -146,7 +146,7 @@ func (a *Activities) Verify(ctx context.Context, in rollout.VerifyInput) (rollou
 		// A rubric naming tests combines the verdict with its other parts
 		// (tests*0.8+judge*0.2), each a metric of its own.
 		scored, str, err := a.score(ctx, j, p.out, rubrics.Input{
-			Workspace: p.ws.Dir, Verdict: &rubrics.Verdict{Reward: res.Reward, Metrics: testsMetrics(res)},
+			Workspace: p.ws.Dir, Verdict: &rubrics.Verdict{Reward: res.Reward, Metrics: namedMetrics(res)},
 		})
 		if err != nil {
 			if retryable(err) {
@@ -176,12 +176,22 @@ func (a *Activities) Verify(ctx context.Context, in rollout.VerifyInput) (rollou
 // named numbers as "tests.<name>".
 func testsMetrics(res harness.VerifyResult) map[string]float64 {
 	m := make(map[string]float64, len(res.Metrics)+1)
-	for k, v := range maps.All(res.Metrics) {
-		if k != "reward" {
-			m[TestsMetric+"."+k] = v
-		}
+	for k, v := range maps.All(namedMetrics(res)) {
+		m[TestsMetric+"."+k] = v
 	}
 	m[TestsMetric] = res.Reward
+	return m
+}
+
+// namedMetrics are a verifier's named numbers other than its reward, as a
+// rubric's tests part takes them (and names them tests.<name> itself).
+func namedMetrics(res harness.VerifyResult) map[string]float64 {
+	m := make(map[string]float64, len(res.Metrics))
+	for k, v := range maps.All(res.Metrics) {
+		if k != "reward" {
+			m[k] = v
+		}
+	}
 	return m
 }
 

@@ -33,6 +33,7 @@ type harborRun struct {
 	runtime harness.Runtime // nil: local subprocesses
 	harness rollout.HarnessConfig
 	script  string // the mock model's script; "" answers arithmetic
+	rubric  string // the run's rubric; "" is the default
 	// maxAttempts of each rollout; 0 is the default.
 	maxAttempts int
 }
@@ -68,7 +69,7 @@ func runHarbor(t *testing.T, r harborRun) harborResult {
 
 	runID := "harbor-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
 	cfg := workflows.RunConfig{
-		RunID: runID, Taskset: r.taskset, MaxConcurrent: 4, Model: "mock",
+		RunID: runID, Taskset: r.taskset, MaxConcurrent: 4, Model: "mock", Rubric: r.rubric,
 		Harness: r.harness, Limits: workflows.Limits{MaxAttempts: r.maxAttempts},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -152,6 +153,26 @@ func TestHarborSampleOracle(t *testing.T) {
 
 // TestHarborSampleDoNothing: a harness that does nothing scores 0 on every
 // task, as a result (status ok), not an error.
+// A rubric naming tests combines the verifier's verdict with its other
+// parts: every part, and the verifier's own named numbers, a metric.
+func TestHarborSampleVerifierInARubric(t *testing.T) {
+	got := runHarbor(t, harborRun{
+		taskset: tasksets.HarborSampleName, harness: rollout.HarnessConfig{Oracle: true},
+		rubric: "tests*0.8+(command:echo 0.5)*0.2",
+	})
+
+	require.Zero(t, got.res.Failed, "%+v", got.res.FailedSamples)
+	require.Len(t, got.records, harborSampleLen(t))
+	for id, rec := range got.records {
+		assert.InDelta(t, 0.9, rec.Reward, 1e-9, "%s: 0.8 × tests 1 + 0.2 × command 0.5", id)
+		assert.Equal(t, 1.0, rec.Metrics["tests"], id)
+		assert.Equal(t, 0.5, rec.Metrics["command"], id)
+	}
+	assert.Equal(t, map[string]float64{"tests": 1, "tests.copied": 1, "tests.manifest": 1, "tests.archive": 1, "command": 0.5},
+		got.records["release-bundle"].Metrics, "reward.json's named numbers under the tests part")
+	requireNoWorkspaceLeft(t, got.workDir)
+}
+
 func TestHarborSampleDoNothing(t *testing.T) {
 	n := harborSampleLen(t)
 	got := runHarbor(t, harborRun{taskset: tasksets.HarborSampleName, harness: rollout.HarnessConfig{Command: []string{"true"}}})
