@@ -192,7 +192,7 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 		Model:    j.ref.Model,
 		Task:     j.task,
 		MaxTurns: j.ref.Harness.MaxTurns,
-		Timeout:  j.ref.Harness.Timeout,
+		Timeout:  j.ref.Harness.AgentTimeout(j.task.AgentTimeout),
 		// The agent's workspace: the tests and the solution are not in it.
 		Workspace: ws,
 		Solution:  j.solution,

@@ -35,6 +35,20 @@ type HarnessConfig struct {
 	// VerifierTimeout, when set, overrides each task's own verifier timeout
 	// (task.toml's [verifier] timeout_sec).
 	VerifierTimeout time.Duration `json:"verifier_timeout,omitempty"`
+	// TimeoutGiven says Timeout was set for the run (--harness-timeout):
+	// it then overrides each task's own agent timeout (task.toml's [agent]
+	// timeout_sec), which otherwise applies up to Timeout.
+	TimeoutGiven bool `json:"timeout_given,omitempty"`
+}
+
+// AgentTimeout is how long the agent of a task whose own limit is task (0:
+// none) may run: the run's Timeout when it was given or the task has none,
+// else the task's, up to the run's Timeout, which bounds the Run activity.
+func (h HarnessConfig) AgentTimeout(task time.Duration) time.Duration {
+	if h.TimeoutGiven || task <= 0 || task > h.Timeout {
+		return h.Timeout
+	}
+	return task
 }
 
 // Ref names one rollout and everything needed to run it. It holds no

@@ -138,9 +138,10 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 		Rubric:          cctx.String("rubric"),
 		RetryFailed:     cctx.Bool("retry-failed"),
 		Harness: rollout.HarnessConfig{
-			Timeout:  cctx.Duration("harness-timeout"),
-			MaxTurns: cctx.Int("max-turns"),
-			Dialect:  cctx.String("harness-dialect"),
+			Timeout:      cctx.Duration("harness-timeout"),
+			TimeoutGiven: cctx.IsSet("harness-timeout"),
+			MaxTurns:     cctx.Int("max-turns"),
+			Dialect:      cctx.String("harness-dialect"),
 		},
 		Limits: workflows.Limits{
 			MaxAttempts:        cctx.Int("max-attempts"),

@@ -79,6 +79,7 @@ func changedConfig(cctx *cli.Context, old workflows.TrainInput) (configChange, e
 	apply("harness", &cfg.Harness.Command, &given.Harness.Command)
 	apply("harness", &cfg.Harness.Oracle, &given.Harness.Oracle)
 	apply("harness-timeout", &cfg.Harness.Timeout, &given.Harness.Timeout)
+	apply("harness-timeout", &cfg.Harness.TimeoutGiven, &given.Harness.TimeoutGiven)
 	apply("verifier-timeout", &cfg.Harness.VerifierTimeout, &given.Harness.VerifierTimeout)
 	apply("harness-dialect", &cfg.Harness.Dialect, &given.Harness.Dialect)
 	apply("max-turns", &cfg.Harness.MaxTurns, &given.Harness.MaxTurns)
