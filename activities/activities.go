@@ -19,6 +19,7 @@ import (
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/metrics"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
 )
@@ -42,6 +43,8 @@ type Activities struct {
 	// Signal sends a workflow a signal; nil sends it with the activity's
 	// own Temporal client. Tests replace it.
 	Signal func(ctx context.Context, workflowID, runID, name string, arg any) error
+	// Metrics counts the rollouts Run runs; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 func (a *Activities) logger() *slog.Logger {

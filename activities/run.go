@@ -25,7 +25,7 @@ import (
 // not run again. The harness's own failures are results; infrastructure
 // failures are errors the workflow retries, and the attempt's trace (the
 // turns so far, the harness's output, the error) is kept in the store.
-func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (rollout.Summary, error) {
+func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (sum rollout.Summary, err error) {
 	ref := in.Rollout
 	key := ref.Key()
 	a.Capacity.Running(key)
@@ -43,6 +43,8 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (rollout.Summ
 		return rollout.Summary{}, temporal.NewNonRetryableApplicationError("slot "+key+" is not held by this worker", rollout.ErrTypeSlotLost, nil)
 	}
 	defer a.Pool.Release(key)
+	a.Metrics.RolloutStarted()
+	defer func() { a.Metrics.RolloutFinished(outcomeOf(sum, err)) }()
 
 	j, err := a.resolve(ctx, ref)
 	if err != nil {
@@ -63,6 +65,24 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (rollout.Summ
 	s := summaryOf(stored)
 	s.Rerun = found // a stored failure, run again
 	return s, nil
+}
+
+// outcomeOf is how a Run ended, as the metrics count it: the rollout's
+// status and error kind; or, for an error, "retry" (an infrastructure error
+// Temporal retries) or "error", with the error's type.
+func outcomeOf(s rollout.Summary, err error) (status, kind string) {
+	if err == nil {
+		return s.Status, s.ErrorKind
+	}
+	status = rollout.StatusError
+	if retryable(err) {
+		status = "retry"
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return status, appErr.Type()
+	}
+	return status, "other"
 }
 
 // job is one rollout resolved: its task, how it is scored, what runs it.
