@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/pelletier/go-toml/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
@@ -64,6 +65,14 @@ func TestRunFileTOML(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(5), cfg.Tasks)
 	assert.Equal(t, 7, cfg.MaxConcurrent)
+
+	_, out, err := evalWith(t, "--config", file, "--dry-run", "--run-id", "t1")
+	var code exitCode
+	require.ErrorAs(t, err, &code)
+	var got map[string]any
+	require.NoError(t, toml.Unmarshal([]byte(out), &got), "a TOML run file's dry run prints TOML:\n%s", out)
+	assert.EqualValues(t, 5, got["tasks"])
+	assert.Equal(t, "t1", got["run-id"])
 }
 
 func TestRunFileErrors(t *testing.T) {
