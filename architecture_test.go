@@ -23,11 +23,13 @@ var allowed = map[string][]string{
 	"jsonshape": {},
 	"tunnel":    {},
 	"devserver": {},
-	"dialects":  {"jsonshape"},
-	"trace":     {"dialects"},
-	"tasksets":  {"arith"},
-	"rubrics":   {"tasksets", "arith"},
-	"harness":   {"tasksets"},
+	// Prometheus collectors; a nil *Metrics records nothing.
+	"metrics":  {},
+	"dialects": {"jsonshape"},
+	"trace":    {"dialects"},
+	"tasksets": {"arith"},
+	"rubrics":  {"tasksets", "arith"},
+	"harness":  {"tasksets"},
 	// The built-in agent is a program of its own: it knows the task format
 	// and the arithmetic of its tool, nothing of the worker.
 	"harness/agent": {"arith", "tasksets"},
@@ -36,21 +38,21 @@ var allowed = map[string][]string{
 	"harness/packaged": {"harness", "tasksets"},
 	"providers":        {"dialects"},
 	"providers/mock":   {"dialects", "arith"},
-	"interception":     {"dialects", "trace", "tunnel"},
+	"interception":     {"dialects", "metrics", "trace", "tunnel"},
 	"results":          {"rollout", "trace"},
 	// Workflows and the pull client know the contract only: no transport,
 	// tunnel or subprocess is linked into a trainer or a workflow worker
 	// through them.
 	"workflows": {"rollout"},
 	"pull":      {"workflows", "rollout"},
-	"activities": {"rollout", "dialects", "harness", "interception", "providers", "results",
+	"activities": {"rollout", "dialects", "harness", "interception", "metrics", "providers", "results",
 		"rubrics", "tasksets", "trace", "tunnel"},
 	// The run viewer reads the store, and the run's summaries as workflows
 	// write them.
 	"viewer": {"results", "rollout", "workflows"},
 	// Drives a headless Chromium for the viewer's browser tests.
 	"viewer/viewertest": {},
-	"wiring": {"activities", "dialects", "harness", "harness/agent", "harness/packaged", "interception", "providers",
+	"wiring": {"activities", "dialects", "harness", "harness/agent", "harness/packaged", "interception", "metrics", "providers",
 		"providers/mock", "results", "rollout", "tasksets", "tunnel", "workflows"},
 	// Binaries and tools sit on top; nothing imports them.
 	"starter":             {"*"},

@@ -19,6 +19,7 @@ import (
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/metrics"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
 )
@@ -54,6 +55,8 @@ type Activities struct {
 
 	// verifying holds the rollouts whose Run left their workspace for Verify.
 	verifying pendingVerifies
+	// Metrics counts the rollouts Run runs; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 func (a *Activities) logger() *slog.Logger {

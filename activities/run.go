@@ -30,7 +30,7 @@ import (
 // task has a verifier and the workflow runs Verify next (VerifyWithin), an
 // agent that finished is not scored here: the workspace, the attempt and
 // this worker's capacity wait for Verify, and the summary says so.
-func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (rollout.Summary, error) {
+func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (sum rollout.Summary, err error) {
 	ref := in.Rollout
 	key := ref.Key()
 	a.Capacity.Running(key)
@@ -53,6 +53,8 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (rollout.Summ
 		return rollout.Summary{}, temporal.NewNonRetryableApplicationError("slot "+key+" is not held by this worker", rollout.ErrTypeSlotLost, nil)
 	}
 	defer a.Pool.Release(key)
+	a.Metrics.RolloutStarted()
+	defer func() { a.Metrics.RolloutFinished(outcomeOf(sum, err)) }()
 
 	j, err := a.resolve(ctx, ref)
 	if err != nil {
@@ -119,6 +121,24 @@ func (a *Activities) removeWorkspace(key string, ws *harness.Workspace) {
 	if err := ws.Remove(); err != nil {
 		a.logger().Warn("could not remove a workspace", "key", key, "error", err)
 	}
+}
+
+// outcomeOf is how a Run ended, as the metrics count it: the rollout's
+// status and error kind; or, for an error, "retry" (an infrastructure error
+// Temporal retries) or "error", with the error's type.
+func outcomeOf(s rollout.Summary, err error) (status, kind string) {
+	if err == nil {
+		return s.Status, s.ErrorKind
+	}
+	status = rollout.StatusError
+	if retryable(err) {
+		status = "retry"
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return status, appErr.Type()
+	}
+	return status, "other"
 }
 
 // job is one rollout resolved: its task, how it is scored, what runs it.

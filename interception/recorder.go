@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/metrics"
 	"github.com/evalflow/evalflow/trace"
 )
 
@@ -72,6 +73,11 @@ func (c *recorder) finish() {
 		raw = &c.raw
 	}
 	c.e.record(c.index, c.turn, raw, c.delivered)
+	c.srv.cfg.Metrics.Called(metrics.Call{
+		Dialect: c.turn.Dialect, Arm: c.arm(), Status: c.turn.Status,
+		Latency: c.turn.Latency, TTFT: c.turn.TTFT, Attempts: c.turn.Attempts,
+		UpstreamFailure: string(c.turn.UpstreamFailure),
+	})
 	turn := c.turn
 	if c.srv.cfg.OnTurn != nil {
 		turn = c.e.turn(c.index)
@@ -79,6 +85,15 @@ func (c *recorder) finish() {
 	}
 	c.srv.cfg.Logger.Debug("model call", "rollout", c.e.rollout.Key, "route", turn.Route,
 		"status", turn.Status, "attempts", turn.Attempts, "latency", turn.Latency, "error", turn.Error)
+}
+
+// arm is how the call was served: relayed to an upstream of the caller's
+// dialect, or translated.
+func (c *recorder) arm() string {
+	if c.srv.up.Name() == c.d.Name() {
+		return "relay"
+	}
+	return "translate"
 }
 
 // fail answers the caller with an error in its dialect and records it.

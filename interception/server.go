@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/metrics"
 	"github.com/evalflow/evalflow/trace"
 	"github.com/evalflow/evalflow/tunnel"
 )
@@ -52,6 +53,8 @@ type Config struct {
 	// GatewayToken enables the rollout gateway routes (gateway.go) for
 	// callers presenting it; empty disables them. A credential: never log it.
 	GatewayToken string
+	// Metrics counts every model call served; nil counts nothing.
+	Metrics *metrics.Metrics
 
 	pool *Pool // the pool a server belongs to, for the gateway routes
 }

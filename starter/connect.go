@@ -203,6 +203,9 @@ func (s *session) startWorker(cctx *cli.Context) error {
 		return err
 	}
 	s.worker = w
+	if addr := w.MetricsAddr(); addr != "" {
+		fmt.Fprintf(os.Stderr, "Metrics: http://%s/metrics\n", addr)
+	}
 	return nil
 }
 

@@ -34,7 +34,7 @@ func evalCommand() *cli.Command {
 			&cli.IntFlag{Name: "rollouts-per-task", Value: 1, Usage: "rollouts per task (pass@k is reported up to this k)"},
 			&cli.BoolFlag{Name: "detach", Usage: "start the run and return without watching it"},
 		), wiring.WorkerFlags()...),
-		Before: takesArgs(0),
+		Before: prepareRun(0),
 		Action: runEval,
 	}
 }
@@ -87,7 +87,7 @@ func runEval(cctx *cli.Context) error {
 // (address, run store, provider, …) are added from wiring.WorkerFlags.
 func runFlags() []cli.Flag {
 	return []cli.Flag{
-		dataDirFlag, uiPortFlag, viewerAddrFlag,
+		configFlag, dryRunFlag, dataDirFlag, uiPortFlag, viewerAddrFlag,
 		&cli.StringFlag{Name: "run-id", Usage: "run id; the same id resumes that run (default: generated)"},
 		&cli.StringFlag{Name: "taskset", Value: "sample", Usage: "taskset: a JSONL path, `sample`, or `arithmetic[?seed=N]` (infinite)"},
 		&cli.Int64Flag{Name: "tasks", Usage: "number of tasks (default: the whole taskset)"},

@@ -35,7 +35,7 @@ func trainCommand() *cli.Command {
 		Usage:     "generate scored rollouts epoch after epoch for RL training",
 		ArgsUsage: " ",
 		Flags:     trainFlags(),
-		Before:    takesArgs(0),
+		Before:    prepareRun(0),
 		Action: func(cctx *cli.Context) error {
 			cfg, err := runConfig(cctx)
 			if err != nil {
@@ -80,7 +80,7 @@ func resumeCommand() *cli.Command {
 		Flags: append(trainFlags(),
 			&cli.BoolFlag{Name: "force", Usage: "resume with the changed flags given"},
 		),
-		Before: takesArgs(1),
+		Before: prepareRun(1),
 		Action: func(cctx *cli.Context) error {
 			runID, err := runArg(cctx)
 			if err != nil {

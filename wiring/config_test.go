@@ -109,6 +109,12 @@ func TestConfigFromFlags(t *testing.T) {
 			assert.Equal(t, "chat", c.UpstreamDialect)
 			assert.Equal(t, 0.1, c.Mock.ErrorRate)
 			assert.NotNil(t, c.Runtime)
+			assert.Empty(t, c.MetricsAddr, "metrics are off unless asked")
+			assert.Equal(t, "default", c.Namespace)
+		}},
+		{"metrics", []string{"--metrics-addr", "127.0.0.1:9464", "--namespace", "ns"}, nil, func(t *testing.T, c Config) {
+			assert.Equal(t, "127.0.0.1:9464", c.MetricsAddr)
+			assert.Equal(t, "ns", c.Namespace, "the SDK's metrics are tagged with it")
 		}},
 		{"flags", []string{"--max-rollouts", "8", "--multiplex", "4", "--work-dir", "/w", "--mock-latency", "5ms",
 			"--mock-error-rate", "0", "--api-key-env", "MY_KEY", "--base-url", "http://p/v1", "--runs-dir", "/r", "--task-queue", "q"}, nil,

@@ -24,6 +24,8 @@ const (
 	FlagBaseURL   = "base-url"
 	FlagLogLevel  = "log-level"
 	FlagLogFormat = "log-format"
+	// FlagMetricsAddr is where a worker serves Prometheus metrics.
+	FlagMetricsAddr = "metrics-addr"
 )
 
 // Names of the other worker flags.
@@ -111,6 +113,8 @@ func WorkerFlags() []cli.Flag {
 			Usage: "least model calls in flight the adaptive limit keeps while the provider answers 429"},
 		&cli.IntFlag{Name: flagUpstreamMaxConcurrency, Value: providers.DefaultMaxConcurrency, EnvVars: []string{"EVALFLOW_UPSTREAM_MAX_CONCURRENCY"},
 			Usage: "most model calls in flight to the provider from this worker (the adaptive limit starts here)"},
+		&cli.StringFlag{Name: FlagMetricsAddr, EnvVars: []string{"EVALFLOW_METRICS_ADDR"},
+			Usage: "host:port to serve Prometheus metrics at /metrics: rollouts, model calls, tunnels and the Temporal SDK's own (empty: off)"},
 		&cli.DurationFlag{Name: flagBodyReadTimeout, Value: interception.DefaultBodyReadTimeout, EnvVars: []string{"EVALFLOW_BODY_READ_TIMEOUT"},
 			Usage: "longest time a harness may take to send a request body to the interception server (408 after)"},
 	)
@@ -179,6 +183,8 @@ func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, 
 		HarnessCache:    cctx.String(flagHarnessCache),
 		Runtime:         rt,
 		Interception:    ic,
+		MetricsAddr:     cctx.String(FlagMetricsAddr),
+		Namespace:       cctx.String(FlagNamespace),
 	}, closeRuntime, nil
 }
 

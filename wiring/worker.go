@@ -25,6 +25,7 @@ import (
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/harness/packaged"
 	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/metrics"
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/results"
@@ -77,6 +78,13 @@ type Config struct {
 	// executable's hidden "agent" command.
 	DefaultHarness []string
 	Logger         *slog.Logger
+	// MetricsAddr is where the worker serves Prometheus metrics at
+	// /metrics (host:port; port 0 picks one, see Worker.MetricsAddr).
+	// Empty: no metrics.
+	MetricsAddr string
+	// Namespace is the Temporal namespace of the worker's client, which
+	// the SDK's metrics are tagged with; empty: "default".
+	Namespace string
 }
 
 // UpstreamLimits are the provider client's timeouts and its adaptive
@@ -103,13 +111,14 @@ type Worker struct {
 	mock    *http.Server
 	stop    chan struct{}
 	sweeper sync.WaitGroup
+	metrics *metricsEndpoint // nil without Config.MetricsAddr
 	// UsingMock is true when no provider is configured and rollouts talk to
 	// the offline mock model.
 	UsingMock bool
 }
 
 // NewWorker builds a worker on c. Call Start, then Stop.
-func NewWorker(c client.Client, cfg Config) (*Worker, error) {
+func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 	if cfg.TaskQueue == "" {
 		cfg.TaskQueue = DefaultTaskQueue
 	}
@@ -147,6 +156,18 @@ func NewWorker(c client.Client, cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{cfg: cfg, stop: make(chan struct{})}
+	var m *metrics.Metrics // nil records nothing
+	if cfg.MetricsAddr != "" {
+		if w.metrics, err = newMetricsEndpoint(c, cfg.Namespace, cfg.Logger); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				w.metrics.close(cfg.Logger)
+			}
+		}()
+		c, m = w.metrics.client, w.metrics.m
+	}
 
 	tun, err := cfg.Interception.Tunnel(cfg.Runtime)
 	if err != nil {
@@ -163,8 +184,10 @@ func NewWorker(c client.Client, cfg Config) (*Worker, error) {
 		Logger:          cfg.Logger,
 		GatewayToken:    cfg.Interception.GatewayToken,
 		BodyReadTimeout: cfg.BodyReadTimeout,
+		Metrics:         m,
 	})
 	w.pool.StartMonitor(cfg.Interception.HealthInterval)
+	m.TunnelsUp(w.pool.Tunnels)
 	w.cap = activities.NewCapacity(cfg.MaxRollouts)
 	acts := &activities.Activities{
 		Pool:           w.pool,
@@ -177,6 +200,7 @@ func NewWorker(c client.Client, cfg Config) (*Worker, error) {
 		Judge:          upstream,
 		WorkDir:        cfg.WorkDir,
 		Logger:         cfg.Logger,
+		Metrics:        m,
 	}
 
 	w.shared = worker.New(c, cfg.TaskQueue, worker.Options{
@@ -234,13 +258,21 @@ func (w *Worker) upstream() (interception.Upstream, error) {
 	return up, nil
 }
 
-// Start starts polling both task queues.
+// Start starts serving metrics, when configured, and polling both task
+// queues.
 func (w *Worker) Start() error {
+	if w.metrics != nil {
+		if err := w.metrics.listen(w.cfg.MetricsAddr); err != nil {
+			return err
+		}
+	}
 	if err := w.shared.Start(); err != nil {
+		w.stopMetrics()
 		return fmt.Errorf("start worker on %s: %w", w.cfg.TaskQueue, err)
 	}
 	if err := w.host.Start(); err != nil {
 		w.shared.Stop()
+		w.stopMetrics()
 		return fmt.Errorf("start host worker: %w", err)
 	}
 	w.sweeper.Add(1)
@@ -284,6 +316,24 @@ func (w *Worker) Stop() {
 			w.cfg.Logger.Warn("stop mock model", "error", err)
 		}
 	}
+	w.stopMetrics()
+}
+
+// stopMetrics stops the metrics endpoint, if there is one.
+func (w *Worker) stopMetrics() {
+	if w.metrics != nil {
+		w.metrics.close(w.cfg.Logger)
+		w.metrics = nil
+	}
+}
+
+// MetricsAddr is the address the worker serves /metrics at once started,
+// or "" without metrics.
+func (w *Worker) MetricsAddr() string {
+	if w.metrics == nil || w.metrics.ln == nil {
+		return ""
+	}
+	return w.metrics.ln.Addr().String()
 }
 
 // openStore opens the run store and checks that this process can write to
