@@ -125,8 +125,11 @@ func (e *entry) record(index int, t trace.Turn, raw *rawTurn, wasDelivered bool)
 }
 
 // settleTimeout bounds how long Finish and Turns wait for calls still
-// recording.
-const settleTimeout = 2 * time.Second
+// recording. A call whose caller has its answer records its turn within
+// milliseconds; the bound is generous so that a machine under load (two
+// cores, hundreds of rollouts, the race detector) never loses a turn to
+// it, and only a recorder that never returns is cut off.
+const settleTimeout = 30 * time.Second
 
 // settle waits, at most d, until every call whose caller has its answer has
 // recorded its turn, so that a harness that is done finds all its turns.
