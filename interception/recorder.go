@@ -73,11 +73,13 @@ func (c *recorder) finish() {
 		raw = &c.raw
 	}
 	c.e.record(c.index, c.turn, raw, c.delivered)
-	c.srv.cfg.Metrics.Called(metrics.Call{
-		Dialect: c.turn.Dialect, Arm: c.arm(), Status: c.turn.Status,
-		Latency: c.turn.Latency, TTFT: c.turn.TTFT, Attempts: c.turn.Attempts,
-		UpstreamFailure: string(c.turn.UpstreamFailure),
-	})
+	if c.srv.cfg.Metrics != nil {
+		c.srv.cfg.Metrics.Called(metrics.Call{
+			Dialect: c.turn.Dialect, Arm: c.arm(), Status: c.turn.Status,
+			Latency: c.turn.Latency, TTFT: c.turn.TTFT, Attempts: c.turn.Attempts,
+			UpstreamFailure: string(c.turn.UpstreamFailure),
+		})
+	}
 	turn := c.turn
 	if c.srv.cfg.OnTurn != nil {
 		turn = c.e.turn(c.index)
