@@ -278,7 +278,7 @@ func TestEvalAllInFlightThroughFRP(t *testing.T) {
 		concurrency: rollouts, multiplex: multiplex, upstream: upstream.URL,
 	})
 
-	assert.Equal(t, int64(rollouts), res.OK, "%+v", res.Errors)
+	assert.Equal(t, int64(rollouts), res.OK, "%+v %+v", res.Errors, res.FailedSamples)
 	mu.Lock()
 	defer mu.Unlock()
 	require.NoError(t, duringErr)

@@ -39,6 +39,9 @@ func NewNetns(ctx context.Context, subnet string, local Local) (*Netns, error) {
 		return nil, fmt.Errorf("netns subnet %q is not the start of an IPv4 /30", subnet)
 	}
 	host, ns := net.IPv4(ip[0], ip[1], ip[2], ip[3]+1).String(), net.IPv4(ip[0], ip[1], ip[2], ip[3]+2).String()
+	if err := subnetFree(ip); err != nil {
+		return nil, err
+	}
 	id := make([]byte, 4)
 	_, _ = rand.Read(id)
 	suffix := hex.EncodeToString(id)
@@ -104,4 +107,27 @@ func (n *Netns) Verify(ctx context.Context, spec VerifySpec) (VerifyResult, erro
 	return n.Local.verify(ctx, spec, func(argv []string) []string {
 		return append([]string{"ip", "netns", "exec", n.Name}, argv...)
 	})
+}
+
+// subnetFree fails when an interface of the host already has an address in
+// the /30 that starts at ip: a second namespace there would route its
+// harnesses' packets to the first, and they would time out unexplained.
+func subnetFree(ip net.IP) error {
+	subnet := &net.IPNet{IP: ip, Mask: net.CIDRMask(30, 32)}
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return fmt.Errorf("netns: list interfaces: %w", err)
+	}
+	for _, iface := range ifaces {
+		addrs, err := iface.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if in, ok := a.(*net.IPNet); ok && subnet.Contains(in.IP) {
+				return fmt.Errorf("netns subnet %s is in use by interface %s (a namespace left by a worker that was killed? see `ip netns list`)", subnet, iface.Name)
+			}
+		}
+	}
+	return nil
 }

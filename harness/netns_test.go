@@ -88,3 +88,12 @@ func TestNetnsVerify(t *testing.T) {
 	assert.Equal(t, 1.0, got.Reward)
 	assert.Equal(t, n.Name+"\n", got.Stdout)
 }
+
+// A second namespace on a subnet already in use is refused by name: its
+// harnesses' packets would go to the first one's link and time out.
+func TestNetnsRefusesASubnetInUse(t *testing.T) {
+	newNetns(t, "10.213.77.0")
+	_, err := harness.NewNetns(context.Background(), "10.213.77.0", harness.Local{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "10.213.77.0/30 is in use by interface")
+}
