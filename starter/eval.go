@@ -293,11 +293,7 @@ func startOrAttach(ctx context.Context, c client.Client, taskQueue string, cfg w
 		ID:                    cfg.RunID,
 		TaskQueue:             taskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(workflows.AttrRunID).ValueSet(cfg.RunID),
-			temporal.NewSearchAttributeKeyKeyword(workflows.AttrModel).ValueSet(cfg.Model),
-			temporal.NewSearchAttributeKeyKeyword(workflows.AttrTaskset).ValueSet(cfg.Taskset),
-		),
+		TypedSearchAttributes: workflows.SearchAttributes(cfg),
 	}
 	in := workflows.EvalInput{Config: cfg}
 	_, err = c.ExecuteWorkflow(ctx, opts, wiring.EvalWorkflowName, in)
