@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -87,7 +88,7 @@ func runEval(cctx *cli.Context) error {
 // (address, run store, provider, …) are added from wiring.WorkerFlags.
 func runFlags() []cli.Flag {
 	return []cli.Flag{
-		dataDirFlag, uiPortFlag, viewerAddrFlag,
+		dataDirFlag, uiPortFlag, uiURLFlag, viewerAddrFlag,
 		&cli.StringFlag{Name: "run-id", Usage: "run id; the same id resumes that run (default: generated)"},
 		&cli.StringFlag{Name: "taskset", Value: "sample", Usage: "taskset: a JSONL path, `sample`, or `arithmetic[?seed=N]` (infinite)"},
 		&cli.Int64Flag{Name: "tasks", Usage: "number of tasks (default: the whole taskset)"},
@@ -375,8 +376,26 @@ func warnWithoutWorkers(ctx context.Context, c client.Client, taskQueue string, 
 	}
 }
 
+// printWhere prints the run's links in the Temporal Web UI, when this
+// process knows where that is.
 func printWhere(s *session, cctx *cli.Context, runID string) {
-	if s.uiURL != "" {
-		fmt.Fprintf(os.Stderr, "Temporal Web UI: %s/namespaces/%s/workflows/%s\n", s.uiURL, cctx.String(wiring.FlagNamespace), runID)
+	for _, line := range uiLinks(s.uiURL, cctx.String(wiring.FlagNamespace), runID) {
+		fmt.Fprintln(os.Stderr, line)
+	}
+}
+
+// uiLinks are the lines naming a run's workflow in the Temporal Web UI at
+// ui and the list of every workflow of the run (its epochs too), found by
+// the run id search attribute. No UI known, no lines.
+func uiLinks(ui, namespace, runID string) []string {
+	if ui == "" {
+		return nil
+	}
+	ui = strings.TrimRight(ui, "/")
+	ns := url.PathEscape(namespace)
+	query := url.Values{"query": {fmt.Sprintf("%s=%q", workflows.AttrRunID, runID)}}.Encode()
+	return []string{
+		fmt.Sprintf("Temporal Web UI: %s/namespaces/%s/workflows/%s", ui, ns, url.PathEscape(runID)),
+		fmt.Sprintf("  every workflow of the run: %s/namespaces/%s/workflows?%s", ui, ns, query),
 	}
 }

@@ -143,3 +143,11 @@ func TestUseMock(t *testing.T) {
 	assert.Error(t, mockCanServe(workflows.RunConfig{RunID: "r", Model: "gpt-4.1-mini"}), "a real model's run is not resumed on the mock")
 	assert.NoError(t, mockCanServe(workflows.RunConfig{RunID: "r", Model: "mock"}))
 }
+
+func TestUILinks(t *testing.T) {
+	assert.Empty(t, uiLinks("", "default", "r1"), "no UI known: no link")
+	got := uiLinks("http://ui.example:8080/", "team a", "run-1")
+	require.Len(t, got, 2)
+	assert.Equal(t, "Temporal Web UI: http://ui.example:8080/namespaces/team%20a/workflows/run-1", got[0])
+	assert.Equal(t, "  every workflow of the run: http://ui.example:8080/namespaces/team%20a/workflows?query=EvalflowRunId%3D%22run-1%22", got[1])
+}
