@@ -295,6 +295,7 @@ func startOrAttach(ctx context.Context, c client.Client, taskQueue string, cfg w
 		TaskQueue:             taskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		TypedSearchAttributes: workflows.SearchAttributes(cfg),
+		StaticSummary:         staticSummary("eval", cfg),
 	}
 	in := workflows.EvalInput{Config: cfg}
 	_, err = c.ExecuteWorkflow(ctx, opts, wiring.EvalWorkflowName, in)
@@ -309,6 +310,17 @@ func startOrAttach(ctx context.Context, c client.Client, taskQueue string, cfg w
 		return false, fmt.Errorf("start run %s: %w", cfg.RunID, err)
 	}
 	return false, nil
+}
+
+// staticSummary is the line the Temporal UI shows under a run's workflow:
+// what it runs. No secret: the names of the run's taskset and model, never
+// the harness's command line.
+func staticSummary(kind string, cfg workflows.RunConfig) string {
+	tasks := "every task"
+	if cfg.Tasks > 0 {
+		tasks = fmt.Sprintf("%d tasks", cfg.Tasks)
+	}
+	return fmt.Sprintf("%s of %s (%s × %d) with model %s", kind, cfg.Taskset, tasks, max(cfg.RolloutsPerTask, 1), cfg.Model)
 }
 
 // isMissingSearchAttributes tells a start refused because the namespace

@@ -151,3 +151,10 @@ func TestUILinks(t *testing.T) {
 	assert.Equal(t, "Temporal Web UI: http://ui.example:8080/namespaces/team%20a/workflows/run-1", got[0])
 	assert.Equal(t, "  every workflow of the run: http://ui.example:8080/namespaces/team%20a/workflows?query=EvalflowRunId%3D%22run-1%22", got[1])
 }
+
+func TestStaticSummary(t *testing.T) {
+	assert.Equal(t, "eval of sample (4 tasks × 2) with model mock",
+		staticSummary("eval", workflows.RunConfig{Taskset: "sample", Tasks: 4, RolloutsPerTask: 2, Model: "mock"}))
+	assert.Equal(t, "training of data.jsonl (every task × 1) with model gpt",
+		staticSummary("training", workflows.RunConfig{Taskset: "data.jsonl", Model: "gpt"}))
+}

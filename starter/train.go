@@ -197,6 +197,7 @@ func startTrain(ctx context.Context, c client.Client, taskQueue string, cfg work
 		ID: cfg.RunID, TaskQueue: taskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		TypedSearchAttributes: workflows.SearchAttributes(cfg),
+		StaticSummary:         staticSummary("training", cfg),
 	}
 	in := workflows.TrainInput{Config: cfg, Train: train}
 	_, err := c.ExecuteWorkflow(ctx, opts, workflows.TrainName, in)
