@@ -21,7 +21,7 @@ import (
 // replays: a segment that continues as new and the final one. Run it after
 // changing workflow code on purpose (and keep the old files replaying):
 //
-//	EVALFLOW_WRITE_HISTORY=$PWD/workflows/testdata go test ./e2e -run CaptureReplay
+//	EVALFLOW_WRITE_HISTORY=$PWD/workflows/testdata/<version> go test ./e2e -run 'CaptureReplay|CaptureTraining'
 func TestCaptureReplayHistories(t *testing.T) {
 	if os.Getenv("EVALFLOW_WRITE_HISTORY") == "" {
 		t.Skip("set EVALFLOW_WRITE_HISTORY to a directory to record replay histories")
@@ -41,7 +41,9 @@ func TestCaptureReplayHistories(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: cfg.RunID, TaskQueue: "capture"}, wiring.EvalWorkflowName, workflows.EvalInput{Config: cfg})
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: cfg.RunID, TaskQueue: "capture", TypedSearchAttributes: workflows.SearchAttributes(cfg),
+	}, wiring.EvalWorkflowName, workflows.EvalInput{Config: cfg})
 	require.NoError(t, err)
 	var res workflows.Result
 	require.NoError(t, c.GetWorkflow(ctx, cfg.RunID, "").Get(ctx, &res))

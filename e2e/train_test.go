@@ -54,6 +54,7 @@ func (tc *trainCluster) start(t *testing.T, ctx context.Context, in workflows.Tr
 	t.Helper()
 	run, err := tc.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: in.Config.RunID, TaskQueue: tc.queue, WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		TypedSearchAttributes: workflows.SearchAttributes(in.Config),
 	}, workflows.TrainName, in)
 	require.NoError(t, err)
 	return run

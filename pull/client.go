@@ -6,10 +6,14 @@ package pull
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -28,11 +32,20 @@ func New(c client.Client, runID string) *Client {
 // Start starts a pull run on taskQueue and returns its client. Epochs 0
 // hands out positions until the run is closed.
 func Start(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig, train workflows.TrainConfig) (*Client, error) {
-	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	opts := client.StartWorkflowOptions{
 		ID:                    cfg.RunID,
 		TaskQueue:             taskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, workflows.PullName, workflows.PullInput{Config: cfg, Train: train})
+		TypedSearchAttributes: workflows.SearchAttributes(cfg),
+	}
+	in := workflows.PullInput{Config: cfg, Train: train}
+	_, err := c.ExecuteWorkflow(ctx, opts, workflows.PullName, in)
+	var invalid *serviceerror.InvalidArgument
+	if errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute") {
+		// A namespace without evalflow's search attributes: run without them.
+		opts.TypedSearchAttributes = temporal.SearchAttributes{}
+		_, err = c.ExecuteWorkflow(ctx, opts, workflows.PullName, in)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start pull run %s: %w", cfg.RunID, err)
 	}

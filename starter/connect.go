@@ -137,6 +137,10 @@ func connect(cctx *cli.Context, opts connectOptions) (*session, error) {
 		}
 	}
 	s.client = c
+	if u := cctx.String(uiURLFlag.Name); u != "" {
+		// The cluster's own UI, or one the user prefers to the embedded one.
+		s.uiURL = u
+	}
 	if opts.worker == "on" || (opts.worker == "auto" && s.Embedded()) {
 		if err := s.startWorker(cctx); err != nil {
 			s.Close()

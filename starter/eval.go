@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -87,7 +88,7 @@ func runEval(cctx *cli.Context) error {
 // (address, run store, provider, …) are added from wiring.WorkerFlags.
 func runFlags() []cli.Flag {
 	return []cli.Flag{
-		configFlag, dryRunFlag, dataDirFlag, uiPortFlag, viewerAddrFlag,
+		configFlag, dryRunFlag, dataDirFlag, uiPortFlag, uiURLFlag, viewerAddrFlag,
 		&cli.StringFlag{Name: "run-id", Usage: "run id; the same id resumes that run (default: generated)"},
 		&cli.StringFlag{Name: "taskset", Value: "sample", Usage: "taskset: a JSONL path, `sample`, or `arithmetic[?seed=N]` (infinite)"},
 		&cli.Int64Flag{Name: "tasks", Usage: "number of tasks (default: the whole taskset)"},
@@ -293,11 +294,8 @@ func startOrAttach(ctx context.Context, c client.Client, taskQueue string, cfg w
 		ID:                    cfg.RunID,
 		TaskQueue:             taskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(workflows.AttrRunID).ValueSet(cfg.RunID),
-			temporal.NewSearchAttributeKeyKeyword(workflows.AttrModel).ValueSet(cfg.Model),
-			temporal.NewSearchAttributeKeyKeyword(workflows.AttrTaskset).ValueSet(cfg.Taskset),
-		),
+		TypedSearchAttributes: workflows.SearchAttributes(cfg),
+		StaticSummary:         staticSummary("eval", cfg),
 	}
 	in := workflows.EvalInput{Config: cfg}
 	_, err = c.ExecuteWorkflow(ctx, opts, wiring.EvalWorkflowName, in)
@@ -312,6 +310,17 @@ func startOrAttach(ctx context.Context, c client.Client, taskQueue string, cfg w
 		return false, fmt.Errorf("start run %s: %w", cfg.RunID, err)
 	}
 	return false, nil
+}
+
+// staticSummary is the line the Temporal UI shows under a run's workflow:
+// what it runs. No secret: the names of the run's taskset and model, never
+// the harness's command line.
+func staticSummary(kind string, cfg workflows.RunConfig) string {
+	tasks := "every task"
+	if cfg.Tasks > 0 {
+		tasks = fmt.Sprintf("%d tasks", cfg.Tasks)
+	}
+	return fmt.Sprintf("%s of %s (%s × %d) with model %s", kind, cfg.Taskset, tasks, max(cfg.RolloutsPerTask, 1), cfg.Model)
 }
 
 // isMissingSearchAttributes tells a start refused because the namespace
@@ -379,8 +388,26 @@ func warnWithoutWorkers(ctx context.Context, c client.Client, taskQueue string, 
 	}
 }
 
+// printWhere prints the run's links in the Temporal Web UI, when this
+// process knows where that is.
 func printWhere(s *session, cctx *cli.Context, runID string) {
-	if s.uiURL != "" {
-		fmt.Fprintf(os.Stderr, "Temporal Web UI: %s/namespaces/%s/workflows/%s\n", s.uiURL, cctx.String(wiring.FlagNamespace), runID)
+	for _, line := range uiLinks(s.uiURL, cctx.String(wiring.FlagNamespace), runID) {
+		fmt.Fprintln(os.Stderr, line)
+	}
+}
+
+// uiLinks are the lines naming a run's workflow in the Temporal Web UI at
+// ui and the list of every workflow of the run (its epochs too), found by
+// the run id search attribute. No UI known, no lines.
+func uiLinks(ui, namespace, runID string) []string {
+	if ui == "" {
+		return nil
+	}
+	ui = strings.TrimRight(ui, "/")
+	ns := url.PathEscape(namespace)
+	query := url.Values{"query": {fmt.Sprintf("%s=%q", workflows.AttrRunID, runID)}}.Encode()
+	return []string{
+		fmt.Sprintf("Temporal Web UI: %s/namespaces/%s/workflows/%s", ui, ns, url.PathEscape(runID)),
+		fmt.Sprintf("  every workflow of the run: %s/namespaces/%s/workflows?%s", ui, ns, query),
 	}
 }

@@ -143,3 +143,18 @@ func TestUseMock(t *testing.T) {
 	assert.Error(t, mockCanServe(workflows.RunConfig{RunID: "r", Model: "gpt-4.1-mini"}), "a real model's run is not resumed on the mock")
 	assert.NoError(t, mockCanServe(workflows.RunConfig{RunID: "r", Model: "mock"}))
 }
+
+func TestUILinks(t *testing.T) {
+	assert.Empty(t, uiLinks("", "default", "r1"), "no UI known: no link")
+	got := uiLinks("http://ui.example:8080/", "team a", "run-1")
+	require.Len(t, got, 2)
+	assert.Equal(t, "Temporal Web UI: http://ui.example:8080/namespaces/team%20a/workflows/run-1", got[0])
+	assert.Equal(t, "  every workflow of the run: http://ui.example:8080/namespaces/team%20a/workflows?query=EvalflowRunId%3D%22run-1%22", got[1])
+}
+
+func TestStaticSummary(t *testing.T) {
+	assert.Equal(t, "eval of sample (4 tasks × 2) with model mock",
+		staticSummary("eval", workflows.RunConfig{Taskset: "sample", Tasks: 4, RolloutsPerTask: 2, Model: "mock"}))
+	assert.Equal(t, "training of data.jsonl (every task × 1) with model gpt",
+		staticSummary("training", workflows.RunConfig{Taskset: "data.jsonl", Model: "gpt"}))
+}

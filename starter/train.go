@@ -196,11 +196,8 @@ func startTrain(ctx context.Context, c client.Client, taskQueue string, cfg work
 	opts := client.StartWorkflowOptions{
 		ID: cfg.RunID, TaskQueue: taskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(workflows.AttrRunID).ValueSet(cfg.RunID),
-			temporal.NewSearchAttributeKeyKeyword(workflows.AttrModel).ValueSet(cfg.Model),
-			temporal.NewSearchAttributeKeyKeyword(workflows.AttrTaskset).ValueSet(cfg.Taskset),
-		),
+		TypedSearchAttributes: workflows.SearchAttributes(cfg),
+		StaticSummary:         staticSummary("training", cfg),
 	}
 	in := workflows.TrainInput{Config: cfg, Train: train}
 	_, err := c.ExecuteWorkflow(ctx, opts, workflows.TrainName, in)

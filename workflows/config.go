@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
+
 	"github.com/evalflow/evalflow/rollout"
 )
 
@@ -16,6 +18,29 @@ const (
 	AttrModel   = "EvalflowModel"
 	AttrTaskset = "EvalflowTaskset"
 )
+
+// SearchAttributes are the search attributes a run's workflows carry.
+func SearchAttributes(cfg RunConfig) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(
+		temporal.NewSearchAttributeKeyKeyword(AttrRunID).ValueSet(cfg.RunID),
+		temporal.NewSearchAttributeKeyKeyword(AttrModel).ValueSet(cfg.Model),
+		temporal.NewSearchAttributeKeyKeyword(AttrTaskset).ValueSet(cfg.Taskset),
+	)
+}
+
+// runAttributes keeps evalflow's own attributes of have: those a child
+// workflow inherits. A run started without them (a namespace lacking them)
+// passes none on.
+func runAttributes(have temporal.SearchAttributes) temporal.SearchAttributes {
+	var updates []temporal.SearchAttributeUpdate
+	for _, name := range []string{AttrRunID, AttrModel, AttrTaskset} {
+		key := temporal.NewSearchAttributeKeyKeyword(name)
+		if v, ok := have.GetKeyword(key); ok {
+			updates = append(updates, key.ValueSet(v))
+		}
+	}
+	return temporal.NewSearchAttributes(updates...)
+}
 
 // EvalName is the registered name of the Eval workflow.
 const EvalName = "EvalWorkflow"

@@ -107,6 +107,9 @@ func Epoch(ctx workflow.Context, in EpochInput) (EpochResult, error) {
 	if fatal != nil {
 		return EpochResult{}, fatal
 	}
+	if e.tooMany() || e.st.Next >= e.units {
+		showFigures(ctx, e.win, figures(e.st.Agg, e.units, 0, true))
+	}
 	if e.tooMany() {
 		return EpochResult{}, e.failed()
 	}
@@ -192,6 +195,7 @@ func (e *epochRun) next() (pending, bool) {
 func (e *epochRun) done(ctx workflow.Context, position int64, s rollout.Summary) {
 	st := e.st
 	st.Agg.add(s)
+	showFigures(ctx, e.win, figures(st.Agg, e.units, e.win.running, false))
 	t := st.tally(position, s.Index)
 	t.Done++
 	if s.Status == rollout.StatusOK && s.Reward >= e.cfg.Limits.PassThreshold {

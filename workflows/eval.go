@@ -77,9 +77,13 @@ func Eval(ctx workflow.Context, in EvalInput) (Result, error) {
 	}
 	fatal := win.drive(ctx, next, func(position int64, s rollout.Summary) {
 		st.record(position, s, cfg.RolloutsPerTask, cfg.Limits.PassThreshold)
+		showFigures(ctx, win, figures(st.Agg, units, win.running, false))
 	})
 	if fatal != nil {
 		return Result{}, fatal
+	}
+	if st.Next >= units {
+		showFigures(ctx, win, figures(st.Agg, units, 0, true))
 	}
 	if st.Next < units {
 		st.Segment++

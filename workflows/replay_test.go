@@ -24,7 +24,7 @@ import (
 func TestWorkflowsReplaySavedHistories(t *testing.T) {
 	files, err := filepath.Glob("testdata/*/*.json")
 	require.NoError(t, err)
-	for _, want := range []string{"before-held-slots", "held-slots"} {
+	for _, want := range []string{"before-held-slots", "held-slots", "ui-metadata"} {
 		n := 0
 		for _, f := range files {
 			if filepath.Base(filepath.Dir(f)) == want {
@@ -39,6 +39,19 @@ func TestWorkflowsReplaySavedHistories(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join("testdata", "verify-step", name))
 		require.NoError(t, err)
 		require.Contains(t, string(b), `"name":"`+rollout.ActivityVerify+`"`, "testdata/verify-step/%s schedules Verify", name)
+	}
+	// ui-metadata: activities carry summaries, the eval and epoch upsert
+	// their figures into the memo, the epoch inherits the run's attributes.
+	for name, want := range map[string][]string{
+		"eval_final.json":  {`"userMetadata"`, "WORKFLOW_PROPERTIES_MODIFIED"},
+		"epoch_final.json": {`"userMetadata"`, "WORKFLOW_PROPERTIES_MODIFIED"},
+		"train_final.json": {AttrRunID},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", "ui-metadata", name))
+		require.NoError(t, err)
+		for _, w := range want {
+			require.Contains(t, string(b), w, "testdata/ui-metadata/%s", name)
+		}
 	}
 	for _, file := range files {
 		t.Run(file, func(t *testing.T) {

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/evalflow/evalflow/rollout"
@@ -18,6 +19,22 @@ const heldSlots = "held-slots"
 // Run (rollout.RunInput.VerifyWithin): histories recorded before it replay
 // Run alone.
 const verifyStep = "verify-step"
+
+// uiMetadata is the change that labels what the Temporal UI shows: each
+// rollout activity carries a summary naming its rollout, runs upsert their
+// live figures into the memo, and epochs carry the run's search attributes.
+const uiMetadata = "ui-metadata"
+
+// activitySummary names the rollout an activity belongs to, for the
+// timeline and pending activities of the Temporal UI. It holds no secret:
+// the key, task index and epoch are the run's own coordinates.
+func activitySummary(ref rollout.Ref) string {
+	s := fmt.Sprintf("rollout %s · task %d · epoch %d", ref.Key(), ref.Index, ref.Epoch)
+	if ref.Attempt > 1 {
+		s += fmt.Sprintf(" · attempt %d", ref.Attempt)
+	}
+	return s
+}
 
 // run runs one rollout to a Summary, retrying infrastructure failures (a
 // lost worker, a tunnel, an upstream outage) up to the run's MaxAttempts by
@@ -72,7 +89,11 @@ func (w *window) heldAttempt(ctx workflow.Context, ref rollout.Ref) (rollout.Sum
 	// A hold still open when the attempt ends (its steps failed before Run)
 	// is cancelled, and the worker releases the slot.
 	defer cancelAcquire()
-	acquire := workflow.ExecuteActivity(acquireOptions(acquireCtx, lim), rollout.ActivityAcquire,
+	acquireCtx = acquireOptions(acquireCtx, lim)
+	if w.labels {
+		acquireCtx = withSummary(acquireCtx, activitySummary(ref))
+	}
+	acquire := workflow.ExecuteActivity(acquireCtx, rollout.ActivityAcquire,
 		rollout.AcquireInput{Rollout: ref, Hold: token})
 
 	var (
@@ -96,7 +117,7 @@ func (w *window) heldAttempt(ctx workflow.Context, ref rollout.Ref) (rollout.Sum
 		f, settle := workflow.NewFuture(stepsCtx)
 		steps = f
 		workflow.Go(stepsCtx, func(ctx workflow.Context) {
-			settle.Set(hostSteps(ctx, ref, s, lim))
+			settle.Set(hostSteps(ctx, ref, s, lim, w.labels))
 		})
 	}
 	for {
@@ -148,8 +169,14 @@ func (w *window) heldAttempt(ctx workflow.Context, ref rollout.Ref) (rollout.Sum
 // for a task with a verifier, Verify on the holding worker's queue. Expose
 // and Run wait as long as that worker takes to start them: its Acquire
 // tells when it died.
-func hostSteps(ctx workflow.Context, ref rollout.Ref, slot rollout.Slot, lim Limits) (rollout.Summary, error) {
+func hostSteps(ctx workflow.Context, ref rollout.Ref, slot rollout.Slot, lim Limits, labels bool) (rollout.Summary, error) {
 	host := workflow.WithTaskQueue(ctx, slot.HostQueue)
+	label := func(ctx workflow.Context) workflow.Context {
+		if labels {
+			return withSummary(ctx, activitySummary(ref))
+		}
+		return ctx
+	}
 	baseURL := slot.BaseURL
 	if baseURL == "" {
 		exposeCtx := workflow.WithActivityOptions(host, workflow.ActivityOptions{
@@ -158,7 +185,7 @@ func hostSteps(ctx workflow.Context, ref rollout.Ref, slot rollout.Slot, lim Lim
 			RetryPolicy:         exposeRetry,
 		})
 		var exp rollout.ExposeResult
-		if err := workflow.ExecuteActivity(exposeCtx, rollout.ActivityExpose, rollout.ExposeInput{Key: ref.Key()}).Get(ctx, &exp); err != nil {
+		if err := workflow.ExecuteActivity(label(exposeCtx), rollout.ActivityExpose, rollout.ExposeInput{Key: ref.Key()}).Get(ctx, &exp); err != nil {
 			return rollout.Summary{}, err
 		}
 		baseURL = exp.BaseURL
@@ -176,13 +203,13 @@ func hostSteps(ctx workflow.Context, ref rollout.Ref, slot rollout.Slot, lim Lim
 		in.VerifyWithin = lim.HostStartTimeout
 	}
 	var s rollout.Summary
-	if err := workflow.ExecuteActivity(runCtx, rollout.ActivityRun, in).Get(ctx, &s); err != nil {
+	if err := workflow.ExecuteActivity(label(runCtx), rollout.ActivityRun, in).Get(ctx, &s); err != nil {
 		return rollout.Summary{}, err
 	}
 	if !verifies || s.Verify == nil {
 		return s, nil
 	}
-	return verify(host, ref, *s.Verify, lim)
+	return verify(label(host), ref, *s.Verify, lim)
 }
 
 // verify runs a rollout's Verify on the worker whose Run left the
@@ -196,6 +223,7 @@ func verify(host workflow.Context, ref rollout.Ref, plan rollout.VerifyPlan, lim
 		StartToCloseTimeout:    plan.Timeout + 2*time.Minute,
 		HeartbeatTimeout:       lim.HeartbeatTimeout,
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+		Summary:                workflow.GetActivityOptions(host).Summary,
 	})
 	var s rollout.Summary
 	err := workflow.ExecuteActivity(ctx, rollout.ActivityVerify, rollout.VerifyInput{Rollout: ref}).Get(ctx, &s)
@@ -273,6 +301,14 @@ func rolloutAttempt(ctx workflow.Context, ref rollout.Ref, lim Limits) (rollout.
 		return rollout.Summary{}, err
 	}
 	return s, nil
+}
+
+// withSummary sets the summary of the activities ctx schedules, keeping
+// their other options.
+func withSummary(ctx workflow.Context, summary string) workflow.Context {
+	opts := workflow.GetActivityOptions(ctx)
+	opts.Summary = summary
+	return workflow.WithActivityOptions(ctx, opts)
 }
 
 // release frees a slot whose rollout will not run. Best effort: the worker

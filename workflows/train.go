@@ -83,11 +83,16 @@ const (
 // the server terminates children of a closed parent shortly after, so the
 // start is tried again until that epoch has ended.
 func runEpoch(ctx workflow.Context, cfg RunConfig, train TrainConfig, st *TrainState) (EpochResult, error) {
-	childCtx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+	opts := workflow.ChildWorkflowOptions{
 		WorkflowID: EpochID(cfg.RunID, st.Epoch),
 		// A resumed run starts a failed epoch again under its own id.
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	})
+	}
+	if workflow.GetVersion(ctx, uiMetadata, workflow.DefaultVersion, 1) >= 1 {
+		// One filter on the run id finds the epochs too.
+		opts.TypedSearchAttributes = runAttributes(workflow.GetTypedSearchAttributes(ctx))
+	}
+	childCtx := workflow.WithChildOptions(ctx, opts)
 	in := EpochInput{Config: cfg, Train: train, Epoch: st.Epoch, TasksetLen: st.TasksetLen, Tasks: st.Tasks}
 	for try := 1; ; try++ {
 		var r EpochResult

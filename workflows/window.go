@@ -12,11 +12,15 @@ type window struct {
 	lim     Limits
 	running int
 	slots   *slotRouter
+	// labels: activities carry a summary naming their rollout and the run
+	// keeps live figures in its memo (uiMetadata).
+	labels bool
 }
 
 // newWindow returns a window of at most max rollouts in flight.
 func newWindow(ctx workflow.Context, max int, lim Limits) *window {
-	return &window{max: max, lim: lim, slots: newSlotRouter(ctx)}
+	labels := workflow.GetVersion(ctx, uiMetadata, workflow.DefaultVersion, 1) >= 1
+	return &window{max: max, lim: lim, slots: newSlotRouter(ctx), labels: labels}
 }
 
 // pending is a rollout to start and the task position it belongs to.
