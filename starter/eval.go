@@ -34,6 +34,7 @@ func evalCommand() *cli.Command {
 		Flags: append(append(runFlags(),
 			&cli.IntFlag{Name: "rollouts-per-task", Value: 1, Usage: "rollouts per task (pass@k is reported up to this k)"},
 			&cli.BoolFlag{Name: "detach", Usage: "start the run and return without watching it"},
+			&cli.Float64Flag{Name: "max-failures", Usage: "end the run failed when more rollouts failed than this: a count (>= 1) or a fraction (< 1); 0: no limit"},
 		), wiring.WorkerFlags()...),
 		Before: prepareRun(0),
 		Action: runEval,
@@ -76,12 +77,37 @@ func runEval(cctx *cli.Context) error {
 		fmt.Fprintf(os.Stderr, "\nStopped watching. Run %s is saved; continue it with the same command and --run-id %s\n", cfg.RunID, cfg.RunID)
 		return exitCode(130)
 	}
+	if failed, ok := overFailureLimit(err); ok {
+		account.eval(ctx, &failed)
+		printSummary(os.Stdout, failed, cctx.String(wiring.FlagRunsDir))
+		return fmt.Errorf("run %s failed: %w", cfg.RunID, err)
+	}
 	if err != nil {
 		return fmt.Errorf("run %s failed: %w", cfg.RunID, err)
 	}
 	account.eval(ctx, &res)
 	printSummary(os.Stdout, res, cctx.String(wiring.FlagRunsDir))
 	return nil
+}
+
+// evalMaxFailures is an eval's --max-failures; a training run's applies to
+// each epoch instead (TrainConfig).
+func evalMaxFailures(cctx *cli.Context) float64 {
+	if cctx.Command == nil || cctx.Command.Name != "eval" {
+		return 0
+	}
+	return cctx.Float64("max-failures")
+}
+
+// overFailureLimit returns the result an eval past its --max-failures
+// carries in its error.
+func overFailureLimit(err error) (workflows.Result, bool) {
+	var appErr *temporal.ApplicationError
+	var res workflows.Result
+	if !errors.As(err, &appErr) || appErr.Type() != workflows.ErrRunFailed || appErr.Details(&res) != nil {
+		return workflows.Result{}, false
+	}
+	return res, true
 }
 
 // runFlags are the starter's own flags every run type shares; the worker's
@@ -138,6 +164,7 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 		Model:           cctx.String("model"),
 		Rubric:          cctx.String("rubric"),
 		RetryFailed:     cctx.Bool("retry-failed"),
+		MaxFailures:     evalMaxFailures(cctx),
 		Harness: rollout.HarnessConfig{
 			Timeout:      cctx.Duration("harness-timeout"),
 			TimeoutGiven: cctx.IsSet("harness-timeout"),

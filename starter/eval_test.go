@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/evalflow/evalflow/harness/packaged"
 	"github.com/evalflow/evalflow/workflows"
@@ -157,4 +159,19 @@ func TestStaticSummary(t *testing.T) {
 		staticSummary("eval", workflows.RunConfig{Taskset: "sample", Tasks: 4, RolloutsPerTask: 2, Model: "mock"}))
 	assert.Equal(t, "training of data.jsonl (every task × 1) with model gpt",
 		staticSummary("training", workflows.RunConfig{Taskset: "data.jsonl", Model: "gpt"}))
+}
+
+// An eval that ended past its --max-failures still has its summary printed:
+// its result rides in the error.
+func TestOverFailureLimitCarriesTheResult(t *testing.T) {
+	want := workflows.Result{Rollouts: 8, Failed: 3}
+	err := fmt.Errorf("workflow: %w", temporal.NewNonRetryableApplicationError("3 of 8 rollouts failed", workflows.ErrRunFailed, nil, want))
+	got, ok := overFailureLimit(err)
+	require.True(t, ok)
+	assert.Equal(t, want, got)
+
+	_, ok = overFailureLimit(temporal.NewApplicationError("other", "SomethingElse"))
+	assert.False(t, ok, "another failure is not a failure limit")
+	_, ok = overFailureLimit(nil)
+	assert.False(t, ok)
 }

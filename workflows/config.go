@@ -70,6 +70,11 @@ type RunConfig struct {
 	// Reused and Rerun). Training and pull runs always rerun failures. The
 	// starter's --retry-failed on eval and resume.
 	RetryFailed bool `json:"retry_failed,omitempty"`
+	// MaxFailures fails an eval with more failed rollouts than this, once
+	// all are stored: a count when at least 1, a fraction of the run's
+	// rollouts when below 1, no limit when 0. Training runs use
+	// TrainConfig.MaxFailures per epoch.
+	MaxFailures float64 `json:"max_failures,omitempty"`
 }
 
 // Limits bound how a run retries and when it checkpoints.
@@ -151,6 +156,8 @@ func (c RunConfig) Validate() error {
 		return fmt.Errorf("--tasks %d is negative", c.Tasks)
 	case c.Model == "":
 		return fmt.Errorf("model is empty")
+	case c.MaxFailures < 0:
+		return fmt.Errorf("--max-failures %v is negative", c.MaxFailures)
 	}
 	return nil
 }

@@ -95,8 +95,22 @@ func Eval(ctx workflow.Context, in EvalInput) (Result, error) {
 	if err := workflow.ExecuteActivity(finishCtx, rollout.ActivityFinish, rollout.FinishInput{RunID: cfg.RunID, Summary: res}).Get(ctx, nil); err != nil {
 		log.Warn("could not write the run summary", "error", err)
 	}
+	// A run past its failure limit ends failed, its result in the error's
+	// details: the Temporal UI shows it failed, not a clean success. Runs
+	// without a limit (every run recorded before it existed) end as before.
+	if cfg.MaxFailures > 0 {
+		if limit := (TrainConfig{MaxFailures: cfg.MaxFailures}).failureLimit(units); res.Failed > limit {
+			return Result{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+				"%d of %d rollouts failed, more than --max-failures %v allows (%s)",
+				res.Failed, units, cfg.MaxFailures, errorKinds(res.Errors)), ErrRunFailed, nil, res)
+		}
+	}
 	return res, nil
 }
+
+// ErrRunFailed is the error type of an eval that failed more rollouts than
+// its MaxFailures allows; the error's details hold its Result.
+const ErrRunFailed = "RunFailed"
 
 func startEval(ctx workflow.Context, cfg RunConfig) (*EvalState, error) {
 	if err := cfg.Validate(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/evalflow/evalflow/rollout"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
@@ -341,4 +342,44 @@ func newEnv() *testsuite.TestWorkflowEnvironment {
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(time.Minute)
 	return env
+}
+
+// An eval past its --max-failures ends failed once every rollout is stored,
+// its result in the error's details; at or under the limit it completes.
+func TestEvalPastMaxFailuresEndsFailed(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		maxFailures float64
+		wantFailed  bool
+	}{
+		{"no limit", 0, false},
+		{"a count it stays within", 3, false},
+		{"a count it passes", 2, true},
+		{"a fraction it passes", 0.25, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEnv()
+			f := newFakeWorker(8, 0)
+			f.taskFails = func(ref rollout.Ref) bool { return ref.Index%3 == 0 } // 3 of 8
+			f.register(env, 8)
+			cfg := testConfig(8, 1, 4)
+			cfg.MaxFailures = tc.maxFailures
+			env.ExecuteWorkflow(Eval, EvalInput{Config: cfg})
+
+			require.True(t, env.IsWorkflowCompleted())
+			err := env.GetWorkflowError()
+			if !tc.wantFailed {
+				require.NoError(t, err)
+				return
+			}
+			var appErr *temporal.ApplicationError
+			require.ErrorAs(t, err, &appErr)
+			assert.Equal(t, ErrRunFailed, appErr.Type())
+			assert.Contains(t, appErr.Error(), "3 of 8 rollouts failed")
+			var res Result
+			require.NoError(t, appErr.Details(&res), "the result travels with the error")
+			assert.Equal(t, int64(3), res.Failed)
+			assert.Equal(t, int64(8), res.Rollouts)
+		})
+	}
 }
