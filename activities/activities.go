@@ -89,7 +89,9 @@ func (a *Activities) Acquire(ctx context.Context, in rollout.AcquireInput) (roll
 	if err := a.Capacity.Take(ctx, key, func() { activity.RecordHeartbeat(ctx, "waiting for capacity") }); err != nil {
 		return rollout.AcquireResult{}, err
 	}
-	slot, err := a.Pool.Acquire(ctx, interception.Rollout{Key: key, Model: in.Rollout.Model, Sampling: dialects.Sampling(in.Rollout.Sampling)})
+	h := in.Rollout.Harness
+	slot, err := a.Pool.Acquire(ctx, interception.Rollout{Key: key, Model: in.Rollout.Model, Sampling: dialects.Sampling(in.Rollout.Sampling),
+		Limits: interception.Limits{Turns: h.MaxTurns, Tokens: h.MaxTokensTotal, ModelTime: h.MaxModelTime}})
 	if err != nil {
 		a.Capacity.Give(key)
 		if cerr := listenConfigErr(err); cerr != nil {

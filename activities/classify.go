@@ -10,11 +10,18 @@ import (
 )
 
 // classify names why a rollout failed as a task, or returns "". Running out
-// of turns is read from what the interception server saw (maxTurns model
-// calls, then a harness that did not finish normally), never from an exit
-// code: harnesses give codes their own meanings (argparse exits 2 on a usage
-// error). maxTurns 0 is no limit.
+// of turns, tokens or model time is read from the turn the interception
+// server refused for that limit (limit:<which>), never from an exit code:
+// harnesses give codes their own meanings (argparse exits 2 on a usage
+// error). A trace from before the server enforced limits has none: there,
+// maxTurns model calls and then a harness that did not finish normally is
+// max_turns. maxTurns 0 is no limit.
 func classify(res harness.Result, turns []trace.Turn, maxTurns int) (kind, msg string) {
+	for _, t := range turns {
+		if t.Limit != "" {
+			return rollout.KindLimit + t.Limit, shortErr(t.Error)
+		}
+	}
 	for _, t := range turns {
 		if t.Status == 400 && isContextLength(t.Error) {
 			return rollout.KindContextLength, shortErr(t.Error)

@@ -64,6 +64,33 @@ func TestClassifyTurnLimitFromTurnsNotExitCode(t *testing.T) {
 	assert.Contains(t, msg, "arguments are required", "the usage error is what the record says")
 }
 
+// A call the interception server refused for a limit names the limit,
+// whatever the harness did next (gave up with any code, or answered
+// anyway), and before a timeout or the older turn count.
+func TestClassifyEnforcedLimit(t *testing.T) {
+	ok := trace.Turn{Status: 200}
+	refused := func(which string) trace.Turn {
+		return trace.Turn{Status: 400, Limit: which, Error: "rollout limit reached: " + which}
+	}
+	for _, tc := range []struct {
+		name  string
+		res   harness.Result
+		turns []trace.Turn
+		want  string
+	}{
+		{"turns, harness failed", harness.Result{ExitCode: 1}, []trace.Turn{ok, ok, refused(trace.LimitTurns)}, "limit:turns"},
+		{"turns, harness exited 0", harness.Result{}, []trace.Turn{ok, ok, refused(trace.LimitTurns)}, "limit:turns"},
+		{"tokens", harness.Result{ExitCode: 1}, []trace.Turn{ok, refused(trace.LimitTokens)}, "limit:tokens"},
+		{"model time, then timed out", harness.Result{ExitCode: -1, TimedOut: true}, []trace.Turn{ok, refused(trace.LimitModelTime)}, "limit:model_time"},
+	} {
+		kind, msg := classify(tc.res, tc.turns, 2)
+		assert.Equal(t, tc.want, kind, "%s: classify = %q (%s)", tc.name, kind, msg)
+		assert.Contains(t, msg, "rollout limit reached", tc.name)
+	}
+	var none harness.Result
+	assert.Empty(t, upstreamFailure(none, []trace.Turn{ok, refused(trace.LimitTurns)}), "a limit is no upstream failure")
+}
+
 func TestUpstreamFailureIsInfrastructure(t *testing.T) {
 	exit1 := harness.Result{ExitCode: 1}
 	timedOut := harness.Result{ExitCode: -1, TimedOut: true}

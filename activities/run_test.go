@@ -277,6 +277,33 @@ func TestRunRecordsTheTurnLimitFromTheTurnsSeen(t *testing.T) {
 	assert.Equal(t, 4, s.Turns)
 }
 
+// A harness that ignores the turn limit and keeps calling is refused by the
+// interception server past it, and the rollout ends as limit:turns, the
+// agent's outcome, whatever the harness made of the refusal.
+func TestRunEnforcesTheTurnLimit(t *testing.T) {
+	r := newRig(t, func(ctx context.Context, spec harness.Spec) (harness.Result, error) {
+		for {
+			status, err := callModel(ctx, spec)
+			if err != nil {
+				return harness.Result{}, err
+			}
+			if status != http.StatusOK {
+				return harness.Result{Answer: spec.Task.Answer, Stderr: fmt.Sprint("model call: ", status)}, nil
+			}
+		}
+	})
+	s, err := r.rollout(t, ref(1))
+	require.NoError(t, err, "a limit is the agent's result, not an error")
+	assert.Equal(t, rollout.StatusError, s.Status)
+	assert.Equal(t, rollout.KindLimit+trace.LimitTurns, s.ErrorKind)
+	assert.Contains(t, s.Error, "rollout limit reached: 4 model calls (--max-turns 4)")
+	assert.Equal(t, int64(4), r.up.calls.Load(), "the provider is not called past the limit")
+	tr, err := r.store.Trace(context.Background(), "run", s.Key)
+	require.NoError(t, err)
+	require.Len(t, tr.Turns, 5)
+	assert.Equal(t, trace.LimitTurns, tr.Turns[4].Limit)
+}
+
 func TestRunRecordsATimeout(t *testing.T) {
 	r := newRig(t, func(ctx context.Context, spec harness.Spec) (harness.Result, error) {
 		if _, err := callModel(ctx, spec); err != nil {

@@ -69,7 +69,11 @@ func (c *recorder) finish() {
 	}
 	c.turn.Latency = time.Since(c.turn.StartedAt)
 	var raw *rawTurn
-	if c.raw.dialect != nil {
+	switch {
+	case c.raw.answered && c.e.rollout.Limits.Tokens > 0:
+		// The rollout's token limit needs the answer's usage now.
+		c.turn = materialize(c.turn, c.raw, c.e.rollout)
+	case c.raw.dialect != nil:
 		raw = &c.raw
 	}
 	c.e.record(c.index, c.turn, raw, c.delivered)

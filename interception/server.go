@@ -83,6 +83,8 @@ type Rollout struct {
 	Key      string
 	Model    string
 	Sampling dialects.Sampling
+	// Limits bound the rollout's model calls (limits.go).
+	Limits Limits
 }
 
 // ErrUnknownRollout is returned for a rollout key that is not registered.
@@ -376,6 +378,10 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request, e *entry, d diale
 	defer c.finish()
 	body, ok := c.readBody()
 	if !ok {
+		return
+	}
+	if which, msg := c.e.admit(c.turn.CallerRetry); which != "" {
+		c.refuse(which, msg)
 		return
 	}
 	if s.up.Name() == d.Name() {

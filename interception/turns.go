@@ -31,6 +31,8 @@ type entry struct {
 	settled []chan struct{}
 	// failing is set while the rollout's last recorded call failed upstream.
 	failing bool
+	// used is what its calls have used of its limits (limits.go).
+	used usage
 	// idempotencyKeys are the Idempotency-Key headers of its calls so far.
 	idempotencyKeys map[string]struct{}
 }
@@ -101,6 +103,10 @@ func (e *entry) record(index int, t trace.Turn, raw *rawTurn, wasDelivered bool)
 		e.failing = true
 	case t.Attempts > 0 && t.Status != statusClientClosed:
 		e.failing = false // the upstream answered
+	}
+	if t.Limit == "" {
+		e.used.tokens += t.Response.Usage.InputTokens + t.Response.Usage.OutputTokens
+		e.used.modelTime += t.Latency
 	}
 	i := len(e.turns)
 	for i > 0 && e.turns[i-1].Index > index {

@@ -34,6 +34,18 @@ var (
 		w.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler)
 	}
+	// cutAtClose answers without a length or chunks, so that only the
+	// connection's close ends the body, and closes it after an inner
+	// object: what arrived starts with { and ends with } like a whole one.
+	cutAtClose fault = func(w http.ResponseWriter, _ *http.Request) {
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		defer conn.Close()
+		_, _ = io.WriteString(buf, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"+`{"id":"c1","choices":[{"index":0}`)
+		_ = buf.Flush()
+	}
 	// hangBeforeHeaders answers nothing until the caller gives up.
 	hangBeforeHeaders fault = func(_ http.ResponseWriter, r *http.Request) {
 		hang(r)
@@ -130,6 +142,7 @@ func TestRelayRetriesFailedAnswers(t *testing.T) {
 		want   string
 	}{
 		{"cut mid-body", cutMidBody, false, FailureConnection},
+		{"cut mid-body, framed by the close", cutAtClose, false, FailureConnection},
 		{"hang before headers", hangBeforeHeaders, false, FailureTimeout},
 		{"hang mid-body", hangMidBody, false, FailureTimeout},
 		{"invalid JSON with 200", invalidJSON, false, FailureBadAnswer},

@@ -4,6 +4,7 @@ package providers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -256,8 +257,12 @@ func (o *Client) attempt(ctx context.Context, url string, h http.Header, body di
 	}
 	data, err := readWhole(resp.Body, resp.ContentLength, w)
 	_ = resp.Body.Close()
-	if err == nil && ok && !isJSONObject(data) {
+	switch {
+	case err != nil || !ok:
+	case !isJSONObject(data):
 		err = &FailureError{Kind: FailureBadAnswer, Err: fmt.Errorf("a %d answer that is no JSON object (%d bytes)", resp.StatusCode, len(data))}
+	case endsAtClose(resp) && !json.Valid(data):
+		err = &FailureError{Kind: FailureConnection, Err: fmt.Errorf("connection closed in the middle of a %d answer (%d bytes)", resp.StatusCode, len(data))}
 	}
 	if err != nil {
 		return fail(err)
@@ -266,6 +271,15 @@ func (o *Client) attempt(ctx context.Context, url string, h http.Header, body di
 	t.done(ok)
 	resp.Body, resp.ContentLength = newWholeBody(data), int64(len(data))
 	return resp, nil
+}
+
+// endsAtClose reports whether an HTTP/1 answer has neither a length nor
+// chunks: its end is the connection's close, so a connection cut in the
+// middle of it reads as a short answer, not as an error. Such an answer is
+// checked to be whole JSON; the check is for this framing only, which
+// providers rarely use, so it costs the usual answer nothing.
+func endsAtClose(resp *http.Response) bool {
+	return resp.ProtoMajor == 1 && resp.ContentLength < 0 && len(resp.TransferEncoding) == 0 && !resp.Uncompressed
 }
 
 // or is d, or def when d is not positive.

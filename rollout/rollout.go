@@ -23,9 +23,17 @@ type Sampling struct {
 // HarnessConfig is how rollouts run their agent program.
 type HarnessConfig struct {
 	// Command is argv; empty means the built-in agent.
-	Command  []string      `json:"command,omitempty"`
-	Timeout  time.Duration `json:"timeout"`
-	MaxTurns int           `json:"max_turns"`
+	Command []string      `json:"command,omitempty"`
+	Timeout time.Duration `json:"timeout"`
+	// MaxTurns is the most model calls of a rollout; the interception
+	// server refuses the ones after it, whatever the harness (0: none).
+	MaxTurns int `json:"max_turns"`
+	// MaxTokensTotal is the most tokens, prompt and completion, of all a
+	// rollout's model calls together (0: none).
+	MaxTokensTotal int `json:"max_tokens_total,omitempty"`
+	// MaxModelTime is the most time a rollout's model calls may take,
+	// summed (0: none).
+	MaxModelTime time.Duration `json:"max_model_time,omitempty"`
 	// Dialect is the protocol the built-in agent speaks: chat, responses or
 	// anthropic; empty is chat. Other commands choose their own.
 	Dialect string `json:"dialect,omitempty"`

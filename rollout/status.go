@@ -14,8 +14,15 @@ const (
 	KindTimeout       = "timeout"
 	KindContextLength = "context_length"
 	KindRefusal       = "refusal"
-	KindMaxTurns      = "max_turns"
-	KindInfra         = "infrastructure"
+	// KindMaxTurns is a harness that failed after as many model calls as
+	// the run allows, from a trace made before the interception server
+	// enforced the limit; newer ones are KindLimit + trace.LimitTurns.
+	KindMaxTurns = "max_turns"
+	// KindLimit prefixes the limit the interception server enforced on
+	// the rollout's model calls: limit:turns, limit:tokens,
+	// limit:model_time. An agent's outcome, never retried.
+	KindLimit = "limit:"
+	KindInfra = "infrastructure"
 	// KindVerifier is a rollout whose task's verifier kept failing (it
 	// crashed, hung past its timeout or wrote no valid reward) until its
 	// attempts ran out: the verifier's fault, never the agent's.

@@ -130,7 +130,9 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "harness-timeout", Value: workflows.DefaultHarnessTimeout, Usage: "kill a harness after this long"},
 		&cli.StringFlag{Name: "harness-dialect", Usage: "protocol the built-in agent speaks: chat (default), responses or anthropic"},
 		&cli.DurationFlag{Name: "verifier-timeout", Usage: "kill a task's verifier after this long, whatever its task.toml says (default: the task's, else 10m)"},
-		&cli.IntFlag{Name: "max-turns", Value: workflows.DefaultMaxTurns, Usage: "model calls a harness may make (EVALFLOW_MAX_TURNS)"},
+		&cli.IntFlag{Name: "max-turns", Value: workflows.DefaultMaxTurns, Usage: "model calls a rollout may make; the interception server refuses the ones after it (EVALFLOW_MAX_TURNS)"},
+		&cli.IntFlag{Name: "max-tokens-total", Usage: "tokens, prompt and completion, all a rollout's model calls may use together; 0 is no limit"},
+		&cli.DurationFlag{Name: "max-model-time", Usage: "time all a rollout's model calls may take, summed; 0 is no limit"},
 		&cli.StringFlag{Name: "rubric", Value: workflows.DefaultRubric, Usage: "how rollouts are scored: exact, numeric[:tol], contains, regex[:pattern], tests, command:PROGRAM, judge[:model], weighted sums (tests*0.8+judge*0.2), rank:<rubric>"},
 		&cli.IntFlag{Name: "max-attempts", Value: workflows.DefaultMaxAttempts, Usage: "attempts of a rollout after infrastructure failures"},
 		&cli.BoolFlag{Name: "retry-failed", Usage: "with the --run-id of an earlier run: rerun its stored failures and keep its successes"},
@@ -166,10 +168,12 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 		RetryFailed:     cctx.Bool("retry-failed"),
 		MaxFailures:     evalMaxFailures(cctx),
 		Harness: rollout.HarnessConfig{
-			Timeout:      cctx.Duration("harness-timeout"),
-			TimeoutGiven: cctx.IsSet("harness-timeout"),
-			MaxTurns:     cctx.Int("max-turns"),
-			Dialect:      cctx.String("harness-dialect"),
+			Timeout:        cctx.Duration("harness-timeout"),
+			TimeoutGiven:   cctx.IsSet("harness-timeout"),
+			MaxTurns:       cctx.Int("max-turns"),
+			MaxTokensTotal: cctx.Int("max-tokens-total"),
+			MaxModelTime:   cctx.Duration("max-model-time"),
+			Dialect:        cctx.String("harness-dialect"),
 		},
 		Limits: workflows.Limits{
 			MaxAttempts:        cctx.Int("max-attempts"),
@@ -237,7 +241,7 @@ var counted = []struct {
 	min  int64
 }{
 	{"tasks", 0}, {"rollouts-per-task", 1}, {"group-size", 1}, {"max-concurrent", 1},
-	{"max-tokens", 1}, {"max-turns", 1}, {"max-attempts", 1}, {"continue-as-new-after", 1}, {"epochs", 0},
+	{"max-tokens", 1}, {"max-turns", 1}, {"max-tokens-total", 0}, {"max-attempts", 1}, {"continue-as-new-after", 1}, {"epochs", 0},
 }
 
 // checkCounts refuses counts out of range, and negative durations and limits.
@@ -265,6 +269,9 @@ func checkCounts(cctx *cli.Context) error {
 	}
 	if d := cctx.Duration("harness-timeout"); cctx.IsSet("harness-timeout") && d <= 0 {
 		return fmt.Errorf("--harness-timeout %s: must be positive", d)
+	}
+	if d := cctx.Duration("max-model-time"); d < 0 {
+		return fmt.Errorf("--max-model-time %s is negative", d)
 	}
 	if f := cctx.Float64("max-failures"); cctx.IsSet("max-failures") && f < 0 {
 		return fmt.Errorf("--max-failures %v is negative", f)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,6 +48,19 @@ func TestRunConfigFromFlags(t *testing.T) {
 	assert.True(t, cfg.RetryFailed, "--retry-failed reruns stored failures")
 }
 
+func TestRolloutLimitFlags(t *testing.T) {
+	cfg, err := parseEval(t, "--run-id", "r1", "--max-turns", "5", "--max-tokens-total", "20000", "--max-model-time", "90s")
+	require.NoError(t, err)
+	assert.Equal(t, 5, cfg.Harness.MaxTurns)
+	assert.Equal(t, 20000, cfg.Harness.MaxTokensTotal)
+	assert.Equal(t, 90*time.Second, cfg.Harness.MaxModelTime)
+
+	cfg, err = parseEval(t, "--run-id", "r1")
+	require.NoError(t, err)
+	assert.Zero(t, cfg.Harness.MaxTokensTotal, "no token limit unless asked")
+	assert.Zero(t, cfg.Harness.MaxModelTime, "no model time limit unless asked")
+}
+
 func TestPackagedHarnessFlags(t *testing.T) {
 	cfg, err := parseEval(t, "--harness", "codex", "--run-id", "r1")
 	require.NoError(t, err)
@@ -86,6 +100,8 @@ func TestRunConfigErrors(t *testing.T) {
 		{[]string{"--max-tokens", "0"}, "--max-tokens 0"},
 		{[]string{"--continue-as-new-after", "0"}, "--continue-as-new-after 0"},
 		{[]string{"--harness-timeout", "0s"}, "--harness-timeout"},
+		{[]string{"--max-tokens-total", "-1"}, "--max-tokens-total -1 is negative"},
+		{[]string{"--max-model-time", "-1s"}, "--max-model-time -1s is negative"},
 		// The run store's own rule: refused at once, not in every write.
 		{[]string{"--run-id", "."}, "--run-id"},
 		{[]string{"--run-id", strings.Repeat("r", 300)}, "--run-id"},

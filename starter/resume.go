@@ -83,6 +83,8 @@ func changedConfig(cctx *cli.Context, old workflows.TrainInput) (configChange, e
 	apply("verifier-timeout", &cfg.Harness.VerifierTimeout, &given.Harness.VerifierTimeout)
 	apply("harness-dialect", &cfg.Harness.Dialect, &given.Harness.Dialect)
 	apply("max-turns", &cfg.Harness.MaxTurns, &given.Harness.MaxTurns)
+	apply("max-tokens-total", &cfg.Harness.MaxTokensTotal, &given.Harness.MaxTokensTotal)
+	apply("max-model-time", &cfg.Harness.MaxModelTime, &given.Harness.MaxModelTime)
 	apply("rubric", &cfg.Rubric, &given.Rubric)
 	apply("max-attempts", &cfg.Limits.MaxAttempts, &given.Limits.MaxAttempts)
 	apply("continue-as-new-after", &cfg.Limits.ContinueAsNewAfter, &given.Limits.ContinueAsNewAfter)

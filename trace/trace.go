@@ -28,9 +28,13 @@ type Turn struct {
 	// one (its SDK said so, or the rollout's previous call failed upstream):
 	// the upstream got a single attempt at it, so that the caller's retries
 	// and the interception's do not multiply.
-	CallerRetry bool          `json:"caller_retry,omitempty"`
-	StartedAt   time.Time     `json:"started_at"`
-	Latency     time.Duration `json:"latency_ns"`
+	CallerRetry bool `json:"caller_retry,omitempty"`
+	// Limit names the rollout's limit that refused the call (LimitTurns,
+	// LimitTokens, LimitModelTime): it was answered with an error without
+	// reaching the upstream, and the rollout ends as that limit.
+	Limit     string        `json:"limit,omitempty"`
+	StartedAt time.Time     `json:"started_at"`
+	Latency   time.Duration `json:"latency_ns"`
 	// TTFT is the time to the first byte of the upstream response body.
 	TTFT time.Duration `json:"ttft_ns"`
 }
@@ -58,6 +62,16 @@ const (
 	// UpstreamErrorEvent: an event stream that reported a server-side error
 	// (overloaded, rate limited, internal) in place of its answer.
 	UpstreamErrorEvent UpstreamFailure = "error_event"
+)
+
+// The limits a rollout's calls may reach, as Turn.Limit names them.
+const (
+	// LimitTurns: the rollout made its most model calls.
+	LimitTurns = "turns"
+	// LimitTokens: its calls used its most tokens, prompt and completion.
+	LimitTokens = "tokens"
+	// LimitModelTime: its calls took its most time, summed.
+	LimitModelTime = "model_time"
 )
 
 // Harness is how the harness process ended.
