@@ -3,12 +3,14 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,16 +31,25 @@ func startServer(t testing.TB) (*devserver.Server, client.Client) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := devserver.Start(ctx, devserver.Config{
-		DataDir: t.TempDir(),
-		Port:    freePort(t),
-		UIPort:  -1,
-		SearchAttributes: map[string]enumspb.IndexedValueType{
-			workflows.AttrRunID:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-			workflows.AttrModel:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-			workflows.AttrTaskset: enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		},
-	})
+	var srv *devserver.Server
+	var err error
+	// A free port may be taken again before the server binds it (other
+	// packages' tests run beside this one): pick another.
+	for range 5 {
+		srv, err = devserver.Start(ctx, devserver.Config{
+			DataDir: t.TempDir(),
+			Port:    freePort(t),
+			UIPort:  -1,
+			SearchAttributes: map[string]enumspb.IndexedValueType{
+				workflows.AttrRunID:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+				workflows.AttrModel:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+				workflows.AttrTaskset: enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+			},
+		})
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			break
+		}
+	}
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop() })
 	c, err := wiring.Dial(ctx, srv.Address(), "default", slog.New(slog.DiscardHandler), time.Minute)
