@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/evalflow/evalflow/tasksets"
 )
 
 // Files a verifier writes to its logs directory (/logs/verifier).
@@ -285,7 +287,7 @@ func readRewardFile(path string) ([]byte, error) {
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			return nil, errors.New("is a symbolic link")
 		}
-		return nil, errors.New("is " + describeMode(fi.Mode()))
+		return nil, errors.New("is " + tasksets.DescribeMode(fi.Mode()))
 	}
 	f, err := os.Open(path)
 	if err != nil {

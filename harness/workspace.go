@@ -174,7 +174,7 @@ func (w *Workspace) copy(ctxDir string, op copyOp) error {
 				return err
 			}
 		default:
-			return fmt.Errorf("%s is %s", rel2(ctxDir, m), describeMode(fi.Mode()))
+			return fmt.Errorf("%s is %s", rel2(ctxDir, m), tasksets.DescribeMode(fi.Mode()))
 		}
 	}
 	return nil
@@ -233,7 +233,7 @@ func copyTree(ctxDir, src, dst string) error {
 		case fi.Mode().IsRegular():
 			return copyFile(p, target, fi.Mode().Perm())
 		default:
-			return fmt.Errorf("%s is %s", rel2(ctxDir, p), describeMode(fi.Mode()))
+			return fmt.Errorf("%s is %s", rel2(ctxDir, p), tasksets.DescribeMode(fi.Mode()))
 		}
 	})
 }
@@ -276,22 +276,6 @@ func rel2(ctxDir, p string) string {
 		return rel
 	}
 	return p
-}
-
-// describeMode says what kind of file mode belongs to, for errors.
-func describeMode(mode fs.FileMode) string {
-	switch {
-	case mode&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case mode&fs.ModeCharDevice != 0:
-		return "a character device"
-	case mode&fs.ModeDevice != 0:
-		return "a block device"
-	case mode&fs.ModeSocket != 0:
-		return "a socket"
-	default:
-		return "a special file"
-	}
 }
 
 // dockerImage reads [environment] docker_image from a task's Info.

@@ -44,11 +44,12 @@ func checkRegular(path string, mode fs.FileMode) error {
 	if mode.IsRegular() {
 		return nil
 	}
-	return fmt.Errorf("%s is %s: %w", path, describeMode(mode), ErrNotRegular)
+	return fmt.Errorf("%s is %s: %w", path, DescribeMode(mode), ErrNotRegular)
 }
 
-// describeMode says what kind of file mode belongs to, for errors.
-func describeMode(mode fs.FileMode) string {
+// DescribeMode says what kind of file mode belongs to, for errors that
+// name a file without quoting it.
+func DescribeMode(mode fs.FileMode) string {
 	switch {
 	case mode.IsRegular():
 		return "a regular file"

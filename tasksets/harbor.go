@@ -69,7 +69,7 @@ func OpenHarbor(dir string) (*Harbor, error) {
 		return nil, fmt.Errorf("open taskset: %w", err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("open taskset: %s is %s, not a directory of tasks", root, describeMode(fi.Mode()))
+		return nil, fmt.Errorf("open taskset: %s is %s, not a directory of tasks", root, DescribeMode(fi.Mode()))
 	}
 	entries, err := os.ReadDir(root)
 	if err != nil {
@@ -90,7 +90,7 @@ func OpenHarbor(dir string) (*Harbor, error) {
 		case fi.Mode().IsRegular():
 			continue
 		case !fi.IsDir():
-			bad = append(bad, fmt.Sprintf("%s: %s, not a task directory", name, describeMode(fi.Mode())))
+			bad = append(bad, fmt.Sprintf("%s: %s, not a task directory", name, DescribeMode(fi.Mode())))
 			continue
 		}
 		if _, err := h.load(name); err != nil {
@@ -161,7 +161,7 @@ func (h *Harbor) load(name string) (Task, error) {
 	if fi, err := os.Stat(filepath.Join(dir, HarborTests, HarborTestScript)); err != nil {
 		problems = append(problems, HarborTests+"/"+HarborTestScript+" is missing")
 	} else if !fi.Mode().IsRegular() {
-		problems = append(problems, HarborTests+"/"+HarborTestScript+" is "+describeMode(fi.Mode())+", not a regular file")
+		problems = append(problems, HarborTests+"/"+HarborTestScript+" is "+DescribeMode(fi.Mode())+", not a regular file")
 	}
 	for _, opt := range []struct {
 		sub string
@@ -173,7 +173,7 @@ func (h *Harbor) load(name string) (Task, error) {
 		case err != nil:
 			problems = append(problems, opt.sub+": "+fileProblem("", err).Error())
 		case !fi.IsDir():
-			problems = append(problems, opt.sub+" is "+describeMode(fi.Mode())+", not a directory")
+			problems = append(problems, opt.sub+" is "+DescribeMode(fi.Mode())+", not a directory")
 		default:
 			*opt.dst = filepath.Join(dir, opt.sub)
 		}

@@ -270,7 +270,7 @@ func checkTaskDirs(t Task) error {
 		case err != nil:
 			return fmt.Errorf("%q: %w", d.field, fileProblem(d.path, err))
 		case !fi.IsDir():
-			return fmt.Errorf("%q is %s, not a directory", d.field, describeMode(fi.Mode()))
+			return fmt.Errorf("%q is %s, not a directory", d.field, DescribeMode(fi.Mode()))
 		}
 	}
 	return nil
