@@ -78,6 +78,17 @@ func (e *entry) admit(retry bool) (which, msg string) {
 	return "", ""
 }
 
+// unadmit gives back the turn a call was counted, when the call never
+// reached the upstream: a body the interception refused itself (not JSON,
+// no model) is not a model call and costs the agent no turn.
+func (e *entry) unadmit() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.used.calls > 0 {
+		e.used.calls--
+	}
+}
+
 // refuse answers a call the rollout's limit which refuses, and records it.
 func (c *recorder) refuse(which, msg string) {
 	c.turn.Limit = which

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -176,4 +177,29 @@ func TestTokenAndModelTimeLimits(t *testing.T) {
 			assert.Equal(t, tt.which, turns[allowed].Limit)
 		})
 	}
+}
+
+// A body the interception refuses itself (not JSON) never reaches the
+// upstream and costs the rollout no turn: a harness's malformed calls do
+// not use up its model calls.
+func TestRefusedBodiesCostNoTurn(t *testing.T) {
+	var calls atomic.Int32
+	f := dialectFixture(t, dialects.NameChat, countedMock(t, &calls), nil)
+	secret := limitedRollout(t, f, interception.Limits{Turns: 2})
+	for range 3 {
+		req, err := http.NewRequest(http.MethodPost, f.slot.LocalURL+"/v1/chat/completions", strings.NewReader("not json {"))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	}
+	call := callers[dialects.NameChat]
+	require.NoError(t, call(f.slot.LocalURL, secret), "the refused bodies took no turn")
+	require.NoError(t, call(f.slot.LocalURL, secret))
+	status, _ := refusal(t, call(f.slot.LocalURL, secret))
+	assert.Equal(t, http.StatusBadRequest, status, "the limit still holds for model calls")
+	assert.Equal(t, int32(2), calls.Load())
 }

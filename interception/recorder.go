@@ -44,6 +44,10 @@ type recorder struct {
 	// raw is the relay arm's turn, kept as bytes and parsed when it is
 	// read (turns.go); its dialect is nil on the other arm.
 	raw rawTurn
+	// counted is set when the call took one of the rollout's turns
+	// (entry.admit); sent once it went to the upstream. A counted call
+	// never sent gives its turn back when it finishes.
+	counted, sent bool
 }
 
 // startTurn starts serving a model call as the rollout's next turn.
@@ -64,6 +68,9 @@ func (s *Server) startCall(w http.ResponseWriter, r *http.Request, e *entry, d d
 
 // finish records the turn, tells Config.OnTurn, and logs the call.
 func (c *recorder) finish() {
+	if c.counted && !c.sent {
+		c.e.unadmit()
+	}
 	if c.index < 0 {
 		return
 	}
@@ -262,6 +269,7 @@ func (c *recorder) send(path string, h http.Header, body dialects.Body) (*http.R
 	var resp *http.Response
 	var attempts int
 	var err error
+	c.sent = true
 	if once, ok := c.srv.cfg.Upstream.(onceUpstream); ok && c.turn.CallerRetry {
 		resp, attempts, err = once.RelayOnce(c.r.Context(), path, h, body)
 	} else {

@@ -384,6 +384,7 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request, e *entry, d diale
 		c.refuse(which, msg)
 		return
 	}
+	c.counted = !c.turn.CallerRetry
 	if s.up.Name() == d.Name() {
 		s.relay(&c, body)
 		return
