@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -241,7 +242,7 @@ func chatAnswer(n int) string {
 	}
 	b, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": 1, "model": "or-x",
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
-		"usage": map[string]int{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+		"usage":   map[string]int{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
 	return string(b)
 }
 
@@ -488,4 +489,125 @@ func TestThinkingOffWhenNotReturned(t *testing.T) {
 	defer fake.mu.Unlock()
 	assert.Empty(t, fake.rejected)
 	assert.Equal(t, []bool{true, false}, fake.thinking, "thinking is off for the request that lost its block")
+}
+
+// TestTranslatedFieldsReachUpstream checks, field by field, that what a
+// caller asked for reaches an upstream of another dialect in its words.
+func TestTranslatedFieldsReachUpstream(t *testing.T) {
+	const chatTools = `"tools":[{"type":"function","function":{"name":"calculator","parameters":{"type":"object"}}}]`
+	tests := []struct {
+		name, caller, upstream, path, body string
+		check                              func(t *testing.T, seen map[string]any)
+	}{
+		{
+			name: "parallel_tool_calls false, chat to anthropic", caller: dialects.NameChat, upstream: dialects.NameAnthropic,
+			path: "/v1/chat/completions", body: `{"model":"m","messages":[{"role":"user","content":"go"}],` + chatTools + `,"parallel_tool_calls":false}`,
+			check: func(t *testing.T, seen map[string]any) {
+				assert.Equal(t, map[string]any{"type": "auto", "disable_parallel_tool_use": true}, seen["tool_choice"])
+			},
+		},
+		{
+			name: "parallel_tool_calls false, responses to chat", caller: dialects.NameResponses, upstream: dialects.NameChat,
+			path: "/v1/responses", body: `{"model":"m","input":"go","tools":[{"type":"function","name":"calculator"}],"parallel_tool_calls":false}`,
+			check: func(t *testing.T, seen map[string]any) { assert.Equal(t, false, seen["parallel_tool_calls"]) },
+		},
+		{
+			name: "disable_parallel_tool_use, anthropic to responses", caller: dialects.NameAnthropic, upstream: dialects.NameResponses,
+			path: "/v1/messages", body: `{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"go"}],` +
+				`"tools":[{"name":"calculator","input_schema":{"type":"object"}}],"tool_choice":{"type":"any","disable_parallel_tool_use":true}}`,
+			check: func(t *testing.T, seen map[string]any) {
+				assert.Equal(t, false, seen["parallel_tool_calls"])
+				assert.Equal(t, "required", seen["tool_choice"])
+			},
+		},
+		{
+			name: "reasoning_effort, chat to anthropic", caller: dialects.NameChat, upstream: dialects.NameAnthropic,
+			path: "/v1/chat/completions", body: `{"model":"m","messages":[{"role":"user","content":"go"}],"reasoning_effort":"high"}`,
+			check: func(t *testing.T, seen map[string]any) {
+				assert.Equal(t, map[string]any{"type": "enabled", "budget_tokens": float64(16384)}, seen["thinking"])
+			},
+		},
+		{
+			name: "adaptive thinking, anthropic to chat", caller: dialects.NameAnthropic, upstream: dialects.NameChat,
+			path: "/v1/messages", body: `{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"go"}],"thinking":{"type":"adaptive"},"output_config":{"effort":"low"}}`,
+			check: func(t *testing.T, seen map[string]any) { assert.Equal(t, "low", seen["reasoning_effort"]) },
+		},
+		{
+			name: "store and include, anthropic thinking to responses", caller: dialects.NameAnthropic, upstream: dialects.NameResponses,
+			path: "/v1/messages", body: `{"model":"m","max_tokens":9000,"messages":[{"role":"user","content":"go"}],"thinking":{"type":"enabled","budget_tokens":8000}}`,
+			check: func(t *testing.T, seen map[string]any) {
+				assert.Equal(t, false, seen["store"])
+				assert.Equal(t, []any{"reasoning.encrypted_content"}, seen["include"])
+				assert.Equal(t, map[string]any{"effort": "medium", "summary": "auto"}, seen["reasoning"])
+			},
+		},
+		{
+			name: "stop_sequences, anthropic to chat", caller: dialects.NameAnthropic, upstream: dialects.NameChat,
+			path: "/v1/messages", body: `{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"go"}],"stop_sequences":["END"]}`,
+			check: func(t *testing.T, seen map[string]any) { assert.Equal(t, []any{"END"}, seen["stop"]) },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var seen map[string]any
+			up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+				require.NoError(t, json.NewDecoder(r.Body).Decode(&seen))
+				d, _ := dialects.ByName(tt.upstream)
+				out, _ := d.EncodeResponse(dialects.Response{Model: "m", Message: dialects.Message{Role: "assistant",
+					Content: []dialects.Part{{Type: dialects.PartText, Text: "ok"}}}})
+				writeJSON(w, http.StatusOK, string(out))
+			})
+			f := dialectFixture(t, tt.upstream, up.URL+"/v1", nil)
+			resp, body := f.post(t, tt.path, tt.body, tt.caller == dialects.NameAnthropic)
+			require.Equal(t, http.StatusOK, resp.StatusCode, body)
+			tt.check(t, seen)
+		})
+	}
+}
+
+// TestTranslateRefusals: what an upstream's dialect cannot carry is
+// refused with a 400 in the caller's error shape, the upstream uncalled.
+func TestTranslateRefusals(t *testing.T) {
+	tests := []struct {
+		name, caller, upstream, path, body, want string
+	}{
+		{"chat stop to responses", dialects.NameChat, dialects.NameResponses, "/v1/chat/completions",
+			`{"model":"m","messages":[{"role":"user","content":"go"}],"stop":["Observation:"]}`, "Responses API has no stop field"},
+		{"anthropic stop_sequences to responses", dialects.NameAnthropic, dialects.NameResponses, "/v1/messages",
+			`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"go"}],"stop_sequences":["END"]}`, "Responses API has no stop field"},
+		{"unknown effort to anthropic", dialects.NameResponses, dialects.NameAnthropic, "/v1/responses",
+			`{"model":"m","input":"go","reasoning":{"effort":"ultra"}}`, `reasoning effort \"ultra\" has no Anthropic thinking budget`},
+		{"unreadable carried state", dialects.NameAnthropic, dialects.NameChat, "/v1/messages",
+			`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"evalflow.chat.v1:!!"}]},{"role":"user","content":"go"}]}`,
+			"not base64"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls atomic.Int32
+			up := upstream(t, func(w http.ResponseWriter, r *http.Request) { calls.Add(1) })
+			f := dialectFixture(t, tt.upstream, up.URL+"/v1", nil)
+			resp, body := f.post(t, tt.path, tt.body, tt.caller == dialects.NameAnthropic)
+			require.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+			assert.Contains(t, body, tt.want)
+			if tt.caller == dialects.NameAnthropic {
+				assert.JSONEq(t, `"invalid_request_error"`, mustField(t, body, "error", "type"), body)
+				assert.JSONEq(t, `"error"`, mustField(t, body, "type"), body)
+			} else {
+				assert.NotEmpty(t, mustField(t, body, "error", "message"), body)
+			}
+			assert.Zero(t, calls.Load(), "the upstream is not called")
+		})
+	}
+}
+
+// mustField is the JSON at path in body.
+func mustField(t *testing.T, body string, path ...string) string {
+	t.Helper()
+	raw := json.RawMessage(body)
+	for _, p := range path {
+		var obj map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(raw, &obj), body)
+		raw = obj[p]
+	}
+	return string(raw)
 }
