@@ -10,6 +10,9 @@ import (
 // developer messages, wherever they are, become system blocks in order;
 // tool results join the user turn; consecutive turns of a role merge.
 func (anthropicDialect) EncodeRequest(req Request) ([]byte, error) {
+	if err := refusePreviousResponse(req); err != nil {
+		return nil, fmt.Errorf("encode anthropic request: %w", err)
+	}
 	type msg struct {
 		Role    string           `json:"role"`
 		Content []anthropicBlock `json:"content"`

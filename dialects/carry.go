@@ -498,3 +498,14 @@ func responsesStoreInclude(req Request) (store *bool, include []string) {
 	}
 	return store, include
 }
+
+// refusePreviousResponse refuses previous_response_id toward an upstream
+// of another dialect: evalflow keeps no responses, so the conversation it
+// names would silently be missing.
+func refusePreviousResponse(req Request) error {
+	if req.PreviousResponseID == "" {
+		return nil
+	}
+	return errors.New("previous_response_id cannot be sent: only a Responses upstream keeps responses " +
+		"(send the whole conversation in input, with store: false)")
+}

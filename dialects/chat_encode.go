@@ -7,6 +7,9 @@ import (
 
 // EncodeRequest writes a non-streaming chat completions request.
 func (chatDialect) EncodeRequest(req Request) ([]byte, error) {
+	if err := refusePreviousResponse(req); err != nil {
+		return nil, fmt.Errorf("encode chat request: %w", err)
+	}
 	type fn struct {
 		Name        string          `json:"name"`
 		Description string          `json:"description,omitempty"`

@@ -165,6 +165,9 @@ func (cm chatMessage) message() (Message, error) {
 	if d := bytes.TrimSpace(cm.ReasoningDetails); len(d) > 0 && !bytes.Equal(d, []byte("null")) {
 		m.ReasoningDetails = append(json.RawMessage(nil), d...)
 		m.Thinking = thinkingOfDetails(m.ReasoningDetails)
+		if m.Reasoning == "" {
+			m.Reasoning = joinReasoning(m.Thinking)
+		}
 	}
 	for _, tc := range cm.ToolCalls {
 		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})

@@ -55,6 +55,9 @@ func (responsesDialect) EncodeRequest(req Request) ([]byte, error) {
 	if len(req.Stop) > 0 {
 		return nil, fmt.Errorf("encode responses request: %w", errStopResponses)
 	}
+	if req.PreviousResponseID != "" {
+		out["previous_response_id"] = req.PreviousResponseID
+	}
 	if len(tools) > 0 && req.ParallelToolCalls != nil {
 		out["parallel_tool_calls"] = *req.ParallelToolCalls
 	}

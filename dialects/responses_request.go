@@ -36,6 +36,7 @@ func (responsesDialect) ParseRequest(body []byte) (Request, error) {
 	}
 	req.ToolChoice = openAIToolChoice(rr.ToolChoice)
 	req.ParallelToolCalls, req.Store, req.Include = rr.ParallelToolCalls, rr.Store, rr.Include
+	req.PreviousResponseID = rr.PreviousResponseID
 	if rr.Instructions != "" {
 		req.Messages = append(req.Messages, Message{Role: RoleSystem, Content: []Part{{Type: PartText, Text: rr.Instructions}}})
 	}
@@ -70,9 +71,10 @@ type responsesRequest struct {
 		Effort  string `json:"effort"`
 		Summary string `json:"summary"`
 	} `json:"reasoning"`
-	ParallelToolCalls *bool    `json:"parallel_tool_calls"`
-	Store             *bool    `json:"store"`
-	Include           []string `json:"include"`
+	ParallelToolCalls  *bool    `json:"parallel_tool_calls"`
+	Store              *bool    `json:"store"`
+	Include            []string `json:"include"`
+	PreviousResponseID string   `json:"previous_response_id"`
 }
 
 type responsesTool struct {

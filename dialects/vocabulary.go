@@ -146,6 +146,9 @@ type Request struct {
 	// Store and Include are a Responses caller's store and include.
 	Store   *bool    `json:"store,omitempty"`
 	Include []string `json:"include,omitempty"`
+	// PreviousResponseID is a Responses caller's previous_response_id:
+	// only a Responses upstream knows the response it names.
+	PreviousResponseID string `json:"previous_response_id,omitempty"`
 }
 
 // Tool choice modes, in OpenAI's words.
