@@ -358,8 +358,11 @@ func thinkingOfDetails(raw json.RawMessage) []Thinking {
 	}
 	for _, d := range ds {
 		switch {
-		case d.Type == "reasoning.text" && d.Format != detailsResponses:
+		case d.Type == "reasoning.text" && d.Format == detailsAnthropic:
 			out = append(out, Thinking{Text: str(d.Text), Signature: str(d.Signature)})
+		case d.Type == "reasoning.text":
+			// Another provider's signature would be refused by Anthropic.
+			out = append(out, Thinking{Text: str(d.Text)})
 		case d.Type == "reasoning.encrypted" && d.Format == detailsAnthropic:
 			out = append(out, Thinking{Redacted: str(d.Data)})
 		case d.Type == "reasoning.encrypted" && d.Format == detailsResponses:

@@ -2,6 +2,7 @@ package dialects_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -218,4 +219,31 @@ func echoRequest(t *testing.T, d dialects.Dialect, answer []byte) []byte {
 	b, err := json.Marshal(out)
 	require.NoError(t, err)
 	return b
+}
+
+// TestForeignReasoningDetailsToAnthropic: a chat caller's reasoning_details
+// of another provider carry no signature Anthropic would take; the
+// tool-calling turn then has no thinking block, and thinking is off for
+// that request rather than refused by Anthropic.
+func TestForeignReasoningDetailsToAnthropic(t *testing.T) {
+	body := `{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":null,` +
+		`"reasoning_details":[{"type":"reasoning.text","text":"t","signature":"gemini-sig","format":"google-gemini-v1","index":0}],` +
+		`"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},` +
+		`{"role":"tool","tool_call_id":"c","content":"1"}],"reasoning_effort":"high"}`
+	req, err := dialects.Chat.ParseRequest([]byte(body))
+	require.NoError(t, err)
+	assert.Equal(t, "t", req.Messages[1].Reasoning)
+	var msgs []struct {
+		Content []map[string]any `json:"content"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(wireField(t, dialects.Anthropic, req, "messages")), &msgs))
+	require.Len(t, msgs, 3)
+	assert.Equal(t, "tool_use", msgs[1].Content[0]["type"])
+	assert.Empty(t, wireField(t, dialects.Anthropic, req, "thinking"))
+
+	// With its Anthropic block back, thinking stays on.
+	body = strings.Replace(body, `"signature":"gemini-sig","format":"google-gemini-v1"`, `"signature":"S","format":"anthropic-claude-v1"`, 1)
+	req, err = dialects.Chat.ParseRequest([]byte(body))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"type":"enabled","budget_tokens":16384}`, wireField(t, dialects.Anthropic, req, "thinking"))
 }
