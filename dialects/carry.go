@@ -115,6 +115,9 @@ func unwrapCarried(m *Message) error {
 			return fmt.Errorf("reasoning %d: %w", i, err)
 		}
 		if !ok {
+			if strings.HasPrefix(t.ID, evalflowItem) && t.Encrypted == "" {
+				t.ID = "" // an item evalflow named for reasoning that had no state
+			}
 			out = append(out, t)
 			continue
 		}
@@ -247,7 +250,7 @@ func responsesCallerReasoning(m Message) []map[string]any {
 			continue
 		}
 		flush()
-		out = append(out, responsesReasoning(orDefault(t.ID, fmt.Sprintf("rs_evalflow_%d", i)), []string{t.Text}, t.Encrypted))
+		out = append(out, responsesReasoning(orDefault(t.ID, fmt.Sprintf("%s%d", evalflowItem, i)), []string{t.Text}, t.Encrypted))
 	}
 	flush()
 	return out
@@ -284,8 +287,11 @@ func responsesReasoning(id string, texts []string, encrypted string) map[string]
 // so a caller that echoes an item sees it unchanged.
 func carriedID(encrypted string) string {
 	sum := sha256.Sum256([]byte(encrypted))
-	return "rs_evalflow_" + hex.EncodeToString(sum[:12])
+	return evalflowItem + hex.EncodeToString(sum[:12])
 }
+
+// evalflowItem begins the ids of the reasoning items evalflow makes.
+const evalflowItem = "rs_evalflow_"
 
 // reasoningDetail is one entry of OpenRouter's reasoning_details.
 type reasoningDetail struct {

@@ -247,3 +247,19 @@ func TestForeignReasoningDetailsToAnthropic(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"type":"enabled","budget_tokens":16384}`, wireField(t, dialects.Anthropic, req, "thinking"))
 }
+
+// TestStatelessReasoningItem: an item evalflow made for reasoning without
+// state comes back as text only, not as a Responses item of that id.
+func TestStatelessReasoningItem(t *testing.T) {
+	out, err := dialects.Responses.EncodeResponse(dialects.Response{Message: dialects.Message{Role: "assistant", Reasoning: "hm",
+		Content: []dialects.Part{{Type: dialects.PartText, Text: "hi"}}}})
+	require.NoError(t, err)
+	assert.Contains(t, string(out), `"id":"rs_evalflow_0"`)
+	req, err := dialects.Responses.ParseRequest(echoRequest(t, dialects.Responses, out))
+	require.NoError(t, err)
+	assert.Equal(t, []dialects.Thinking{{Text: "hm"}}, req.Messages[0].Thinking)
+	var msgs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(wireField(t, dialects.Chat, req, "messages")), &msgs))
+	assert.Equal(t, "hm", msgs[0]["reasoning_content"])
+	assert.NotContains(t, msgs[0], "reasoning_details")
+}
