@@ -254,6 +254,10 @@ func (h *Handler) call(w http.ResponseWriter, r *http.Request, action string, do
 		h.cfg.Logger.Info("pull call abandoned by its caller", "action", action, "run_id", runID)
 		return
 	}
+	if ctx.Err() != nil {
+		// The server's timeout, whatever shape the error took on its way.
+		err = errors.Join(context.DeadlineExceeded, err)
+	}
 	status, kind, msg := h.classify(r.Context(), runID, action, err)
 	h.cfg.Logger.Warn("pull call failed", "action", action, "run_id", runID, "status", status, "error", err)
 	if status == http.StatusServiceUnavailable {
@@ -286,7 +290,7 @@ func (h *Handler) classify(ctx context.Context, runID, action string, err error)
 	switch {
 	case errors.As(err, &notPull):
 		return http.StatusNotFound, "not_found", notPull.Error()
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded) || isDeadline(err):
 		if !h.reachable(ctx) {
 			return http.StatusServiceUnavailable, "", ""
 		}
@@ -339,8 +343,13 @@ func (h *Handler) missing(ctx context.Context, runID string) (int, string, strin
 // isUnavailable reports whether err says Temporal could not be reached.
 func isUnavailable(err error) bool {
 	var unavailable *serviceerror.Unavailable
+	return errors.As(err, &unavailable)
+}
+
+// isDeadline reports whether err is Temporal's own deadline.
+func isDeadline(err error) bool {
 	var deadline *serviceerror.DeadlineExceeded
-	return errors.As(err, &unavailable) || errors.As(err, &deadline)
+	return errors.As(err, &deadline)
 }
 
 // updateMessage is the message the workflow gave an update's failure, or
