@@ -286,7 +286,10 @@ func (e notPullRun) Error() string {
 func (h *Handler) classify(ctx context.Context, runID, action string, err error) (int, string, string) {
 	var notPull notPullRun
 	var notFound *serviceerror.NotFound
-	msg := updateMessage(err)
+	var app *temporal.ApplicationError
+	// The run's own refusals (its update handlers' and validators' errors).
+	refused := func(text string) bool { return app != nil && strings.Contains(app.Message(), text) }
+	errors.As(err, &app)
 	switch {
 	case errors.As(err, &notPull):
 		return http.StatusNotFound, "not_found", notPull.Error()
@@ -294,25 +297,30 @@ func (h *Handler) classify(ctx context.Context, runID, action string, err error)
 		if !h.reachable(ctx) {
 			return http.StatusServiceUnavailable, "", ""
 		}
-		return http.StatusGatewayTimeout, "timeout", fmt.Sprintf(
-			"%s on run %s did not finish within the server's %s: rollouts it started run on and are stored; call again with the same position to collect them",
-			action, runID, h.cfg.CallTimeout)
+		again := "call again"
+		if action == "run_group" || action == "run_rollout" {
+			again = "rollouts it started run on and are stored; call again with the same position to collect them"
+		}
+		return http.StatusGatewayTimeout, "timeout", fmt.Sprintf("%s on run %s did not finish within the server's %s: %s",
+			action, runID, h.cfg.CallTimeout, again)
 	case errors.As(err, &notFound):
 		return h.missing(ctx, runID)
 	case isUnavailable(err):
 		return http.StatusServiceUnavailable, "", ""
-	case strings.Contains(msg, "unknown update") || strings.Contains(msg, "unknown queryType"):
+	case strings.Contains(err.Error(), "unknown update"):
 		return http.StatusNotFound, "not_found", fmt.Sprintf("run %s is not a pull run: start one with starter train --pull", runID)
-	case strings.Contains(msg, " is closed"):
+	case refused(" is closed"):
 		return http.StatusConflict, "closed", fmt.Sprintf("run %s is closed", runID)
-	case strings.Contains(msg, "has handed out all"):
-		return http.StatusConflict, "exhausted", msg
-	case strings.Contains(msg, "never sampled"):
-		return http.StatusBadRequest, "bad_request", "field position: " + msg
-	case strings.Contains(msg, "group size"):
-		return http.StatusBadRequest, "bad_request", "field n: " + msg
+	case refused("has handed out all"):
+		return http.StatusConflict, "exhausted", app.Message()
+	case refused("never sampled"):
+		return http.StatusBadRequest, "bad_request", "field position: " + app.Message()
+	case refused("group size"):
+		return http.StatusBadRequest, "bad_request", "field n: " + app.Message()
+	case app != nil:
+		return http.StatusInternalServerError, "failed", fmt.Sprintf("%s on run %s failed: %s", action, runID, app.Message())
 	}
-	return http.StatusInternalServerError, "failed", fmt.Sprintf("%s on run %s failed: %s", action, runID, msg)
+	return http.StatusInternalServerError, "failed", fmt.Sprintf("%s on run %s failed: %v", action, runID, err)
 }
 
 // missing tells a run that never existed (404) from one that has ended
@@ -350,16 +358,6 @@ func isUnavailable(err error) bool {
 func isDeadline(err error) bool {
 	var deadline *serviceerror.DeadlineExceeded
 	return errors.As(err, &deadline)
-}
-
-// updateMessage is the message the workflow gave an update's failure, or
-// else err's text.
-func updateMessage(err error) string {
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		return app.Message()
-	}
-	return err.Error()
 }
 
 // checkPosition answers 400 when the position is missing or negative.

@@ -326,10 +326,12 @@ func TestPullAPIRefusesBadCalls(t *testing.T) {
 		RunID: "an-eval", Taskset: "sample", Tasks: 1, Model: "mock",
 	}})
 	require.NoError(t, err)
-	a = call(t, "GET", srv.URL+"/v1/pull/an-eval/progress", "")
-	require.Equal(t, http.StatusNotFound, a.status, "%s", a.body)
-	_, msg := a.apiError(t)
-	require.Contains(t, msg, "not a pull run")
+	for _, r := range []struct{ method, action string }{{"GET", "progress"}, {"POST", "sample"}, {"POST", "close"}} {
+		a = call(t, r.method, srv.URL+"/v1/pull/an-eval/"+r.action, "")
+		require.Equal(t, http.StatusNotFound, a.status, "%s: %s", r.action, a.body)
+		_, msg := a.apiError(t)
+		require.Contains(t, msg, "not a pull run", r.action)
+	}
 }
 
 // TestPullAPIHoldsLongCalls holds run_group until its rollouts finish: a
