@@ -55,6 +55,7 @@ func newApp() *cli.App {
 			resultsCommand(),
 			devCommand(),
 			viewCommand(),
+			pullServeCommand(),
 		},
 	}
 }
