@@ -147,12 +147,8 @@ func anthropicAssistantBlocks(m Message, keepUnsigned bool) []anthropicBlock {
 		thinking = []Thinking{{Text: m.Reasoning}}
 	}
 	for _, t := range thinking {
-		switch {
-		case t.Redacted != "":
-			out = append(out, anthropicBlock{Type: "redacted_thinking", Data: t.Redacted})
-		case t.Signature != "" || keepUnsigned:
-			text, sig := t.Text, t.Signature
-			out = append(out, anthropicBlock{Type: "thinking", Thinking: &text, Signature: &sig})
+		if b, ok := anthropicThinkingBlock(t, keepUnsigned); ok {
+			out = append(out, b)
 		}
 	}
 	out = append(out, anthropicParts(m.Content)...)
@@ -163,6 +159,21 @@ func anthropicAssistantBlocks(m Message, keepUnsigned bool) []anthropicBlock {
 		out = append(out, anthropicBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: rawArgs(tc.Arguments)})
 	}
 	return out
+}
+
+// anthropicThinkingBlock is the block a reasoning block becomes for
+// Anthropic: redacted_thinking, or thinking with its signature. Unsigned
+// reasoning is kept only when keepUnsigned (see anthropicAssistantBlocks).
+// The streamed answer writes its blocks through it too.
+func anthropicThinkingBlock(t Thinking, keepUnsigned bool) (anthropicBlock, bool) {
+	switch {
+	case t.Redacted != "":
+		return anthropicBlock{Type: "redacted_thinking", Data: t.Redacted}, true
+	case t.Signature != "" || keepUnsigned:
+		text, sig := t.Text, t.Signature
+		return anthropicBlock{Type: "thinking", Thinking: &text, Signature: &sig}, true
+	}
+	return anthropicBlock{}, false
 }
 
 func anthropicStop(finish string) string {
