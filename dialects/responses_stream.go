@@ -100,7 +100,7 @@ func (s *ResponsesStream) Add(data []byte) error {
 		case "response.refusal.delta":
 			s.emit(Event{Type: EventRefusal, Delta: ev.Delta})
 		default:
-			s.emit(Event{Type: EventThinking, Index: ev.OutputIndex, Delta: ev.Delta})
+			s.emit(Event{Type: EventThinking, Index: ev.OutputIndex, Delta: ev.Delta, Thinking: Thinking{ID: it.item.ID}})
 		}
 	case "response.function_call_arguments.delta":
 		it, err := item()

@@ -67,11 +67,11 @@ func (r *responsesStreamWriter) Emit(ev Event) error {
 	case EventRefusal:
 		r.content("refusal", ev.Delta)
 	case EventThinking:
-		r.openReasoning(ev.Index)
+		r.openReasoning(ev.Index, ev.Thinking.ID)
 		r.summaryDelta(ev.Delta)
 	case EventThinkingDone:
 		if r.openKind != "reasoning" || r.openKey != ev.Index {
-			r.openReasoning(ev.Index)
+			r.openReasoning(ev.Index, ev.Thinking.ID)
 			r.summaryDelta(ev.Thinking.Text)
 		}
 		r.closeReasoning(ev.Thinking)
@@ -232,13 +232,13 @@ func (r *responsesStreamWriter) closePart() {
 }
 
 // openReasoning opens the reasoning item of thinking block key, unless it
-// is open.
-func (r *responsesStreamWriter) openReasoning(key int) {
+// is open, with id or one of the writer's.
+func (r *responsesStreamWriter) openReasoning(key int, id string) {
 	if r.openKind == "reasoning" && r.openKey == key {
 		return
 	}
 	r.closeItem()
-	r.reasoningID = fmt.Sprintf("rs_evalflow_%d", r.thinkingN)
+	r.reasoningID = orDefault(id, fmt.Sprintf("rs_evalflow_%d", r.thinkingN))
 	r.thinkingN++
 	r.reasoning.Reset()
 	r.summaryOpen = false

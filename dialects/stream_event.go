@@ -15,7 +15,8 @@ const (
 	// EventRefusal is a piece of a refusal, in Delta.
 	EventRefusal
 	// EventThinking is a piece of the reasoning text of thinking block
-	// Index, in Delta.
+	// Index, in Delta; Thinking.ID is the block's id when known already
+	// (a Responses reasoning item's).
 	EventThinking
 	// EventThinkingDone closes thinking block Index: Thinking is the block
 	// whole, with its provider state (signature, redacted data, item id,
@@ -58,7 +59,7 @@ func EventsOf(resp Response) []Event {
 	evs := []Event{{Type: EventStart, Response: resp}}
 	for i, t := range thinkingOf(m) {
 		for _, p := range pieces(t.Text, 4) {
-			evs = append(evs, Event{Type: EventThinking, Index: i, Delta: p})
+			evs = append(evs, Event{Type: EventThinking, Index: i, Delta: p, Thinking: Thinking{ID: t.ID}})
 		}
 		evs = append(evs, Event{Type: EventThinkingDone, Index: i, Thinking: t})
 	}
