@@ -134,7 +134,9 @@ func chatOut(m Message) chatOutMessage {
 		ReasoningContent: m.Reasoning, ReasoningDetails: m.ReasoningDetails,
 	}
 	if out.ReasoningContent == "" {
-		out.ReasoningContent = joinReasoning(m.Thinking)
+		for _, t := range m.Thinking {
+			out.ReasoningContent += chatReasoningOf(t)
+		}
 	}
 	if m.Refusal != "" {
 		out.Refusal = &m.Refusal
