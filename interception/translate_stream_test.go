@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/trace"
 )
 
@@ -325,6 +326,32 @@ func TestTranslatedStreamCutMidway(t *testing.T) {
 			assert.Contains(t, turn.Error, "translate: upstream")
 			assert.Equal(t, 1, turn.Attempts, "a stream that reached the caller is not retried")
 			assert.Equal(t, got.text, turn.Response.Message.Text(), "the turn holds what had arrived")
+		})
+	}
+}
+
+// The token limit counts the usage a translated stream carried (chat's
+// include_usage chunk, Anthropic's message_delta), and refuses the calls
+// after it is reached.
+func TestTranslatedStreamTokenLimit(t *testing.T) {
+	for _, p := range [][2]string{{dialects.NameAnthropic, dialects.NameChat}, {dialects.NameChat, dialects.NameAnthropic}} {
+		caller, up := p[0], p[1]
+		t.Run(caller+"→"+up, func(t *testing.T) {
+			d, err := dialects.ByName(up)
+			require.NoError(t, err)
+			u := newStreamingUpstream(t, d, streamAnswer(up), 0, 0)
+			f := dialectFixture(t, up, u.url, nil)
+			f.slot.Secret = limitedRollout(t, f, interception.Limits{Tokens: 150}) // an answer uses 160 or more
+			f.slot.Key = limitedKey
+			got := streamCall(context.Background(), t, f, caller, func() {})
+			require.NoError(t, got.err)
+			turn := f.turn(t)
+			assert.True(t, turn.Streamed)
+			assert.GreaterOrEqual(t, turn.Response.Usage.InputTokens+turn.Response.Usage.OutputTokens, 160)
+			got = streamCall(context.Background(), t, f, caller, func() {})
+			assert.Error(t, got.err, "the call past the token limit is refused")
+			assert.Equal(t, trace.LimitTokens, f.turn(t).Limit)
+			assert.Len(t, u.bodies, 1, "the upstream is not called past the limit")
 		})
 	}
 }
