@@ -31,18 +31,30 @@ func (s *Server) translateStream(c *recorder, resp *http.Response) {
 
 	upstream := c.firstByte(resp.Body)
 	stream := s.up.NewStream()
-	out := c.d.NewStreamWriter(c.w)
+	// The caller's events made of one upstream event leave together: one
+	// flush per upstream event, not per event written.
+	out := c.d.NewStreamWriter(writeOnly{c.w})
+	rc := http.NewResponseController(c.w)
 	var upErr, writeErr error
+	flush := func() {
+		if err := rc.Flush(); err != nil && writeErr == nil {
+			writeErr = err
+		}
+	}
 	finish := func() {
 		c.deliver() // the caller's answer is whole with the next write
 		writeErr = out.Emit(dialects.Event{Type: dialects.EventFinish, Response: stream.Response()})
+		if writeErr == nil {
+			flush()
+		}
 	}
 	readErr := eachEvent(upstream, func(data []byte) bool {
 		if err := stream.Add(data); err != nil {
 			upErr = err
 			return true
 		}
-		for _, ev := range stream.Events() {
+		evs := stream.Events()
+		for _, ev := range evs {
 			if writeErr = out.Emit(ev); writeErr != nil {
 				return true
 			}
@@ -51,7 +63,10 @@ func (s *Server) translateStream(c *recorder, resp *http.Response) {
 			finish()
 			return true
 		}
-		return false
+		if len(evs) > 0 {
+			flush()
+		}
+		return writeErr != nil
 	})
 	c.turn.TTFT = upstream.ttft
 	c.turn.Response = stream.Response()
@@ -83,6 +98,12 @@ func (s *Server) translateStream(c *recorder, resp *http.Response) {
 		relayFailed(c, &upstreamReadError{&truncatedError{}})
 	}
 }
+
+// writeOnly hides the flushing of a ResponseWriter from a StreamWriter,
+// which flushes what it can.
+type writeOnly struct{ w io.Writer }
+
+func (w writeOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
 
 // isErrorEvent says whether err is an error event of the stream, rather
 // than an event that does not read.

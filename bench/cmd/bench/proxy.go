@@ -326,6 +326,20 @@ func streamingSection(ctx context.Context, o options, logf func(string, ...any))
 		logf("  %-20s ttft p50 %7.1fµs p99 %7.1fµs | event delay p50 %6.1fµs p99 %7.1fµs | gap p99 %8.1fµs | lost %d merged %d",
 			t.Name, row.TTFT.P50, row.TTFT.P99, row.Delay.P50, row.Delay.P99, row.Gap.P99, row.Lost, row.Merged)
 	}
+	alone, err := ttftAlone(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rows {
+		if s, ok := alone[rows[i].Target]; ok {
+			rows[i].TTFTAlone = &s
+			if vs := rows[i].Versus; vs != "" {
+				rows[i].TTFTAloneRatioP50 = ratio(s.P50, alone[vs].P50)
+				rows[i].TTFTAloneRatioP99 = ratio(s.P99, alone[vs].P99)
+			}
+			logf("  %-20s alone: ttft p50 %7.1fµs p99 %7.1fµs", rows[i].Target, s.P50, s.P99)
+		}
+	}
 	for name, i := range map[string]*targets.Interception{tRelay: a.relays[targets.Chat], tTranslate: a.trans, tTranslateAnthropic: a.transChat} {
 		if n, e := i.Turns(); e != 0 {
 			return rows, fmt.Errorf("%s recorded %d of %d streamed turns with an error", name, e, n)
@@ -340,4 +354,44 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return math.Round(100*a/b) / 100
+}
+
+// ttftAlone measures the TTFT of the translated arms and the relay arms
+// they are set against on short streams (4 events, no gap), one stream at
+// a time, the arms taking turns: the translate arm's own cost before the
+// first event, without the section's concurrent streams around it.
+func ttftAlone(ctx context.Context, o options) (map[string]loadgen.Summary, error) {
+	a, err := newArms(upstream.Config{Events: 4})
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+	chat, anth := targets.Body(targets.Chat, 1<<10, true), targets.Body(targets.Anthropic, 1<<10, true)
+	ts := []loadgen.Target{
+		a.relays[targets.Chat].Target(tRelay, targets.Chat, chat),
+		a.trans.Target(tTranslate, targets.Chat, chat),
+		a.relays[targets.Anthropic].Target(tRelay+"-"+targets.Anthropic, targets.Anthropic, anth),
+		a.transChat.Target(tTranslateAnthropic, targets.Anthropic, anth),
+	}
+	n := 1000
+	if o.quick {
+		n = 50
+	}
+	c := loadgen.NewClient(4)
+	ttft := map[string][]time.Duration{}
+	for i := range n {
+		for k := range ts {
+			t := ts[(i+k)%len(ts)] // each arm first in turn
+			r, err := c.Stream(ctx, t, 4)
+			if err != nil {
+				return nil, err
+			}
+			ttft[t.Name] = append(ttft[t.Name], r.TTFT)
+		}
+	}
+	out := map[string]loadgen.Summary{}
+	for name, ds := range ttft {
+		out[name] = loadgen.Summarize(ds)
+	}
+	return out, nil
 }

@@ -98,12 +98,14 @@ func markdown(r *Results) string {
 			}
 		}
 		p("\n\nTranslated streams (`translate`: a chat caller of an Anthropic upstream; `translate-anthropic`: an Anthropic caller of a chat upstream) are converted event by event; each is set against the relay arm reading the same upstream stream, in the same rounds. Target: p99 within 1.2× of the relay's.\n\n")
-		p("| translated arm | versus | TTFT p99 ratio | event delay p99 ratio | event gap p99 ratio |\n|---|---|---:|---:|---:|\n")
+		p("| translated arm | versus | TTFT p99 ratio | event delay p99 ratio | event gap p99 ratio | TTFT alone p50 ratio | TTFT alone p99 ratio |\n|---|---|---:|---:|---:|---:|---:|\n")
 		for _, s := range r.Streaming {
 			if s.Versus != "" {
-				p("| %s | %s | %.2f× | %.2f× | %.2f× |\n", s.Target, s.Versus, s.TTFTRatio, s.DelayRatio, s.GapRatio)
+				p("| %s | %s | %.2f× | %.2f× | %.2f× | %.2f× | %.2f× |\n", s.Target, s.Versus, s.TTFTRatio, s.DelayRatio, s.GapRatio,
+					s.TTFTAloneRatioP50, s.TTFTAloneRatioP99)
 			}
 		}
+		p("\nTTFT alone: short streams (4 events, no gap) one at a time, the four arms taking turns, 1,000 each.\n")
 		p("\n\n")
 	}
 	if c := r.Capacity; c != nil {

@@ -65,6 +65,12 @@ type StreamRow struct {
 	TTFTRatio  float64 `json:"ttft_p99_ratio,omitempty"`
 	DelayRatio float64 `json:"event_delay_p99_ratio,omitempty"`
 	GapRatio   float64 `json:"event_gap_p99_ratio,omitempty"`
+	// TTFTAlone is the TTFT of short streams (4 events, no gap) sent one
+	// at a time, the compared arms taking turns: many samples, no load of
+	// the section's own; the ratios are over the relay arm's.
+	TTFTAlone         *loadgen.Summary `json:"ttft_alone,omitempty"`
+	TTFTAloneRatioP50 float64          `json:"ttft_alone_p50_ratio,omitempty"`
+	TTFTAloneRatioP99 float64          `json:"ttft_alone_p99_ratio,omitempty"`
 }
 
 // Capacity is the concurrent-streams section: the interception server in
