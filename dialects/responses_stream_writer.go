@@ -43,8 +43,13 @@ type responsesStreamWriter struct {
 	reasoning   strings.Builder
 	summaryOpen bool
 	thinkingN   int // reasoning items opened
-	// calls are the function call items, by Event Index.
-	calls map[int]*responsesStreamCall
+	// calls are the function call items, by Event Index; pending, the ones
+	// opened before the open one and not done yet: calls stay open
+	// together while only calls open, so that an upstream interleaving
+	// their arguments (chat numbers its calls, and may) has each call's
+	// arguments whole when it is done.
+	calls   map[int]*responsesStreamCall
+	pending []*responsesStreamCall
 }
 
 type responsesStreamCall struct {
@@ -135,14 +140,23 @@ func (r *responsesStreamWriter) hasMessage() bool {
 // openItem closes the open item and adds one, as added says.
 func (r *responsesStreamWriter) openItem(kind string, key int, added map[string]any) int {
 	r.closeItem()
+	return r.addItem(kind, key, added)
+}
+
+// addItem adds an item, as added says, and makes it the open one.
+func (r *responsesStreamWriter) addItem(kind string, key int, added map[string]any) int {
 	r.open, r.openKind, r.openKey = len(r.items), kind, key
 	r.items = append(r.items, nil)
 	r.emit("response.output_item.added", map[string]any{"output_index": r.open, "item": added})
 	return r.open
 }
 
-// closeItem closes the open item, if any.
+// closeItem closes the open item, if any, and the pending calls.
 func (r *responsesStreamWriter) closeItem() {
+	for _, c := range r.pending {
+		r.doneCall(c)
+	}
+	r.pending = r.pending[:0]
 	switch r.openKind {
 	case "message":
 		r.closePart()
@@ -151,12 +165,19 @@ func (r *responsesStreamWriter) closeItem() {
 	case "reasoning":
 		r.closeReasoning(Thinking{Text: r.reasoning.String()})
 	case "function_call":
-		c := r.calls[r.openKey]
-		args := orDefault(c.args.String(), "{}")
-		r.emit("response.function_call_arguments.done", map[string]any{"item_id": c.id, "output_index": c.index, "arguments": args, "name": c.name})
-		r.doneItem(map[string]any{"type": "function_call", "id": c.id, "call_id": c.callID,
-			"name": c.name, "arguments": args, "status": "completed"})
+		r.doneCall(r.calls[r.openKey])
+		r.open, r.openKind = -1, ""
 	}
+}
+
+// doneCall ends a function call item.
+func (r *responsesStreamWriter) doneCall(c *responsesStreamCall) {
+	args := orDefault(c.args.String(), "{}")
+	r.emit("response.function_call_arguments.done", map[string]any{"item_id": c.id, "output_index": c.index, "arguments": args, "name": c.name})
+	item := map[string]any{"type": "function_call", "id": c.id, "call_id": c.callID,
+		"name": c.name, "arguments": args, "status": "completed"}
+	r.items[c.index] = item
+	r.emit("response.output_item.done", map[string]any{"output_index": c.index, "item": item})
 }
 
 // doneItem ends the open item with item, whole.
@@ -292,7 +313,13 @@ func (r *responsesStreamWriter) openCall(key int, tc ToolCall) *responsesStreamC
 	}
 	c := &responsesStreamCall{id: fmt.Sprintf("fc_%d", len(r.calls)), name: tc.Name, callID: tc.ID}
 	r.calls[key] = c
-	c.index = r.openItem("function_call", key, map[string]any{"type": "function_call", "id": c.id, "call_id": c.callID,
+	if r.openKind == "function_call" { // stays open beside the new one
+		r.pending = append(r.pending, r.calls[r.openKey])
+		r.open, r.openKind = -1, ""
+	} else {
+		r.closeItem()
+	}
+	c.index = r.addItem("function_call", key, map[string]any{"type": "function_call", "id": c.id, "call_id": c.callID,
 		"name": c.name, "arguments": "", "status": "in_progress"})
 	return c
 }

@@ -77,7 +77,7 @@ func TestStreamWriterInterleavedToolCalls(t *testing.T) {
 	final := dialects.Response{ID: "x", Model: "m", FinishReason: dialects.FinishToolCalls, Message: dialects.Message{
 		Role: dialects.RoleAssistant, ToolCalls: []dialects.ToolCall{{ID: "a", Name: "add", Arguments: `{"a":1}`}, {ID: "b", Name: "mul", Arguments: `{"b":2}`}}}}
 	evs = append(evs, dialects.Event{Type: dialects.EventFinish, Response: final})
-	for _, to := range []dialects.Dialect{dialects.Chat, dialects.Anthropic} {
+	for _, to := range dialects.All {
 		t.Run(to.Name(), func(t *testing.T) {
 			var out bytes.Buffer
 			sw := to.NewStreamWriter(&out)
