@@ -87,9 +87,11 @@ func (s *Server) translateStream(c *recorder, resp *http.Response) {
 		_ = http.NewResponseController(c.w).Flush()
 	case readErr != nil:
 		relayFailed(c, &upstreamReadError{readErr})
-	case !stream.Done() && c.turn.Response.FinishReason != "":
+	case !stream.Done() && c.turn.Response.FinishReason != "" && s.up.Name() != dialects.NameResponses:
 		// A stream that gave its finish reason but not its last event
-		// (chat's [DONE]) is whole.
+		// (chat's [DONE], Anthropic's message_stop) is whole. A Responses
+		// stream is whole only with its terminal event: the status of
+		// response.created reads as a finish.
 		finish()
 		if writeErr != nil {
 			relayFailed(c, fmt.Errorf("write to caller: %w", writeErr))

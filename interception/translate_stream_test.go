@@ -60,6 +60,9 @@ type streamingUpstream struct {
 	gate     chan struct{}
 	held     int
 	cutAfter int
+	// endEarly ends the stream cleanly at cutAfter instead of breaking
+	// the connection.
+	endEarly bool
 	sent     atomic.Int32 // events of the stream sent so far
 
 	mu     sync.Mutex
@@ -93,6 +96,9 @@ func newStreamingUpstream(t *testing.T, d dialects.Dialect, resp dialects.Respon
 		w.Header().Set("Content-Type", "text/event-stream")
 		for i, ev := range u.events {
 			if i == u.cutAfter && u.cutAfter > 0 {
+				if u.endEarly {
+					return
+				}
 				panic(http.ErrAbortHandler) // the connection breaks, no end of stream
 			}
 			if i == len(u.events)-u.held {
@@ -352,6 +358,31 @@ func TestTranslatedStreamTokenLimit(t *testing.T) {
 			assert.Error(t, got.err, "the call past the token limit is refused")
 			assert.Equal(t, trace.LimitTokens, f.turn(t).Limit)
 			assert.Len(t, u.bodies, 1, "the upstream is not called past the limit")
+		})
+	}
+}
+
+// An upstream stream that ends cleanly before its terminal event is a
+// truncated answer: the caller gets an error event, not a finished answer.
+func TestTranslatedStreamEndingEarly(t *testing.T) {
+	for _, up := range []string{dialects.NameResponses, dialects.NameAnthropic} {
+		t.Run("chat→"+up, func(t *testing.T) {
+			d, err := dialects.ByName(up)
+			require.NoError(t, err)
+			u := newStreamingUpstream(t, d, streamAnswer(up), 0, 0)
+			for i, ev := range u.events {
+				if bytes.Contains(ev, []byte(`"The `)) {
+					u.cutAfter = i + 1
+					break
+				}
+			}
+			u.endEarly = true
+			f := dialectFixture(t, up, u.url, nil)
+			got := streamCall(context.Background(), t, f, dialects.NameChat, func() {})
+			require.Error(t, got.err)
+			assert.Contains(t, got.err.Error(), "stream ended before its last event")
+			turn := f.turn(t)
+			assert.Equal(t, trace.UpstreamTruncated, turn.UpstreamFailure)
 		})
 	}
 }
