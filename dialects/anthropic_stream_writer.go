@@ -85,23 +85,45 @@ func (a *anthropicStreamWriter) Emit(ev Event) error {
 	return a.s.err
 }
 
+// anthropicStartEvent is message_start, as written.
+type anthropicStartEvent struct {
+	Type    string `json:"type"`
+	Message struct {
+		ID           string           `json:"id"`
+		Type         string           `json:"type"`
+		Role         string           `json:"role"`
+		Model        string           `json:"model"`
+		Content      []anthropicBlock `json:"content"`
+		StopReason   *string          `json:"stop_reason"`
+		StopSequence *string          `json:"stop_sequence"`
+		Usage        map[string]int   `json:"usage"`
+	} `json:"message"`
+}
+
 func (a *anthropicStreamWriter) start(resp Response) {
 	a.started = true
-	msg := anthropicMessageOf(resp, nil)
-	msg["stop_reason"] = nil
-	u := anthropicUsageOf(resp.Usage)
-	u["output_tokens"] = 0
-	msg["usage"] = u
-	a.s.event("message_start", map[string]any{"type": "message_start", "message": msg})
+	ev := anthropicStartEvent{Type: "message_start"}
+	m := &ev.Message
+	m.ID, m.Type, m.Role, m.Model = orDefault(resp.ID, "msg_evalflow"), "message", RoleAssistant, resp.Model
+	m.Content = []anthropicBlock{}
+	m.Usage = anthropicUsageOf(resp.Usage)
+	m.Usage["output_tokens"] = 0
+	a.s.event("message_start", &ev)
 }
 
 func (a *anthropicStreamWriter) writeText(text string) {
 	if a.openKind != "text" {
-		a.startBlock("text", 0, map[string]any{"type": "text", "text": ""})
+		a.startBlock("text", 0, anthropicTextStart)
 	}
 	a.text = true
 	a.delta(a.open, anthropicDelta{Type: "text_delta", Text: &text})
 }
+
+// anthropicTextStart is a text block's content_block_start head.
+var anthropicTextStart = struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}{Type: "text"}
 
 // thinkingBlock is the block index of thinking block key, started if new.
 func (a *anthropicStreamWriter) thinkingBlock(key int) int {
@@ -157,12 +179,20 @@ func (a *anthropicStreamWriter) toolBlock(key int, tc ToolCall) int {
 	return i
 }
 
+// anthropicBlockEvent is content_block_start or content_block_stop, as
+// written.
+type anthropicBlockEvent struct {
+	Type         string `json:"type"`
+	Index        int    `json:"index"`
+	ContentBlock any    `json:"content_block,omitempty"`
+}
+
 // startBlock stops the open block and starts one with head.
 func (a *anthropicStreamWriter) startBlock(kind string, key int, head any) int {
 	a.stop()
 	a.open, a.openKind, a.openKey = a.next, kind, key
 	a.next++
-	a.s.event("content_block_start", map[string]any{"type": "content_block_start", "index": a.open, "content_block": head})
+	a.s.event("content_block_start", anthropicBlockEvent{Type: "content_block_start", Index: a.open, ContentBlock: head})
 	return a.open
 }
 
@@ -171,7 +201,7 @@ func (a *anthropicStreamWriter) stop() {
 	if a.open < 0 {
 		return
 	}
-	a.s.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": a.open})
+	a.s.event("content_block_stop", anthropicBlockEvent{Type: "content_block_stop", Index: a.open})
 	a.open, a.openKind = -1, ""
 }
 
