@@ -224,13 +224,22 @@ func BenchmarkMaterialize(b *testing.B) {
 }
 
 // BenchmarkTranslate is the translate arm: a chat caller, an Anthropic
-// upstream.
+// upstream; and, streamed (64 content events, converted event by event),
+// both ways between chat and Anthropic, to set against BenchmarkRelay's
+// sse rows of the upstream's dialect.
 func BenchmarkTranslate(b *testing.B) {
 	for _, sz := range sizes {
 		b.Run("chat-anthropic/"+sz.name, func(b *testing.B) {
 			ctype, ans := answer(b, targets.Anthropic, sz.bytes, 0)
 			srv := newServer(b, &memUpstream{dialect: targets.Anthropic, ctype: ctype, body: ans})
 			serve(b, srv, targets.Chat, targets.Body(targets.Chat, sz.bytes, false))
+		})
+	}
+	for _, p := range []struct{ caller, up string }{{targets.Chat, targets.Anthropic}, {targets.Anthropic, targets.Chat}} {
+		b.Run(p.caller+"-"+p.up+"/4KB/sse", func(b *testing.B) {
+			ctype, ans := answer(b, p.up, 0, 64)
+			srv := newServer(b, &memUpstream{dialect: p.up, ctype: ctype, body: ans})
+			serve(b, srv, p.caller, targets.Body(p.caller, 4<<10, true))
 		})
 	}
 }

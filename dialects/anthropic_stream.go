@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 )
 
@@ -18,12 +17,17 @@ type AnthropicStream struct {
 	msg    anthropicResponse
 	blocks []*streamBlock
 	done   bool
+	// thinking and tools count the blocks of each kind started: an
+	// Event's Index.
+	thinking, tools int
+	events          []Event
 }
 
 type streamBlock struct {
 	b    anthropicBlock
 	text strings.Builder // text, thinking or partial tool input JSON
 	sig  strings.Builder
+	key  int // the Event Index of a thinking or tool_use block
 }
 
 type anthropicEvent struct {
@@ -44,6 +48,7 @@ type anthropicEvent struct {
 
 // Add consumes one event's data. An error event is returned as an *AnthropicError.
 func (s *AnthropicStream) Add(data []byte) error {
+	s.events = s.events[:0]
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
 		return nil
@@ -60,6 +65,7 @@ func (s *AnthropicStream) Add(data []byte) error {
 			s.msg = *ev.Message
 			s.msg.Content = nil
 		}
+		s.events = append(s.events, Event{Type: EventStart, Response: anthropicResponseOf(s.msg)})
 	case "content_block_start":
 		if ev.ContentBlock == nil || ev.Index < 0 || ev.Index > len(s.blocks)+1024 {
 			return fmt.Errorf("decode anthropic event: bad content_block_start")
@@ -71,16 +77,28 @@ func (s *AnthropicStream) Add(data []byte) error {
 		switch sb.b.Type {
 		case "text":
 			sb.text.WriteString(sb.b.Text)
+			s.emit(Event{Type: EventText, Delta: sb.b.Text})
 		case "thinking":
+			sb.key = s.thinking
+			s.thinking++
 			if sb.b.Thinking != nil {
 				sb.text.WriteString(*sb.b.Thinking)
+				s.emit(Event{Type: EventThinking, Index: sb.key, Delta: *sb.b.Thinking})
 			}
 			if sb.b.Signature != nil {
 				sb.sig.WriteString(*sb.b.Signature)
 			}
+		case "redacted_thinking":
+			sb.key = s.thinking
+			s.thinking++
+			s.emit(Event{Type: EventThinkingDone, Index: sb.key, Thinking: Thinking{Redacted: sb.b.Data}})
 		case "tool_use":
+			sb.key = s.tools
+			s.tools++
+			s.emit(Event{Type: EventToolCall, Index: sb.key, ToolCall: ToolCall{ID: sb.b.ID, Name: sb.b.Name}})
 			if in := bytes.TrimSpace(sb.b.Input); len(in) > 0 && !bytes.Equal(in, []byte("{}")) {
 				sb.text.Write(in)
+				s.emit(Event{Type: EventToolArgs, Index: sb.key, Delta: string(in)})
 			}
 		}
 		s.blocks[ev.Index] = sb
@@ -92,12 +110,20 @@ func (s *AnthropicStream) Add(data []byte) error {
 		switch ev.Delta.Type {
 		case "text_delta":
 			sb.text.WriteString(ev.Delta.Text)
+			s.emit(Event{Type: EventText, Delta: ev.Delta.Text})
 		case "input_json_delta":
 			sb.text.WriteString(ev.Delta.PartialJSON)
+			s.emit(Event{Type: EventToolArgs, Index: sb.key, Delta: ev.Delta.PartialJSON})
 		case "thinking_delta":
 			sb.text.WriteString(ev.Delta.Thinking)
+			s.emit(Event{Type: EventThinking, Index: sb.key, Delta: ev.Delta.Thinking})
 		case "signature_delta":
 			sb.sig.WriteString(ev.Delta.Signature)
+		}
+	case "content_block_stop":
+		if ev.Index >= 0 && ev.Index < len(s.blocks) && s.blocks[ev.Index] != nil && s.blocks[ev.Index].b.Type == "thinking" {
+			sb := s.blocks[ev.Index]
+			s.emit(Event{Type: EventThinkingDone, Index: sb.key, Thinking: Thinking{Text: sb.text.String(), Signature: sb.sig.String()}})
 		}
 	case "message_delta":
 		if ev.Delta != nil && ev.Delta.StopReason != "" {
@@ -121,6 +147,12 @@ func (s *AnthropicStream) Add(data []byte) error {
 	}
 	return nil
 }
+
+// emit notes an event of the last Add.
+func (s *AnthropicStream) emit(ev Event) { s.events = addEvent(s.events, ev) }
+
+// Events is what the last Add made known.
+func (s *AnthropicStream) Events() []Event { return s.events }
 
 // Done reports whether message_stop was seen.
 func (s *AnthropicStream) Done() bool { return s.done }
@@ -146,57 +178,4 @@ func (s *AnthropicStream) Response() Response {
 		msg.Content = append(msg.Content, b)
 	}
 	return anthropicResponseOf(msg)
-}
-
-// WriteStream writes message_start, each block's start, deltas and stop,
-// message_delta and message_stop.
-func (anthropicDialect) WriteStream(w io.Writer, resp Response) error {
-	s := &sse{w: w}
-	start := anthropicMessageOf(resp, nil)
-	start["stop_reason"] = nil
-	u := anthropicUsageOf(resp.Usage)
-	startUsage := map[string]int{}
-	for k, v := range u {
-		startUsage[k] = v
-	}
-	startUsage["output_tokens"] = 0
-	start["usage"] = startUsage
-	s.event("message_start", map[string]any{"type": "message_start", "message": start})
-	for i, b := range anthropicAssistantBlocks(resp.Message, true) {
-		delta := func(d map[string]any) {
-			s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d})
-		}
-		head := b
-		switch b.Type {
-		case "text":
-			head.Text = ""
-			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
-			for _, p := range pieces(b.Text, 4) {
-				delta(map[string]any{"type": "text_delta", "text": p})
-			}
-		case "thinking":
-			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
-				"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
-			for _, p := range pieces(*b.Thinking, 4) {
-				delta(map[string]any{"type": "thinking_delta", "thinking": p})
-			}
-			if *b.Signature != "" {
-				delta(map[string]any{"type": "signature_delta", "signature": *b.Signature})
-			}
-		case "tool_use":
-			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
-				"content_block": map[string]any{"type": "tool_use", "id": b.ID, "name": b.Name, "input": map[string]any{}}})
-			for _, p := range pieces(string(b.Input), 3) {
-				delta(map[string]any{"type": "input_json_delta", "partial_json": p})
-			}
-		default:
-			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": head})
-		}
-		s.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
-	}
-	s.event("message_delta", map[string]any{"type": "message_delta",
-		"delta": map[string]any{"stop_reason": anthropicStopOf(resp), "stop_sequence": nil},
-		"usage": u})
-	s.event("message_stop", map[string]any{"type": "message_stop"})
-	return s.err
 }

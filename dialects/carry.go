@@ -182,21 +182,28 @@ func anthropicThinkingBlocks(m Message, forCaller bool) []anthropicBlock {
 	}
 	var out []anthropicBlock
 	for _, t := range thinkingOf(m) {
-		text, sig := t.Text, t.Signature
-		switch {
-		case t.Redacted != "":
-			out = append(out, anthropicBlock{Type: "redacted_thinking", Data: t.Redacted})
-		case t.Signature != "":
-		case !forCaller:
-			continue
-		case t.responsesState():
-			sig = wrapJSON(carryResponses, carried{ID: t.ID, Encrypted: t.Encrypted})
-		}
-		if t.Redacted == "" {
-			out = append(out, anthropicBlock{Type: "thinking", Thinking: &text, Signature: &sig})
+		if b, ok := anthropicThinkingBlock(t, forCaller); ok {
+			out = append(out, b)
 		}
 	}
 	return out
+}
+
+// anthropicThinkingBlock is the block reasoning block t becomes, by the
+// rules of anthropicThinkingBlocks; ok is false for a block an upstream
+// would not take back. The streamed answer writes its blocks through it.
+func anthropicThinkingBlock(t Thinking, forCaller bool) (anthropicBlock, bool) {
+	text, sig := t.Text, t.Signature
+	switch {
+	case t.Redacted != "":
+		return anthropicBlock{Type: "redacted_thinking", Data: t.Redacted}, true
+	case t.Signature != "":
+	case !forCaller:
+		return anthropicBlock{}, false
+	case t.responsesState():
+		sig = wrapJSON(carryResponses, carried{ID: t.ID, Encrypted: t.Encrypted})
+	}
+	return anthropicBlock{Type: "thinking", Thinking: &text, Signature: &sig}, true
 }
 
 // anthropicThinkingReturned reports whether an Anthropic request with
@@ -254,6 +261,39 @@ func responsesCallerReasoning(m Message) []map[string]any {
 	}
 	flush()
 	return out
+}
+
+// responsesCallerItem is reasoning block t as one output item for a
+// caller, by the rules of responsesCallerReasoning, numbered n when it
+// has no id of its own: the streamed answer writes its items through it,
+// one an upstream block (an Anthropic block carried alone in its item).
+func responsesCallerItem(t Thinking, n int) map[string]any {
+	if !t.anthropicState() {
+		return responsesReasoning(orDefault(t.ID, fmt.Sprintf("%s%d", evalflowItem, n)), []string{t.Text}, t.Encrypted)
+	}
+	b, _ := anthropicThinkingBlock(t, false)
+	enc := wrapJSON(carryAnthropic, []anthropicBlock{b})
+	var texts []string
+	if t.Redacted == "" {
+		texts = []string{t.Text}
+	}
+	return responsesReasoning(carriedID(enc), texts, enc)
+}
+
+// detailsThinking is the one reasoning block that carries a chat
+// upstream's reasoning_details to an Anthropic caller (forAnthropic: in
+// its signature) or a Responses caller (in an item's encrypted_content),
+// as the JSON encoders carry them; ok is false when m has none. A stream
+// writer given such an answer writes this block instead of m's others.
+func detailsThinking(m Message, forAnthropic bool) (Thinking, bool) {
+	if len(m.ReasoningDetails) == 0 {
+		return Thinking{}, false
+	}
+	enc := wrap(carryChat, m.ReasoningDetails)
+	if forAnthropic {
+		return Thinking{Text: reasoningText(m), Signature: enc}, true
+	}
+	return Thinking{Text: reasoningText(m), ID: carriedID(enc), Encrypted: enc}, true
 }
 
 // responsesUpstreamReasoning is m's reasoning as input items for a

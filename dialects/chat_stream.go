@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 )
@@ -21,6 +20,8 @@ type ChatStream struct {
 	refusal   strings.Builder
 	calls     map[int]*chatStreamCall
 	done      bool
+	started   bool
+	events    []Event
 }
 
 type chatStreamCall struct {
@@ -50,6 +51,7 @@ type chatChunk struct {
 // Add consumes the data of one SSE event: a chat.completion.chunk object or
 // the final [DONE]. An error object in the stream is returned as a *ChatError.
 func (s *ChatStream) Add(data []byte) error {
+	s.events = s.events[:0]
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
 		return nil
@@ -74,6 +76,10 @@ func (s *ChatStream) Add(data []byte) error {
 	if c.Usage != nil {
 		s.resp.Usage = c.Usage.usage()
 	}
+	if !s.started {
+		s.started = true
+		s.emit(Event{Type: EventStart, Response: Response{ID: s.resp.ID, Model: s.resp.Model, Usage: s.resp.Usage}})
+	}
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
 			continue
@@ -82,16 +88,20 @@ func (s *ChatStream) Add(data []byte) error {
 		if d.Role != "" {
 			s.resp.Message.Role = d.Role
 		}
+		if r := d.ReasoningContent; r != nil || d.Reasoning != nil {
+			if r == nil {
+				r = d.Reasoning
+			}
+			s.reasoning.WriteString(*r)
+			s.emit(Event{Type: EventThinking, Delta: *r})
+		}
 		if d.Content != nil {
 			s.content.WriteString(*d.Content)
-		}
-		if d.ReasoningContent != nil {
-			s.reasoning.WriteString(*d.ReasoningContent)
-		} else if d.Reasoning != nil {
-			s.reasoning.WriteString(*d.Reasoning)
+			s.emit(Event{Type: EventText, Delta: *d.Content})
 		}
 		if d.Refusal != nil {
 			s.refusal.WriteString(*d.Refusal)
+			s.emit(Event{Type: EventRefusal, Delta: *d.Refusal})
 		}
 		for i, tc := range d.ToolCalls {
 			idx := i
@@ -103,8 +113,9 @@ func (s *ChatStream) Add(data []byte) error {
 			}
 			call := s.calls[idx]
 			if call == nil {
-				call = &chatStreamCall{}
+				call = &chatStreamCall{id: tc.ID, name: tc.Function.Name}
 				s.calls[idx] = call
+				s.emit(Event{Type: EventToolCall, Index: idx, ToolCall: ToolCall{ID: tc.ID, Name: tc.Function.Name}})
 			}
 			if tc.ID != "" {
 				call.id = tc.ID
@@ -113,6 +124,7 @@ func (s *ChatStream) Add(data []byte) error {
 				call.name = tc.Function.Name
 			}
 			call.args.WriteString(tc.Function.Arguments)
+			s.emit(Event{Type: EventToolArgs, Index: idx, Delta: tc.Function.Arguments})
 		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			s.resp.FinishReason = *ch.FinishReason
@@ -120,6 +132,12 @@ func (s *ChatStream) Add(data []byte) error {
 	}
 	return nil
 }
+
+// emit notes an event of the last Add.
+func (s *ChatStream) emit(ev Event) { s.events = addEvent(s.events, ev) }
+
+// Events is what the last Add made known.
+func (s *ChatStream) Events() []Event { return s.events }
 
 // Done reports whether [DONE] was seen.
 func (s *ChatStream) Done() bool { return s.done }
@@ -145,63 +163,4 @@ func (s *ChatStream) Response() Response {
 		r.Message.ToolCalls = append(r.Message.ToolCalls, ToolCall{ID: c.id, Name: c.name, Arguments: c.args.String()})
 	}
 	return r
-}
-
-// WriteStream writes chat.completion.chunk events and [DONE]. Usage rides
-// on the chunk with the finish reason.
-func (chatDialect) WriteStream(w io.Writer, resp Response) error {
-	type delta struct {
-		Role             string            `json:"role,omitempty"`
-		Content          *string           `json:"content,omitempty"`
-		ReasoningContent *string           `json:"reasoning_content,omitempty"`
-		ReasoningDetails json.RawMessage   `json:"reasoning_details,omitempty"`
-		Refusal          *string           `json:"refusal,omitempty"`
-		ToolCalls        []chatOutToolCall `json:"tool_calls,omitempty"`
-	}
-	id := orDefault(resp.ID, "chatcmpl-evalflow")
-	s := &sse{w: w}
-	chunk := func(d delta, finish *string, u *chatOutUsage) {
-		c := map[string]any{
-			"id": id, "object": "chat.completion.chunk", "created": 0, "model": resp.Model,
-			"choices": []any{map[string]any{"index": 0, "delta": d, "finish_reason": finish, "logprobs": nil}},
-		}
-		if u != nil {
-			c["usage"] = u
-		}
-		s.event("", c)
-	}
-	empty := ""
-	chunk(delta{Role: RoleAssistant, Content: &empty}, nil, nil)
-	for _, p := range pieces(reasoningText(resp.Message), 4) {
-		chunk(delta{ReasoningContent: &p}, nil, nil)
-	}
-	if d := chatReasoningDetails(resp.Message); d != nil {
-		chunk(delta{ReasoningDetails: d}, nil, nil)
-	}
-	for _, p := range pieces(textOf(resp.Message.Content), 4) {
-		chunk(delta{Content: &p}, nil, nil)
-	}
-	for _, p := range pieces(resp.Message.Refusal, 2) {
-		chunk(delta{Refusal: &p}, nil, nil)
-	}
-	for i, tc := range resp.Message.ToolCalls {
-		var head chatOutToolCall
-		head.Index, head.ID, head.Type = &i, tc.ID, "function"
-		head.Function.Name = tc.Name
-		chunk(delta{ToolCalls: []chatOutToolCall{head}}, nil, nil)
-		args := tc.Arguments
-		if args == "" {
-			args = "{}"
-		}
-		for _, p := range pieces(args, 3) {
-			var part chatOutToolCall
-			part.Index = &i
-			part.Function.Arguments = p
-			chunk(delta{ToolCalls: []chatOutToolCall{part}}, nil, nil)
-		}
-	}
-	finish := orDefault(resp.FinishReason, FinishStop)
-	chunk(delta{}, &finish, chatOutUsageOf(resp.Usage))
-	s.raw("", []byte("[DONE]"))
-	return s.err
 }

@@ -58,9 +58,14 @@ type Codec interface {
 	// NewStream returns an assembler of a streamed response, fed one SSE
 	// event's data at a time.
 	NewStream() Stream
+	// NewStreamWriter returns a writer of a streamed answer to w in this
+	// dialect's events, fed one Event at a time: the translate arm's way
+	// of answering a streaming caller while the upstream streams.
+	NewStreamWriter(w io.Writer) StreamWriter
 	// WriteStream writes resp as a complete, valid SSE sequence, text and
-	// tool-call arguments split over several events. w is flushed per event
-	// when it is an http.Flusher.
+	// tool-call arguments split over several events, through the dialect's
+	// StreamWriter (EventsOf). w is flushed per event when it is an
+	// http.Flusher.
 	WriteStream(w io.Writer, resp Response) error
 
 	// ParseError reads an error body in this dialect's shape.
@@ -76,6 +81,10 @@ type Stream interface {
 	Response() Response
 	// Done reports whether the stream's terminal event was seen.
 	Done() bool
+	// Events is what the last Add made known, in dialect-neutral form
+	// (EventStart through EventToolArgs: the stream's reader sends
+	// EventFinish itself, at Done). It is valid until the next Add.
+	Events() []Event
 }
 
 // Dialect names, as traces and configuration spell them.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 )
 
@@ -16,9 +15,11 @@ func (responsesDialect) NewStream() Stream { return &ResponsesStream{} }
 // object; output items and deltas seen before it stand in when it never
 // comes. The zero value is ready to use.
 type ResponsesStream struct {
-	resp  responsesResponse
-	items []*responsesStreamItem
-	done  bool
+	resp    responsesResponse
+	items   []*responsesStreamItem
+	done    bool
+	started bool
+	events  []Event
 }
 
 type responsesStreamItem struct {
@@ -26,6 +27,9 @@ type responsesStreamItem struct {
 	text strings.Builder
 	args strings.Builder
 	done bool
+	// called says whether the item's tool call was made known (an
+	// EventToolCall).
+	called bool
 }
 
 type responsesEvent struct {
@@ -40,6 +44,7 @@ type responsesEvent struct {
 
 // Add consumes one event's data. An error event is returned as a *ChatError.
 func (s *ResponsesStream) Add(data []byte) error {
+	s.events = s.events[:0]
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
 		return nil
@@ -64,6 +69,7 @@ func (s *ResponsesStream) Add(data []byte) error {
 		if ev.Response != nil {
 			s.resp = *ev.Response
 		}
+		s.start()
 	case "response.completed", "response.incomplete", "response.failed":
 		if ev.Response != nil {
 			s.resp = *ev.Response
@@ -81,21 +87,75 @@ func (s *ResponsesStream) Add(data []byte) error {
 			it.item = *ev.Item
 		}
 		it.done = ev.Type == "response.output_item.done"
+		s.itemEvents(ev.OutputIndex, it)
 	case "response.output_text.delta", "response.reasoning_summary_text.delta", "response.refusal.delta":
 		it, err := item()
 		if err != nil {
 			return err
 		}
 		it.text.WriteString(ev.Delta)
+		switch ev.Type {
+		case "response.output_text.delta":
+			s.emit(Event{Type: EventText, Delta: ev.Delta})
+		case "response.refusal.delta":
+			s.emit(Event{Type: EventRefusal, Delta: ev.Delta})
+		default:
+			s.emit(Event{Type: EventThinking, Index: ev.OutputIndex, Delta: ev.Delta, Thinking: Thinking{ID: it.item.ID}})
+		}
 	case "response.function_call_arguments.delta":
 		it, err := item()
 		if err != nil {
 			return err
 		}
+		s.call(ev.OutputIndex, it)
 		it.args.WriteString(ev.Delta)
+		s.emit(Event{Type: EventToolArgs, Index: ev.OutputIndex, Delta: ev.Delta})
 	}
 	return nil
 }
+
+// start makes the response known, once.
+func (s *ResponsesStream) start() {
+	if s.started {
+		return
+	}
+	s.started = true
+	s.emit(Event{Type: EventStart, Response: Response{ID: s.resp.ID, Model: s.resp.Model}})
+}
+
+// itemEvents makes known what an item added or done says: a tool call,
+// the arguments of one that came whole, a reasoning item's state.
+func (s *ResponsesStream) itemEvents(index int, it *responsesStreamItem) {
+	s.start()
+	switch it.item.Type {
+	case "function_call":
+		s.call(index, it)
+		if it.done && it.args.Len() == 0 && it.item.Arguments != nil {
+			s.emit(Event{Type: EventToolArgs, Index: index, Delta: *it.item.Arguments})
+		}
+	case "reasoning":
+		if it.done {
+			t, err := it.item.thinking()
+			if err == nil {
+				s.emit(Event{Type: EventThinkingDone, Index: index, Thinking: t})
+			}
+		}
+	}
+}
+
+// call makes a function call item known, once.
+func (s *ResponsesStream) call(index int, it *responsesStreamItem) {
+	if !it.called {
+		it.called = true
+		s.emit(Event{Type: EventToolCall, Index: index, ToolCall: ToolCall{ID: it.item.CallID, Name: it.item.Name}})
+	}
+}
+
+// emit notes an event of the last Add.
+func (s *ResponsesStream) emit(ev Event) { s.events = addEvent(s.events, ev) }
+
+// Events is what the last Add made known.
+func (s *ResponsesStream) Events() []Event { return s.events }
 
 // Done reports whether a terminal event was seen.
 func (s *ResponsesStream) Done() bool { return s.done }
@@ -126,109 +186,4 @@ func (s *ResponsesStream) Response() Response {
 		return Response{ID: rr.ID, Model: rr.Model, Message: Message{Role: RoleAssistant}}
 	}
 	return r
-}
-
-// WriteStream writes response.created … response.completed, each output
-// item added, streamed in deltas, and done.
-func (responsesDialect) WriteStream(w io.Writer, resp Response) error {
-	s := &sse{w: w}
-	seq := 0
-	emit := func(typ string, fields map[string]any) {
-		fields["type"] = typ
-		fields["sequence_number"] = seq
-		seq++
-		s.event(typ, fields)
-	}
-	output := responsesOutput(resp)
-	emit("response.created", map[string]any{"response": responsesObject(resp, "in_progress", []map[string]any{})})
-	emit("response.in_progress", map[string]any{"response": responsesObject(resp, "in_progress", []map[string]any{})})
-	for i, item := range output {
-		id, _ := item["id"].(string)
-		added := map[string]any{}
-		for k, v := range item {
-			added[k] = v
-		}
-		switch item["type"] {
-		case "reasoning":
-			added["summary"] = []any{}
-			emit("response.output_item.added", map[string]any{"output_index": i, "item": added})
-			for si, sum := range item["summary"].([]map[string]any) {
-				text := sum["text"].(string)
-				base := func() map[string]any {
-					return map[string]any{"item_id": id, "output_index": i, "summary_index": si}
-				}
-				f := base()
-				f["part"] = map[string]any{"type": "summary_text", "text": ""}
-				emit("response.reasoning_summary_part.added", f)
-				for _, p := range pieces(text, 4) {
-					f := base()
-					f["delta"] = p
-					emit("response.reasoning_summary_text.delta", f)
-				}
-				f = base()
-				f["text"] = text
-				emit("response.reasoning_summary_text.done", f)
-				f = base()
-				f["part"] = map[string]any{"type": "summary_text", "text": text}
-				emit("response.reasoning_summary_part.done", f)
-			}
-		case "message":
-			added["content"] = []any{}
-			added["status"] = "in_progress"
-			emit("response.output_item.added", map[string]any{"output_index": i, "item": added})
-			for ci, part := range item["content"].([]map[string]any) {
-				base := func() map[string]any {
-					return map[string]any{"item_id": id, "output_index": i, "content_index": ci}
-				}
-				f := base()
-				if part["type"] == "refusal" {
-					refusal := part["refusal"].(string)
-					f["part"] = map[string]any{"type": "refusal", "refusal": ""}
-					emit("response.content_part.added", f)
-					for _, p := range pieces(refusal, 2) {
-						f := base()
-						f["delta"] = p
-						emit("response.refusal.delta", f)
-					}
-					f = base()
-					f["refusal"] = refusal
-					emit("response.refusal.done", f)
-				} else {
-					text := part["text"].(string)
-					f["part"] = map[string]any{"type": "output_text", "text": "", "annotations": []any{}, "logprobs": []any{}}
-					emit("response.content_part.added", f)
-					for _, p := range pieces(text, 4) {
-						f := base()
-						f["delta"] = p
-						f["logprobs"] = []any{}
-						emit("response.output_text.delta", f)
-					}
-					f = base()
-					f["text"] = text
-					f["logprobs"] = []any{}
-					emit("response.output_text.done", f)
-				}
-				f = base()
-				f["part"] = part
-				emit("response.content_part.done", f)
-			}
-		case "function_call":
-			args := item["arguments"].(string)
-			added["arguments"] = ""
-			added["status"] = "in_progress"
-			emit("response.output_item.added", map[string]any{"output_index": i, "item": added})
-			for _, p := range pieces(args, 3) {
-				emit("response.function_call_arguments.delta", map[string]any{"item_id": id, "output_index": i, "delta": p})
-			}
-			emit("response.function_call_arguments.done", map[string]any{"item_id": id, "output_index": i, "arguments": args, "name": item["name"]})
-		}
-		emit("response.output_item.done", map[string]any{"output_index": i, "item": item})
-	}
-	final := responsesObject(resp, "completed", output)
-	typ := "response.completed"
-	if final["status"] == "incomplete" {
-		typ = "response.incomplete"
-	}
-	emit(typ, map[string]any{"response": final})
-	return s.err
 }

@@ -157,7 +157,7 @@ func readAnswer(r io.Reader, n, maxBody int64) ([]byte, error) {
 	}
 }
 
-// relayFailed records a relay cut short. When the upstream broke a stream,
+// relayFailed records a stream cut short, relayed or translated. When the upstream broke a stream,
 // the caller gets an error event in its dialect so its SDK fails cleanly
 // instead of waiting for an end that never comes, and the turn records how
 // the upstream failed.
@@ -175,7 +175,7 @@ func relayFailed(c *recorder, err error) {
 		c.turn.Error = "client closed request" // its status is sent already
 		return
 	}
-	c.turn.Error = "relay: " + err.Error()
+	c.turn.Error = c.arm() + ": " + err.Error()
 	if upstream {
 		c.deliver() // the error event is the caller's whole answer
 		_, _ = c.w.Write(c.d.StreamError("The upstream stream broke off: " + up.err.Error()))

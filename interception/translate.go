@@ -10,10 +10,12 @@ import (
 
 // translate serves a call whose dialect the upstream does not speak: the
 // typed request, with the run's model and sampling, goes to the upstream
-// in its dialect without streaming; the typed answer comes back in the
-// caller's dialect, as one JSON object or, when the caller streams, as a
-// complete SSE sequence. Upstream errors come back in the caller's shape
-// with their status.
+// in its dialect; the typed answer comes back in the caller's dialect.
+// When the caller streams, the upstream is asked to stream and its events
+// are written to the caller in the caller's dialect as they arrive
+// (translate_stream.go); an upstream that answers a whole JSON object
+// instead is replayed as a complete SSE sequence. Upstream errors come
+// back in the caller's shape with their status.
 func (s *Server) translate(c *recorder, body []byte) {
 	req, err := c.d.ParseRequest(body)
 	if err != nil {
@@ -22,11 +24,20 @@ func (s *Server) translate(c *recorder, body []byte) {
 	}
 	c.turn.Request = overlaid(req, c.e.rollout)
 	c.turn.Streamed = req.Stream
-	status, data, ok := s.callUpstream(c)
+	resp, ok := s.callUpstream(c)
 	if !ok {
 		return
 	}
-	answer, ok := s.readAnswer(c, status, data)
+	defer resp.Body.Close()
+	if c.turn.Streamed && resp.StatusCode/100 == 2 && isEventStream(resp.Header.Get("Content-Type")) {
+		s.translateStream(c, resp)
+		return
+	}
+	data, ok := readWhole(c, resp)
+	if !ok {
+		return
+	}
+	answer, ok := s.readAnswer(c, resp.StatusCode, data)
 	if !ok {
 		return
 	}
@@ -36,31 +47,37 @@ func (s *Server) translate(c *recorder, body []byte) {
 }
 
 // callUpstream sends the turn's request to the upstream in its dialect,
-// not streamed, and reads the whole answer.
-func (s *Server) callUpstream(c *recorder) (status int, data []byte, ok bool) {
+// streaming when the caller streams.
+func (s *Server) callUpstream(c *recorder) (*http.Response, bool) {
 	req := c.turn.Request
 	req.Stream = false
-	body, err := s.up.EncodeRequest(req)
+	var body []byte
+	var err error
+	if c.turn.Streamed {
+		body, err = dialects.EncodeStreamRequest(s.up, req)
+	} else {
+		body, err = s.up.EncodeRequest(req)
+	}
 	if err != nil {
 		c.fail(http.StatusBadRequest, "", "The request cannot be sent to the upstream: "+err.Error())
-		return 0, nil, false
+		return nil, false
 	}
-	resp, ok := c.send(s.up.Path(), nil, dialects.Body{body})
-	if !ok {
-		return 0, nil, false
-	}
-	defer resp.Body.Close()
+	return c.send(s.up.Path(), nil, dialects.Body{body})
+}
+
+// readWhole reads an upstream answer whole.
+func readWhole(c *recorder, resp *http.Response) ([]byte, bool) {
 	upstream := c.firstByte(resp.Body)
-	data, err = io.ReadAll(upstream)
+	data, err := io.ReadAll(upstream)
 	c.turn.TTFT = upstream.ttft
 	if err != nil {
 		if c.clientGone() {
-			return 0, nil, false
+			return nil, false
 		}
 		c.upstreamFailed(failureOf(err), "upstream: "+err.Error())
-		return 0, nil, false
+		return nil, false
 	}
-	return resp.StatusCode, data, true
+	return data, true
 }
 
 // readAnswer reads the upstream's answer. An error answer is passed on to

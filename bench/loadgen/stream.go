@@ -21,6 +21,9 @@ type StreamResult struct {
 	// Delays are, per content event, from the mock writing it to the client
 	// reading it.
 	Delays []time.Duration
+	// Gaps are, per content event after the first, the time since the
+	// client read the one before it.
+	Gaps []time.Duration
 	// Events counts the content events read.
 	Events int
 	// Lost counts content events never read or read out of order.
@@ -50,6 +53,7 @@ func (c *Client) Stream(ctx context.Context, t Target, events int) (StreamResult
 	buf := make([]byte, 0, 8<<10)
 	chunk := make([]byte, 8<<10)
 	want := 0
+	var last time.Time
 	for {
 		n, rerr := resp.Body.Read(chunk)
 		now := time.Now()
@@ -64,7 +68,10 @@ func (c *Client) Stream(ctx context.Context, t Target, events int) (StreamResult
 			if seq, sent, ok := upstream.Marker(ev); ok {
 				if res.Events == 0 {
 					res.TTFT = now.Sub(start)
+				} else {
+					res.Gaps = append(res.Gaps, now.Sub(last))
 				}
+				last = now
 				res.Events++
 				inRead++
 				if inRead > 1 {

@@ -76,18 +76,27 @@ func (r *recorder) all() []trace.Turn {
 // bundled hello-file task against the scripted mock model through the
 // interception server: the CLI's own tool writes the file, the task's
 // verifier scores it 1, and the answer, the turns and the CLI's session
-// logs are kept.
+// logs are kept. Each CLI runs against an upstream of its own dialect
+// (relayed) and of another (its streams translated event by event).
 func TestHarnessesCompleteBundledTask(t *testing.T) {
+	chat := func(url string) *providers.Client {
+		c, err := providers.New(dialects.NameChat, url+"/v1", "upstream-key")
+		require.NoError(t, err)
+		return c
+	}
 	for _, tc := range []struct {
 		h        packaged.Harness
+		via      string
 		upstream func(url string) *providers.Client
 		tool     string
 		logs     string // a session log's name starts with it
 	}{
-		{packaged.Codex, func(url string) *providers.Client { return providers.NewResponses(url+"/v1", "upstream-key") }, "exec_command", "codex-home/sessions/"},
-		{packaged.ClaudeCode, func(url string) *providers.Client { return providers.NewAnthropic(url+"/v1", "upstream-key") }, "Bash", "claude-config/projects/"},
+		{packaged.Codex, "", func(url string) *providers.Client { return providers.NewResponses(url+"/v1", "upstream-key") }, "exec_command", "codex-home/sessions/"},
+		{packaged.ClaudeCode, "", func(url string) *providers.Client { return providers.NewAnthropic(url+"/v1", "upstream-key") }, "Bash", "claude-config/projects/"},
+		{packaged.Codex, "/via-anthropic", func(url string) *providers.Client { return providers.NewAnthropic(url+"/v1", "upstream-key") }, "exec_command", "codex-home/sessions/"},
+		{packaged.ClaudeCode, "/via-chat", chat, "Bash", "claude-config/projects/"},
 	} {
-		t.Run(tc.h.Name, func(t *testing.T) {
+		t.Run(tc.h.Name+tc.via, func(t *testing.T) {
 			install(t, tc.h)
 			model, err := mock.New(mock.Config{Script: filepath.Join("testdata", tc.h.Name+".jsonl")})
 			require.NoError(t, err)
@@ -141,6 +150,12 @@ func TestHarnessesCompleteBundledTask(t *testing.T) {
 				}
 			}
 			assert.NotEmpty(t, results, "the CLI sent its tool's result back to the model")
+			for _, turn := range turns {
+				if turn.Response.Message.Role != "" {
+					assert.True(t, turn.Streamed, "the CLI streams its model calls")
+					assert.Empty(t, turn.Error)
+				}
+			}
 
 			var names []string
 			for _, l := range res.SessionLogs {

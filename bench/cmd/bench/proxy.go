@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -12,14 +13,16 @@ import (
 )
 
 // arms are the endpoints in front of one mock: the mock itself, a bare
-// reverse proxy, the relay arm per dialect and the translate arm (a chat
-// caller, an Anthropic upstream).
+// reverse proxy, the relay arm per dialect and the translate arms (a chat
+// caller of an Anthropic upstream, an Anthropic caller of a chat one).
 type arms struct {
 	base   string
 	rp     *targets.Server
 	relays map[string]*targets.Interception
 	trans  *targets.Interception
-	closes []func() error
+	// transChat serves Anthropic callers from a chat upstream.
+	transChat *targets.Interception
+	closes    []func() error
 }
 
 func newArms(cfg upstream.Config) (*arms, error) {
@@ -59,6 +62,16 @@ func newArms(cfg upstream.Config) (*arms, error) {
 		return nil, err
 	}
 	a.closes = append(a.closes, a.trans.Close)
+	up, err = targets.Upstream(targets.Chat, base, false)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	if a.transChat, err = targets.NewInterception(up); err != nil {
+		a.close()
+		return nil, err
+	}
+	a.closes = append(a.closes, a.transChat.Close)
 	return a, nil
 }
 
@@ -74,7 +87,17 @@ const (
 	tProxy     = "reverseproxy"
 	tRelay     = "relay"
 	tTranslate = "translate"
+	// tTranslateAnthropic is an Anthropic caller of a chat upstream.
+	tTranslateAnthropic = "translate-anthropic"
 )
+
+// translatedVersus is, per translated arm of the streaming section, the
+// relay arm that reads the same upstream stream: chat → Anthropic is set
+// against the Anthropic relay, Anthropic → chat against the chat relay.
+var translatedVersus = map[string]string{
+	tTranslate:          tRelay + "-" + targets.Anthropic,
+	tTranslateAnthropic: tRelay,
+}
 
 // chatTargets are the four compared arms, on chat.
 func (a *arms) chatTargets(body []byte) []loadgen.Target {
@@ -233,7 +256,8 @@ func streamingSection(ctx context.Context, o options, logf func(string, ...any))
 	}
 	defer a.close()
 	body := targets.Body(targets.Chat, 1<<10, true)
-	ts := append(a.chatTargets(body)[:3], a.dialectTargets(1<<10, true)...)
+	ts := append(a.chatTargets(body), a.dialectTargets(1<<10, true)...)
+	ts = append(ts, a.transChat.Target(tTranslateAnthropic, targets.Anthropic, targets.Body(targets.Anthropic, 1<<10, true)))
 	rounds := 16
 	if o.quick {
 		rounds = 3
@@ -241,6 +265,7 @@ func streamingSection(ctx context.Context, o options, logf func(string, ...any))
 	c := loadgen.NewClient(8)
 	type acc struct {
 		ttft, delay  []time.Duration
+		gap          []time.Duration
 		lost, merged int
 		streams, evs int
 	}
@@ -266,6 +291,7 @@ func streamingSection(ctx context.Context, o options, logf func(string, ...any))
 				x := accs[t.Name]
 				x.ttft = append(x.ttft, r.TTFT)
 				x.delay = append(x.delay, r.Delays...)
+				x.gap = append(x.gap, r.Gaps...)
 				x.lost += r.Lost
 				x.merged += r.Merged
 				x.streams++
@@ -284,17 +310,88 @@ func streamingSection(ctx context.Context, o options, logf func(string, ...any))
 		d, base := dialectOf(t.Name)
 		row := StreamRow{
 			Target: t.Name, Dialect: d, Streams: x.streams, Events: x.evs, Lost: x.lost, Merged: x.merged,
-			TTFT: loadgen.Summarize(x.ttft), Delay: loadgen.Summarize(x.delay),
+			TTFT: loadgen.Summarize(x.ttft), Delay: loadgen.Summarize(x.delay), Gap: loadgen.Summarize(x.gap),
 		}
 		bt := loadgen.Summarize(accs[base].ttft)
 		bd := loadgen.Summarize(accs[base].delay)
 		row.AddedTTFT, row.AddedDelay = row.TTFT.AddedOver(bt), row.Delay.AddedOver(bd)
+		if vs, ok := translatedVersus[t.Name]; ok {
+			v := accs[vs]
+			row.Versus = vs
+			row.TTFTRatio = ratio(row.TTFT.P99, loadgen.Summarize(v.ttft).P99)
+			row.DelayRatio = ratio(row.Delay.P99, loadgen.Summarize(v.delay).P99)
+			row.GapRatio = ratio(row.Gap.P99, loadgen.Summarize(v.gap).P99)
+		}
 		rows = append(rows, row)
-		logf("  %-20s ttft p50 %7.1fµs p99 %7.1fµs | event delay p50 %6.1fµs p99 %7.1fµs | lost %d merged %d",
-			t.Name, row.TTFT.P50, row.TTFT.P99, row.Delay.P50, row.Delay.P99, row.Lost, row.Merged)
+		logf("  %-20s ttft p50 %7.1fµs p99 %7.1fµs | event delay p50 %6.1fµs p99 %7.1fµs | gap p99 %8.1fµs | lost %d merged %d",
+			t.Name, row.TTFT.P50, row.TTFT.P99, row.Delay.P50, row.Delay.P99, row.Gap.P99, row.Lost, row.Merged)
 	}
-	if n, e := a.relays[targets.Chat].Turns(); e != 0 {
-		return rows, fmt.Errorf("relay recorded %d of %d streamed turns with an error", e, n)
+	alone, err := ttftAlone(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rows {
+		if s, ok := alone[rows[i].Target]; ok {
+			rows[i].TTFTAlone = &s
+			if vs := rows[i].Versus; vs != "" {
+				rows[i].TTFTAloneRatioP50 = ratio(s.P50, alone[vs].P50)
+				rows[i].TTFTAloneRatioP99 = ratio(s.P99, alone[vs].P99)
+			}
+			logf("  %-20s alone: ttft p50 %7.1fµs p99 %7.1fµs", rows[i].Target, s.P50, s.P99)
+		}
+	}
+	for name, i := range map[string]*targets.Interception{tRelay: a.relays[targets.Chat], tTranslate: a.trans, tTranslateAnthropic: a.transChat} {
+		if n, e := i.Turns(); e != 0 {
+			return rows, fmt.Errorf("%s recorded %d of %d streamed turns with an error", name, e, n)
+		}
 	}
 	return rows, nil
+}
+
+// ratio is a over b, to two decimals; 0 when b is.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return math.Round(100*a/b) / 100
+}
+
+// ttftAlone measures the TTFT of the translated arms and the relay arms
+// they are set against on short streams (4 events, no gap), one stream at
+// a time, the arms taking turns: the translate arm's own cost before the
+// first event, without the section's concurrent streams around it.
+func ttftAlone(ctx context.Context, o options) (map[string]loadgen.Summary, error) {
+	a, err := newArms(upstream.Config{Events: 4})
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+	chat, anth := targets.Body(targets.Chat, 1<<10, true), targets.Body(targets.Anthropic, 1<<10, true)
+	ts := []loadgen.Target{
+		a.relays[targets.Chat].Target(tRelay, targets.Chat, chat),
+		a.trans.Target(tTranslate, targets.Chat, chat),
+		a.relays[targets.Anthropic].Target(tRelay+"-"+targets.Anthropic, targets.Anthropic, anth),
+		a.transChat.Target(tTranslateAnthropic, targets.Anthropic, anth),
+	}
+	n := 1000
+	if o.quick {
+		n = 50
+	}
+	c := loadgen.NewClient(4)
+	ttft := map[string][]time.Duration{}
+	for i := range n {
+		for k := range ts {
+			t := ts[(i+k)%len(ts)] // each arm first in turn
+			r, err := c.Stream(ctx, t, 4)
+			if err != nil {
+				return nil, err
+			}
+			ttft[t.Name] = append(ttft[t.Name], r.TTFT)
+		}
+	}
+	out := map[string]loadgen.Summary{}
+	for name, ds := range ttft {
+		out[name] = loadgen.Summarize(ds)
+	}
+	return out, nil
 }

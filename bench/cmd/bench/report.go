@@ -84,11 +84,11 @@ func markdown(r *Results) string {
 	if len(r.Streaming) > 0 {
 		p("### 3. Streaming, 64 events 20 ms apart\n\n")
 		p("`go run ./bench/cmd/bench -only streaming` — every target streams at once, 16 rounds. TTFT: request sent → first content event read. Event delay: the mock writing an event → the client reading it (one clock, one machine). Added = minus `direct` on the same dialect. Lost: events missing or out of order; merged: an event read together with the one before it.\n\n")
-		p("| target | streams | events | lost | merged | TTFT p50 µs | TTFT p99 µs | added TTFT p50/p99 µs | delay p50 µs | delay p99 µs | added delay p50/p99 µs |\n|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|\n")
+		p("| target | streams | events | lost | merged | TTFT p50 µs | TTFT p99 µs | added TTFT p50/p99 µs | delay p50 µs | delay p99 µs | added delay p50/p99 µs | gap p99 µs |\n|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|\n")
 		for _, s := range r.Streaming {
-			p("| %s | %d | %d | %d | %d | %.1f | %.1f | %s | %.1f | %.1f | %s |\n", s.Target, s.Streams, s.Events, s.Lost, s.Merged,
+			p("| %s | %d | %d | %d | %d | %.1f | %.1f | %s | %.1f | %.1f | %s | %.1f |\n", s.Target, s.Streams, s.Events, s.Lost, s.Merged,
 				s.TTFT.P50, s.TTFT.P99, pair(s.Target, s.AddedTTFT.P50, s.AddedTTFT.P99), s.Delay.P50, s.Delay.P99,
-				pair(s.Target, s.AddedDelay.P50, s.AddedDelay.P99))
+				pair(s.Target, s.AddedDelay.P50, s.AddedDelay.P99), s.Gap.P99)
 		}
 		p("\nTargets: TTFT p99 ≤ 1 ms added, event gap p99 ≤ 200 µs added; no event lost, merged or late.")
 		for _, s := range r.Streaming {
@@ -97,6 +97,15 @@ func markdown(r *Results) string {
 					verdict(s.AddedDelay.P99, 200, "µs"), s.Lost, s.Merged)
 			}
 		}
+		p("\n\nTranslated streams (`translate`: a chat caller of an Anthropic upstream; `translate-anthropic`: an Anthropic caller of a chat upstream) are converted event by event; each is set against the relay arm reading the same upstream stream, in the same rounds. Target: p99 within 1.2× of the relay's.\n\n")
+		p("| translated arm | versus | TTFT p99 ratio | event delay p99 ratio | event gap p99 ratio | TTFT alone p50 ratio | TTFT alone p99 ratio |\n|---|---|---:|---:|---:|---:|---:|\n")
+		for _, s := range r.Streaming {
+			if s.Versus != "" {
+				p("| %s | %s | %.2f× | %.2f× | %.2f× | %.2f× | %.2f× |\n", s.Target, s.Versus, s.TTFTRatio, s.DelayRatio, s.GapRatio,
+					s.TTFTAloneRatioP50, s.TTFTAloneRatioP99)
+			}
+		}
+		p("\nTTFT alone: short streams (4 events, no gap) one at a time, the four arms taking turns, 1,000 each.\n")
 		p("\n\n")
 	}
 	if c := r.Capacity; c != nil {

@@ -57,6 +57,20 @@ type StreamRow struct {
 	Delay      loadgen.Summary `json:"event_delay"`
 	AddedTTFT  loadgen.Added   `json:"added_ttft"`
 	AddedDelay loadgen.Added   `json:"added_event_delay"`
+	// Gap is the time between two content events as the client read them.
+	Gap loadgen.Summary `json:"event_gap"`
+	// Versus names the relay arm a translated arm is compared with, on the
+	// same upstream stream; the ratios are this arm's p99 over its.
+	Versus     string  `json:"versus,omitempty"`
+	TTFTRatio  float64 `json:"ttft_p99_ratio,omitempty"`
+	DelayRatio float64 `json:"event_delay_p99_ratio,omitempty"`
+	GapRatio   float64 `json:"event_gap_p99_ratio,omitempty"`
+	// TTFTAlone is the TTFT of short streams (4 events, no gap) sent one
+	// at a time, the compared arms taking turns: many samples, no load of
+	// the section's own; the ratios are over the relay arm's.
+	TTFTAlone         *loadgen.Summary `json:"ttft_alone,omitempty"`
+	TTFTAloneRatioP50 float64          `json:"ttft_alone_p50_ratio,omitempty"`
+	TTFTAloneRatioP99 float64          `json:"ttft_alone_p99_ratio,omitempty"`
 }
 
 // Capacity is the concurrent-streams section: the interception server in

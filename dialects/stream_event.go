@@ -1,0 +1,100 @@
+package dialects
+
+// EventType says what an Event carries.
+type EventType int
+
+// The events of a streamed answer, in dialect-neutral form. A stream is
+// EventStart, then the answer's pieces in the order they arrived, then
+// EventFinish.
+const (
+	// EventStart opens the answer: Response holds its ID, Model and the
+	// usage known so far (Anthropic's input tokens).
+	EventStart EventType = iota + 1
+	// EventText is a piece of the answer's text, in Delta.
+	EventText
+	// EventRefusal is a piece of a refusal, in Delta.
+	EventRefusal
+	// EventThinking is a piece of the reasoning text of thinking block
+	// Index, in Delta; Thinking.ID is the block's id when known already
+	// (a Responses reasoning item's).
+	EventThinking
+	// EventThinkingDone closes thinking block Index: Thinking is the block
+	// whole, with its provider state (signature, redacted data, item id,
+	// encrypted content). A block may close without pieces (redacted).
+	EventThinkingDone
+	// EventToolCall opens tool call Index: ToolCall holds its ID and Name.
+	EventToolCall
+	// EventToolArgs is a piece of tool call Index's arguments, in Delta.
+	EventToolArgs
+	// EventFinish closes the answer: Response is the whole of it, with
+	// its finish reason and usage.
+	EventFinish
+)
+
+// Event is one step of a streamed answer. Index keys a thinking block or
+// a tool call within the answer: the same value for the pieces of one
+// block, in no promised range.
+type Event struct {
+	Type     EventType
+	Index    int
+	Delta    string
+	ToolCall ToolCall
+	Thinking Thinking
+	Response Response
+}
+
+// StreamWriter writes a streamed answer in one dialect's native events,
+// as the answer's Events arrive: each call writes (and flushes, when the
+// writer is an http.Flusher) what the event makes known to the caller.
+// After an error, it writes nothing more.
+type StreamWriter interface {
+	Emit(ev Event) error
+}
+
+// EventsOf is resp as a stream's events: thinking blocks, text, refusal
+// and tool calls in that order, text and arguments split over several
+// pieces, as a dialect's WriteStream sends a whole answer.
+func EventsOf(resp Response) []Event {
+	m := resp.Message
+	evs := []Event{{Type: EventStart, Response: resp}}
+	for i, t := range thinkingOf(m) {
+		for _, p := range pieces(t.Text, 4) {
+			evs = append(evs, Event{Type: EventThinking, Index: i, Delta: p, Thinking: Thinking{ID: t.ID}})
+		}
+		evs = append(evs, Event{Type: EventThinkingDone, Index: i, Thinking: t})
+	}
+	for _, p := range pieces(textOf(m.Content), 4) {
+		evs = append(evs, Event{Type: EventText, Delta: p})
+	}
+	for _, p := range pieces(m.Refusal, 2) {
+		evs = append(evs, Event{Type: EventRefusal, Delta: p})
+	}
+	for i, tc := range m.ToolCalls {
+		evs = append(evs, Event{Type: EventToolCall, Index: i, ToolCall: ToolCall{ID: tc.ID, Name: tc.Name}})
+		for _, p := range pieces(orDefault(tc.Arguments, "{}"), 3) {
+			evs = append(evs, Event{Type: EventToolArgs, Index: i, Delta: p})
+		}
+	}
+	return append(evs, Event{Type: EventFinish, Response: resp})
+}
+
+// writeStream drives sw over the events of a whole answer.
+func writeStream(sw StreamWriter, resp Response) error {
+	for _, ev := range EventsOf(resp) {
+		if err := sw.Emit(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addEvent appends ev to evs, unless it is an empty piece.
+func addEvent(evs []Event, ev Event) []Event {
+	switch ev.Type {
+	case EventText, EventRefusal, EventThinking, EventToolArgs:
+		if ev.Delta == "" {
+			return evs
+		}
+	}
+	return append(evs, ev)
+}
