@@ -89,6 +89,9 @@ func (a *anthropicStreamWriter) Emit(ev Event) error {
 		}
 		a.delta(i, anthropicDelta{Type: "input_json_delta", PartialJSON: &ev.Delta})
 	case EventFinish:
+		if t, ok := detailsThinking(ev.Response.Message, true); ok && !a.carried {
+			a.thinkingDone(-1, t) // state streamed by a chat upstream
+		}
 		a.stop()
 		a.s.event("message_delta", map[string]any{"type": "message_delta",
 			"delta": map[string]any{"stop_reason": anthropicStopOf(ev.Response), "stop_sequence": nil},

@@ -19,9 +19,11 @@ type ChatStream struct {
 	reasoning strings.Builder
 	refusal   strings.Builder
 	calls     map[int]*chatStreamCall
-	done      bool
-	started   bool
-	events    []Event
+	// details are the reasoning_details entries of the deltas, in order.
+	details []json.RawMessage
+	done    bool
+	started bool
+	events  []Event
 }
 
 type chatStreamCall struct {
@@ -41,6 +43,8 @@ type chatChunk struct {
 			Reasoning        *string        `json:"reasoning"`
 			Refusal          *string        `json:"refusal"`
 			ToolCalls        []chatToolCall `json:"tool_calls"`
+			// ReasoningDetails are OpenRouter-style state entries.
+			ReasoningDetails []json.RawMessage `json:"reasoning_details"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
@@ -94,6 +98,9 @@ func (s *ChatStream) Add(data []byte) error {
 			}
 			s.reasoning.WriteString(*r)
 			s.emit(Event{Type: EventThinking, Delta: *r})
+		}
+		for _, e := range d.ReasoningDetails {
+			s.details = append(s.details, append(json.RawMessage(nil), e...))
 		}
 		if d.Content != nil {
 			s.content.WriteString(*d.Content)
@@ -153,6 +160,13 @@ func (s *ChatStream) Response() Response {
 	}
 	r.Message.Reasoning = s.reasoning.String()
 	r.Message.Refusal = s.refusal.String()
+	if len(s.details) > 0 {
+		raw, err := json.Marshal(s.details)
+		if err == nil {
+			r.Message.ReasoningDetails = raw
+			r.Message.Thinking = thinkingOfDetails(raw)
+		}
+	}
 	idx := make([]int, 0, len(s.calls))
 	for i := range s.calls {
 		idx = append(idx, i)

@@ -106,6 +106,11 @@ func (r *responsesStreamWriter) Emit(ev Event) error {
 		c.args.WriteString(ev.Delta)
 		r.emit("response.function_call_arguments.delta", map[string]any{"item_id": c.id, "output_index": c.index, "delta": ev.Delta})
 	case EventFinish:
+		if t, ok := detailsThinking(ev.Response.Message, false); ok && !r.carried {
+			r.openReasoning(-1, t.ID) // state streamed by a chat upstream
+			r.summaryDelta(t.Text)
+			r.closeReasoning(t)
+		}
 		r.closeItem()
 		if len(r.calls) == 0 && !r.hasMessage() {
 			// An answer of nothing is an empty message, as EncodeResponse has it.

@@ -101,7 +101,27 @@ func (s *stateful) serve(w http.ResponseWriter, r *http.Request) {
 	case dialects.NameChat:
 		s.issued = append(s.issued, chatDetails(n))
 	}
+	if stream, _ := body["stream"].(bool); stream {
+		writeStreamed(w, s.dialect, answer)
+		return
+	}
 	writeJSON(w, http.StatusOK, answer)
+}
+
+// writeStreamed answers with answer as the dialect's own event stream, as
+// a provider streams it.
+func writeStreamed(w http.ResponseWriter, dialect, answer string) {
+	d, err := dialects.ByName(dialect)
+	if err != nil {
+		panic(err)
+	}
+	resp, err := d.ParseResponse([]byte(answer))
+	if err != nil {
+		panic(err)
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	_ = d.WriteStream(w, resp)
 }
 
 func quote(s string) string {
@@ -336,6 +356,11 @@ func responsesThreeTurns(t *testing.T, f fixture, stream bool) (string, []string
 			switch item.Type {
 			case "reasoning":
 				r := item.AsReasoning()
+				if stream && r.EncryptedContent == "" && len(item.Summary) > 0 {
+					// A chat provider streams its reasoning text before the
+					// state that goes with it: the text is an item of its own.
+					break
+				}
 				require.NotEmpty(t, r.EncryptedContent, "turn %d: encrypted_content", turn)
 				opaque = append(opaque, r.EncryptedContent)
 				var summary []responses.ResponseReasoningItemSummaryParam
@@ -390,6 +415,11 @@ func anthropicThreeTurns(t *testing.T, f fixture, stream bool) (string, []string
 		for _, b := range got.Content {
 			switch b.Type {
 			case "thinking":
+				if stream && b.Signature == "" && b.Thinking != "" {
+					// A chat provider streams its reasoning text before the
+					// state that goes with it: the text is a block of its own.
+					break
+				}
 				require.NotEmpty(t, b.Signature, "turn %d: signature", turn)
 				opaque = append(opaque, b.Signature)
 			case "tool_use":
