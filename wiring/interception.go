@@ -32,6 +32,10 @@ type Interception struct {
 	HealthInterval time.Duration `json:"health_interval"`
 	// CreationsPerMinute bounds tunnel creations on this host; 0 is 512.
 	CreationsPerMinute int `json:"creations_per_minute"`
+	// Multiplex is how many rollouts share one server and its tunnel; 0 is
+	// DefaultMultiplex. A custom endpoint is one shared server: setting it
+	// there is an error.
+	Multiplex int `json:"multiplex"`
 	// Attempts is how often one Expose tries to create a tunnel before the
 	// activity fails and Temporal retries it; 0 is 3.
 	Attempts int `json:"attempts"`
@@ -68,12 +72,30 @@ type Interception struct {
 	// Use, when set, is the tunnel whatever Type says: for programs that
 	// embed a worker and for tests.
 	Use tunnel.Tunnel `json:"-"`
+
+	// Warnings are what the worker says when it starts about how it was
+	// configured (a deprecated flag).
+	Warnings []string `json:"-"`
 }
 
-// Validate reports a configuration that cannot work. multiplexSet says
-// whether the user set a multiplex, which only pooled types take.
-func (c Interception) Validate(multiplexSet bool) error {
-	_, err := c.tunnel(multiplexSet)
+// DefaultMultiplex is how many rollouts share one interception server
+// unless configured.
+const DefaultMultiplex = 32
+
+// multiplex is c.Multiplex or its default.
+func (c Interception) multiplex() int {
+	if c.Multiplex > 0 {
+		return c.Multiplex
+	}
+	return DefaultMultiplex
+}
+
+// Validate reports a configuration that cannot work.
+func (c Interception) Validate() error {
+	if c.Multiplex < 0 {
+		return fmt.Errorf("interception: multiplex %d: at least 1 rollout shares an interception server", c.Multiplex)
+	}
+	_, err := c.tunnel(c.Multiplex != 0)
 	return err
 }
 

@@ -25,28 +25,27 @@ func TestInterceptionTunnel(t *testing.T) {
 	tests := []struct {
 		name      string
 		c         Interception
-		multiplex bool
 		remote    bool
 		want      tunnel.Tunnel
 		wantErr   string
 	}{
-		{"default local", Interception{}, true, false, tunnel.Local{}, ""},
-		{"local runtime ignores frp", Interception{Type: "frp", FRPServer: "frps.example:7000", FRPToken: "tok"}, false, false, tunnel.Local{}, ""},
-		{"custom", Interception{Type: "custom", URL: "https://evals.example", Port: 8765}, false, true, tunnel.Custom{URL: "https://evals.example", Port: 8765}, ""},
-		{"custom with multiplex", Interception{Type: "custom", URL: "https://evals.example", Port: 8765}, true, true, nil, "multiplex"},
-		{"custom without port", Interception{Type: "custom", URL: "https://evals.example"}, false, true, nil, "port"},
-		{"frp", Interception{Type: "frp", FRPServer: "frps.example", FRPTokenFile: token}, true, true,
+		{"default local", Interception{}, false, tunnel.Local{}, ""},
+		{"local runtime ignores frp", Interception{Type: "frp", FRPServer: "frps.example:7000", FRPToken: "tok"}, false, tunnel.Local{}, ""},
+		{"custom", Interception{Type: "custom", URL: "https://evals.example", Port: 8765}, true, tunnel.Custom{URL: "https://evals.example", Port: 8765}, ""},
+		{"custom with multiplex", Interception{Type: "custom", URL: "https://evals.example", Port: 8765, Multiplex: 8}, true, nil, "multiplex"},
+		{"custom without port", Interception{Type: "custom", URL: "https://evals.example"}, true, nil, "port"},
+		{"frp", Interception{Type: "frp", FRPServer: "frps.example", FRPTokenFile: token}, true,
 			&tunnel.FRP{ServerAddr: "frps.example", ServerPort: 7000, Token: "tok-from-file"}, ""},
-		{"frp without server", Interception{Type: "frp"}, false, true, nil, "address is required"},
-		{"frp without token", Interception{Type: "frp", FRPServer: "frps.example"}, false, true, nil,
+		{"frp without server", Interception{Type: "frp"}, true, nil, "address is required"},
+		{"frp without token", Interception{Type: "frp", FRPServer: "frps.example"}, true, nil,
 			"frp tunnel: a token is required (EVALFLOW_FRP_TOKEN or --interception.frp.token-file)"},
-		{"frp without token, local runtime", Interception{Type: "frp", FRPServer: "127.0.0.1:7000"}, false, false, nil,
+		{"frp without token, local runtime", Interception{Type: "frp", FRPServer: "127.0.0.1:7000"}, false, nil,
 			"frp tunnel: a token is required (EVALFLOW_FRP_TOKEN or --interception.frp.token-file)"},
-		{"frp with empty token file", Interception{Type: "frp", FRPServer: "frps.example", FRPTokenFile: emptyToken}, false, true, nil,
+		{"frp with empty token file", Interception{Type: "frp", FRPServer: "frps.example", FRPTokenFile: emptyToken}, true, nil,
 			"frp token file " + emptyToken + " is empty"},
-		{"ssh without known hosts or key", Interception{Type: "ssh", SSHServer: "h:22", SSHUser: "u", SSHKnownHosts: "/k"}, false, true, nil, "key file or the agent"},
-		{"remote runtime needs a tunnel", Interception{}, false, true, nil, "cannot reach"},
-		{"unknown", Interception{Type: "ngrok"}, false, true, nil, "unknown type"},
+		{"ssh without known hosts or key", Interception{Type: "ssh", SSHServer: "h:22", SSHUser: "u", SSHKnownHosts: "/k"}, true, nil, "key file or the agent"},
+		{"remote runtime needs a tunnel", Interception{}, true, nil, "cannot reach"},
+		{"unknown", Interception{Type: "ngrok"}, true, nil, "unknown type"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,7 +53,7 @@ func TestInterceptionTunnel(t *testing.T) {
 			if tt.remote {
 				rt = remoteRuntime{&harness.Local{}}
 			}
-			err := tt.c.Validate(tt.multiplex)
+			err := tt.c.Validate()
 			got, terr := tt.c.Tunnel(rt)
 			if tt.wantErr != "" {
 				if err == nil {
@@ -73,7 +72,7 @@ func TestInterceptionTunnel(t *testing.T) {
 
 func TestInterceptionErrorsHoldNoToken(t *testing.T) {
 	c := Interception{Type: "frp", FRPServer: "frps.example:notaport", FRPToken: "sekret-token"}
-	err := c.Validate(false)
+	err := c.Validate()
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "sekret-token")
 }

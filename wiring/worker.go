@@ -137,6 +137,12 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	for _, w := range cfg.Interception.Warnings {
+		cfg.Logger.Warn(w)
+	}
+	if cfg.Multiplex <= 0 {
+		cfg.Multiplex = cfg.Interception.multiplex()
+	}
 	if len(cfg.DefaultHarness) == 0 {
 		command, lean, err := builtinAgent()
 		if err != nil {
