@@ -167,6 +167,11 @@ func (a *Activities) resolve(ctx context.Context, ref rollout.Ref) (job, error) 
 	if err != nil {
 		return job{}, configErr(err)
 	}
+	// The starter checks it too; a run started by another client is held
+	// to the same rule before a harness sees it.
+	if err := harness.CheckRunEnv(ref.Harness.Env); err != nil {
+		return job{}, configErr(err)
+	}
 	command := ref.Harness.Command
 	if len(command) == 0 {
 		command = a.DefaultHarness
@@ -212,7 +217,10 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 		Model:    j.ref.Model,
 		Task:     j.task,
 		MaxTurns: j.ref.Harness.MaxTurns,
-		Timeout:  j.ref.Harness.AgentTimeout(j.task.AgentTimeout),
+		// The run's own variables come after the SDK timeouts, so that a
+		// run may set them.
+		Env:     append(harness.SDKTimeoutEnv(a.SDKTimeout), j.ref.Harness.Env...),
+		Timeout: j.ref.Harness.AgentTimeout(j.task.AgentTimeout),
 		// The agent's workspace: the tests and the solution are not in it.
 		Workspace: ws,
 		Solution:  j.solution,

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/harness/packaged"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
@@ -128,6 +129,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "harness", Usage: "harness: codex or claude-code (packaged: installed by each worker from npm), `oracle` (runs each task's solution/solve.sh, to check a taskset), or a command, e.g. 'python agent.py' (default: the built-in agent)"},
 		&cli.StringFlag{Name: "harness-version", Usage: "version of a packaged harness (default: its pinned version, " + pinnedVersions() + ")"},
 		&cli.DurationFlag{Name: "harness-timeout", Value: workflows.DefaultHarnessTimeout, Usage: "kill a harness after this long"},
+		harnessEnvFlag(),
 		&cli.StringFlag{Name: "harness-dialect", Usage: "protocol the built-in agent speaks: chat (default), responses or anthropic"},
 		&cli.DurationFlag{Name: "verifier-timeout", Usage: "kill a task's verifier after this long, whatever its task.toml says (default: the task's, else 10m)"},
 		&cli.IntFlag{Name: "max-turns", Value: workflows.DefaultMaxTurns, Usage: "model calls a rollout may make; the interception server refuses the ones after it (EVALFLOW_MAX_TURNS)"},
@@ -174,6 +176,7 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 			MaxTokensTotal: cctx.Int("max-tokens-total"),
 			MaxModelTime:   cctx.Duration("max-model-time"),
 			Dialect:        cctx.String("harness-dialect"),
+			Env:            harnessEnv(cctx),
 		},
 		Limits: workflows.Limits{
 			MaxAttempts:        cctx.Int("max-attempts"),
@@ -197,6 +200,9 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 			return cfg, fmt.Errorf("--model is required with --base-url")
 		}
 		cfg.Model = mockModel
+	}
+	if err := harness.CheckRunEnv(cfg.Harness.Env); err != nil {
+		return cfg, fmt.Errorf("--harness-env: %w", err)
 	}
 	if d := cfg.Harness.Dialect; d != "" && d != "chat" && d != "responses" && d != "anthropic" {
 		return cfg, fmt.Errorf("--harness-dialect %q: want chat, responses or anthropic", d)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,11 +24,11 @@ func TestInterceptionTunnel(t *testing.T) {
 	emptyToken := filepath.Join(t.TempDir(), "empty")
 	require.NoError(t, os.WriteFile(emptyToken, []byte(" \n"), 0o600))
 	tests := []struct {
-		name      string
-		c         Interception
-		remote    bool
-		want      tunnel.Tunnel
-		wantErr   string
+		name    string
+		c       Interception
+		remote  bool
+		want    tunnel.Tunnel
+		wantErr string
 	}{
 		{"default local", Interception{}, false, tunnel.Local{}, ""},
 		{"local runtime ignores frp", Interception{Type: "frp", FRPServer: "frps.example:7000", FRPToken: "tok"}, false, tunnel.Local{}, ""},
@@ -75,4 +76,9 @@ func TestInterceptionErrorsHoldNoToken(t *testing.T) {
 	err := c.Validate()
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "sekret-token")
+}
+
+func TestSDKTimeoutOutlastsTheServersRetries(t *testing.T) {
+	assert.Equal(t, 4*time.Minute+90*time.Second, UpstreamLimits{HeaderTimeout: time.Minute}.SDKTimeout())
+	assert.Equal(t, 21*time.Minute+30*time.Second, UpstreamLimits{}.SDKTimeout(), "the default header timeout")
 }
