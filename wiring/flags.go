@@ -200,7 +200,9 @@ func InterceptionFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "interception.health-interval", EnvVars: []string{"EVALFLOW_INTERCEPTION_HEALTH_INTERVAL"},
 			Usage: "how often every tunnel is checked end to end (default 30s)"},
 		&cli.IntFlag{Name: "interception.creations-per-minute", EnvVars: []string{"EVALFLOW_TUNNEL_CREATIONS_PER_MINUTE"},
-			Usage: "host-wide bound on tunnel creations (default 512)"},
+			Usage: "host-wide bound on tunnel creations, shared by the workers of this host (default 512)"},
+		&cli.StringFlag{Name: "interception.creation-limit-file", EnvVars: []string{"EVALFLOW_TUNNEL_LIMIT_FILE"},
+			Usage: "the file (flock'd token bucket) through which the workers of a host share --interception.creations-per-minute (default $XDG_RUNTIME_DIR/evalflow/tunnel-limit, else /tmp/evalflow-<uid>/tunnel-limit)"},
 		&cli.StringFlag{Name: "interception.gateway-token", EnvVars: []string{"EVALFLOW_GATEWAY_TOKEN"},
 			Usage: "enables POST /v1/rollouts/{id}/register|unregister and GET …/trajectory for callers presenting this bearer token"},
 		&cli.IntFlag{Name: "interception.attempts", EnvVars: []string{"EVALFLOW_INTERCEPTION_ATTEMPTS"}, Usage: "tunnel creation attempts per Expose before Temporal retries it (default 3)"},
@@ -251,6 +253,7 @@ func InterceptionFromFlags(cctx *cli.Context) (Interception, error) {
 		c.HealthInterval = cctx.Duration("interception.health-interval")
 	}
 	num("interception.creations-per-minute", &c.CreationsPerMinute)
+	str("interception.creation-limit-file", &c.CreationLimitFile)
 	num("interception.attempts", &c.Attempts)
 	str("interception.gateway-token", &c.GatewayToken)
 	str("interception.url", &c.URL)

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
+
+	"github.com/evalflow/evalflow/tunnel"
 )
 
 // parse runs args through an app with the interception flags.
@@ -113,4 +115,18 @@ func TestFormerMultiplexFromTheEnvironment(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 6, got.Multiplex)
 	assert.Len(t, got.Warnings, 1, "the former variable warns too")
+}
+
+func TestCreationLimitIsTheWorkersOwn(t *testing.T) {
+	t.Setenv("EVALFLOW_FRP_TOKEN", "tok")
+	file := filepath.Join(t.TempDir(), "limit")
+	got, err := parse(t, "--interception.type", "frp", "--interception.frp.server", "frps.example:7000",
+		"--interception.creations-per-minute", "64", "--interception.creation-limit-file", file)
+	require.NoError(t, err)
+	tun, err := got.tunnel(false)
+	require.NoError(t, err)
+	assert.Equal(t, tunnel.NewHostLimiter(file, 64), tun.(*tunnel.FRP).Limiter, "the tunnel draws from the host's bucket in that file")
+
+	_, err = parse(t, "--interception.creations-per-minute", "-1")
+	assert.ErrorContains(t, err, "creations per minute -1 is negative")
 }

@@ -30,8 +30,12 @@ type Interception struct {
 	// HealthInterval is how often every tunnel is checked end to end; 0 is
 	// 30 s.
 	HealthInterval time.Duration `json:"health_interval"`
-	// CreationsPerMinute bounds tunnel creations on this host; 0 is 512.
+	// CreationsPerMinute bounds tunnel creations on this host, shared by
+	// its workers through CreationLimitFile; 0 is 512.
 	CreationsPerMinute int `json:"creations_per_minute"`
+	// CreationLimitFile is the host-wide token bucket of tunnel creations
+	// (tunnel.HostLimiter); empty is tunnel.DefaultLimitFile().
+	CreationLimitFile string `json:"creation_limit_file"`
 	// Multiplex is how many rollouts share one server and its tunnel; 0 is
 	// DefaultMultiplex. A custom endpoint is one shared server: setting it
 	// there is an error.
@@ -92,6 +96,9 @@ func (c Interception) multiplex() int {
 
 // Validate reports a configuration that cannot work.
 func (c Interception) Validate() error {
+	if c.CreationsPerMinute < 0 {
+		return fmt.Errorf("interception: creations per minute %d is negative", c.CreationsPerMinute)
+	}
 	if c.Multiplex < 0 {
 		return fmt.Errorf("interception: multiplex %d: at least 1 rollout shares an interception server", c.Multiplex)
 	}
@@ -106,9 +113,6 @@ func (c Interception) Tunnel(rt harness.Runtime) (tunnel.Tunnel, error) {
 	t, err := c.tunnel(false)
 	if err != nil {
 		return nil, err
-	}
-	if c.CreationsPerMinute != 0 {
-		tunnel.Creations.SetRate(c.CreationsPerMinute)
 	}
 	if !harness.IsRemote(rt) {
 		return tunnel.Local{}, nil
@@ -153,7 +157,7 @@ func (c Interception) tunnel(multiplexSet bool) (tunnel.Tunnel, error) {
 				return nil, fmt.Errorf("interception: frp token file %s is empty", c.FRPTokenFile)
 			}
 		}
-		t := &tunnel.FRP{ServerAddr: host, ServerPort: port, Token: token, PublicHost: c.FRPPublicHost, Retry: retry}
+		t := &tunnel.FRP{ServerAddr: host, ServerPort: port, Token: token, PublicHost: c.FRPPublicHost, Retry: retry, Limiter: c.limiter()}
 		if err := t.Validate(); err != nil {
 			if errors.Is(err, tunnel.ErrNoToken) {
 				return nil, fmt.Errorf("%w (EVALFLOW_FRP_TOKEN or --interception.frp.token-file)", err)
@@ -165,6 +169,7 @@ func (c Interception) tunnel(multiplexSet bool) (tunnel.Tunnel, error) {
 		t := &tunnel.SSH{
 			Addr: c.SSHServer, User: c.SSHUser, KeyFile: c.SSHKeyFile, UseAgent: c.SSHAgent,
 			KnownHostsFile: c.SSHKnownHosts, RemoteBind: c.SSHRemoteBind, PublicHost: c.SSHPublicHost, Retry: retry,
+			Limiter: c.limiter(),
 		}
 		if t.KnownHostsFile == "" {
 			if home, err := os.UserHomeDir(); err == nil {
@@ -175,6 +180,12 @@ func (c Interception) tunnel(multiplexSet bool) (tunnel.Tunnel, error) {
 	default:
 		return nil, fmt.Errorf("interception: unknown type %q (want local, custom, frp or ssh)", c.Type)
 	}
+}
+
+// limiter is the host-wide bound on the tunnels created, shared with the
+// other workers of this host.
+func (c Interception) limiter() *tunnel.HostLimiter {
+	return tunnel.NewHostLimiter(c.CreationLimitFile, c.CreationsPerMinute)
 }
 
 func splitHostPort(s string, defaultPort int) (string, int, error) {

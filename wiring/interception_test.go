@@ -36,7 +36,7 @@ func TestInterceptionTunnel(t *testing.T) {
 		{"custom with multiplex", Interception{Type: "custom", URL: "https://evals.example", Port: 8765, Multiplex: 8}, true, nil, "multiplex"},
 		{"custom without port", Interception{Type: "custom", URL: "https://evals.example"}, true, nil, "port"},
 		{"frp", Interception{Type: "frp", FRPServer: "frps.example", FRPTokenFile: token}, true,
-			&tunnel.FRP{ServerAddr: "frps.example", ServerPort: 7000, Token: "tok-from-file"}, ""},
+			&tunnel.FRP{ServerAddr: "frps.example", ServerPort: 7000, Token: "tok-from-file", Limiter: tunnel.NewHostLimiter("", 0)}, ""},
 		{"frp without server", Interception{Type: "frp"}, true, nil, "address is required"},
 		{"frp without token", Interception{Type: "frp", FRPServer: "frps.example"}, true, nil,
 			"frp tunnel: a token is required (EVALFLOW_FRP_TOKEN or --interception.frp.token-file)"},
