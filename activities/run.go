@@ -209,7 +209,20 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 		out.notes = ws.Notes
 	}
 	stop := heartbeat(ctx, "harness running")
-	out.res, out.err = a.Runtime.Run(ctx, harness.Spec{
+	// A harness whose tunnel the pool finds dead is stopped at once: it has
+	// lost its way to the model and would otherwise run until its timeout.
+	runCtx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	if lost := a.Pool.Lost(j.key); lost != nil {
+		go func() {
+			select {
+			case <-lost:
+				stopRun(errTunnelLost)
+			case <-runCtx.Done():
+			}
+		}()
+	}
+	out.res, out.err = a.Runtime.Run(runCtx, harness.Spec{
 		Key:      j.key,
 		Command:  j.command,
 		BaseURL:  baseURL,
@@ -228,7 +241,14 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 	stop()
 	// A failed harness may have lost its way to the model: when the tunnel it
 	// was given died, the failure is the tunnel's, retried, never a result.
-	if out.err == nil && ctx.Err() == nil && (out.res.ExitCode != 0 || out.res.TimedOut) {
+	switch {
+	case ctx.Err() != nil:
+	case errors.Is(context.Cause(runCtx), errTunnelLost):
+		if out.tunnel = a.Pool.CheckTunnel(ctx, j.key); out.tunnel == nil {
+			out.tunnel = errTunnelLost
+		}
+		a.logger().Warn("the rollout's tunnel died; its harness was stopped", "key", j.key, "error", out.tunnel)
+	case out.err == nil && (out.res.ExitCode != 0 || out.res.TimedOut):
 		out.tunnel = a.Pool.CheckTunnel(ctx, j.key)
 	}
 	out.turns = a.releaseTurns(j.key)
@@ -236,6 +256,9 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 	out.res = redacted(out.res, slot.Secret)
 	return out
 }
+
+// errTunnelLost stops a harness whose tunnel the pool found dead.
+var errTunnelLost = errors.New("the tunnel was found dead while the harness ran")
 
 // releaseTurns ends the rollout's model calls (its secret stops working)
 // and returns the turns recorded for it, once the calls whose caller has
