@@ -23,6 +23,7 @@ import (
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/rubrics"
+	"github.com/evalflow/evalflow/tasksets"
 	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -117,7 +118,10 @@ func runFlags() []cli.Flag {
 	return []cli.Flag{
 		configFlag, dryRunFlag, dataDirFlag, uiPortFlag, uiURLFlag, viewerAddrFlag,
 		&cli.StringFlag{Name: "run-id", Usage: "run id; the same id resumes that run (default: generated)"},
-		&cli.StringFlag{Name: "taskset", Value: "sample", Usage: "taskset: a JSONL path, `sample`, or `arithmetic[?seed=N]` (infinite)"},
+		&cli.StringFlag{Name: "taskset", Value: "sample", Usage: "taskset: a JSONL, CSV, TSV or Parquet path, a Hugging Face dataset saved to disk (its directory), a directory of task directories, `sample`, or `arithmetic[?seed=N]` (infinite)"},
+		&cli.StringFlag{Name: "taskset.prompt-field", Usage: "CSV, Parquet and Hugging Face tasksets: the column holding the prompt (default prompt, else question)"},
+		&cli.StringFlag{Name: "taskset.answer-field", Usage: "CSV, Parquet and Hugging Face tasksets: the column holding the reference answer (default answer, when there is one)"},
+		&cli.StringFlag{Name: "taskset.id-field", Usage: "CSV, Parquet and Hugging Face tasksets: the column holding the task id (default id, else the row's index)"},
 		&cli.Int64Flag{Name: "tasks", Usage: "number of tasks (default: the whole taskset)"},
 		&cli.IntFlag{Name: "max-concurrent", Value: workflows.DefaultMaxConcurrent, Usage: "rollouts in flight at once, across all workers"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed of the task order when --shuffle is set"},
@@ -158,8 +162,10 @@ const oracleHarness = "oracle"
 // runConfig turns flags into the workflow input.
 func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 	cfg := workflows.RunConfig{
-		RunID:           cctx.String("run-id"),
-		Taskset:         cctx.String("taskset"),
+		RunID: cctx.String("run-id"),
+		Taskset: tasksets.WithFields(cctx.String("taskset"), tasksets.Fields{
+			Prompt: cctx.String("taskset.prompt-field"), Answer: cctx.String("taskset.answer-field"), ID: cctx.String("taskset.id-field"),
+		}),
 		Tasks:           cctx.Int64("tasks"),
 		RolloutsPerTask: groupSize(cctx),
 		MaxConcurrent:   cctx.Int("max-concurrent"),
