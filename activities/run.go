@@ -238,6 +238,7 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 		Workspace: ws,
 		Solution:  j.solution,
 	})
+	stopRun(errHarnessEnded) // a tunnel lost from now on did not stop the harness
 	stop()
 	// A failed harness may have lost its way to the model: when the tunnel it
 	// was given died, the failure is the tunnel's, retried, never a result.
@@ -257,8 +258,12 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 	return out
 }
 
-// errTunnelLost stops a harness whose tunnel the pool found dead.
-var errTunnelLost = errors.New("the tunnel was found dead while the harness ran")
+// errTunnelLost stops a harness whose tunnel the pool found dead;
+// errHarnessEnded ends the watch for that once the harness has ended.
+var (
+	errTunnelLost   = errors.New("the tunnel was found dead while the harness ran")
+	errHarnessEnded = errors.New("the harness ended")
+)
 
 // releaseTurns ends the rollout's model calls (its secret stops working)
 // and returns the turns recorded for it, once the calls whose caller has
