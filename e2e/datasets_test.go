@@ -22,7 +22,7 @@ import (
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/results"
-	"github.com/evalflow/evalflow/tasksets"
+	"github.com/evalflow/evalflow/tasksets/tables"
 	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -108,12 +108,12 @@ func TestEvalOverDatasets(t *testing.T) {
 	require.NoError(t, err)
 
 	rows := problems(12)
-	fields := tasksets.Fields{Prompt: "problem", Answer: "solution", ID: "uid"}
+	fields := tables.Fields{Prompt: "problem", Answer: "solution", ID: "uid"}
 	for kind, path := range map[string]string{"parquet": writeProblemsParquet(t, rows), "hf": writeProblemsHF(t, rows)} {
 		t.Run(kind, func(t *testing.T) {
 			runID := "datasets-" + kind
 			cfg := workflows.RunConfig{
-				RunID: runID, Taskset: tasksets.WithFields(path, fields), MaxConcurrent: 8, Model: "mock", Rubric: "numeric",
+				RunID: runID, Taskset: tables.WithFields(path, fields), MaxConcurrent: 8, Model: "mock", Rubric: "numeric",
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()

@@ -23,7 +23,7 @@ import (
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/rubrics"
-	"github.com/evalflow/evalflow/tasksets"
+	"github.com/evalflow/evalflow/tasksets/tables"
 	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -163,7 +163,7 @@ const oracleHarness = "oracle"
 func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 	cfg := workflows.RunConfig{
 		RunID: cctx.String("run-id"),
-		Taskset: tasksets.WithFields(cctx.String("taskset"), tasksets.Fields{
+		Taskset: tables.WithFields(cctx.String("taskset"), tables.Fields{
 			Prompt: cctx.String("taskset.prompt-field"), Answer: cctx.String("taskset.answer-field"), ID: cctx.String("taskset.id-field"),
 		}),
 		Tasks:           cctx.Int64("tasks"),

@@ -7,7 +7,7 @@ import (
 )
 
 // Refs Open understands besides file paths, for help texts.
-const refHelp = "sample, arithmetic[?seed=N&size=N], harbor-sample, a path to a .jsonl, .csv, .tsv or .parquet file, a Hugging Face dataset saved to disk, or a directory of task directories (harbor:path)"
+const refHelp = "sample, arithmetic[?seed=N&size=N], harbor-sample, a path to a .jsonl file or a directory of task directories (harbor:path)"
 
 // Open resolves a taskset reference:
 //
@@ -16,13 +16,6 @@ const refHelp = "sample, arithmetic[?seed=N&size=N], harbor-sample, a path to a 
 //	harbor-sample                the bundled Harbor tasks (extracted to a cache dir)
 //	path/to/tasks.jsonl          a JSONL file (a regular file), read lazily
 //	path/to/dir, harbor:path     a directory of Harbor task directories
-//	data.csv, data.tsv           a table with a header line, read by offset
-//	data.parquet                 a Parquet file, read by row group
-//	path/to/saved                a Hugging Face dataset saved with save_to_disk
-//	                             (Arrow IPC stream files), read by record batch
-//
-// A table's columns map to a task's parts by the query of the ref:
-// data.csv?prompt=question&answer=label&id=qid (see Fields and WithFields).
 //
 // A result that holds a file implements io.Closer; callers should close it.
 func Open(ref string) (Taskset, error) {
@@ -43,9 +36,6 @@ func Open(ref string) (Taskset, error) {
 			return nil, fmt.Errorf("taskset %s takes no parameters, got %q", HarborSampleName, query)
 		}
 		return HarborSample()
-	}
-	if ts, ok, err := openDatasetRef(ref); ok {
-		return ts, err
 	}
 	if fi, err := os.Stat(ref); err == nil && fi.IsDir() {
 		return OpenHarbor(ref)

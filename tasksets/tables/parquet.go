@@ -1,4 +1,4 @@
-package tasksets
+package tables
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/evalflow/evalflow/tasksets"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -29,7 +30,7 @@ type parquetSource struct {
 }
 
 func openParquet(path string) (*parquetSource, error) {
-	f, err := openRegular(path)
+	f, err := tasksets.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}

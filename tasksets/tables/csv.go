@@ -1,4 +1,4 @@
-package tasksets
+package tables
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/evalflow/evalflow/tasksets"
 )
 
 // csvSource is a CSV (or TSV) file read through an offset index: opening
@@ -23,7 +25,7 @@ type csvSource struct {
 }
 
 func openCSV(path string, tsv bool) (*csvSource, error) {
-	f, err := openRegular(path)
+	f, err := tasksets.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}

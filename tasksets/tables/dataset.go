@@ -1,4 +1,9 @@
-package tasksets
+// Package tables opens tasksets backed by tables: CSV and TSV files,
+// Parquet files and Hugging Face datasets saved to disk (Arrow IPC
+// streams), each read lazily and by index, their columns mapped to a
+// task's prompt, answer and id. It is a package of its own so that what
+// only needs the task type (the built-in agent) links no Arrow or Parquet.
+package tables
 
 import (
 	"context"
@@ -12,6 +17,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/evalflow/evalflow/tasksets"
 )
 
 // Fields maps a dataset's columns to a task's parts. An empty field takes
@@ -78,8 +85,8 @@ type Dataset struct {
 }
 
 var (
-	_ Taskset   = (*Dataset)(nil)
-	_ io.Closer = (*Dataset)(nil)
+	_ tasksets.Taskset = (*Dataset)(nil)
+	_ io.Closer        = (*Dataset)(nil)
 )
 
 // newDataset checks f against the source's columns.
@@ -144,24 +151,24 @@ func (d *Dataset) Len() int64 { return d.src.rows() }
 
 // Task reads row i. Its errors name the row and the column, never their
 // content: they reach workflow histories.
-func (d *Dataset) Task(ctx context.Context, i int64) (Task, error) {
+func (d *Dataset) Task(ctx context.Context, i int64) (tasksets.Task, error) {
 	if i < 0 || i >= d.Len() {
-		return Task{}, fmt.Errorf("taskset %s: index %d out of range [0, %d)", d.name, i, d.Len())
+		return tasksets.Task{}, fmt.Errorf("taskset %s: index %d out of range [0, %d)", d.name, i, d.Len())
 	}
 	row, err := d.src.row(ctx, i)
 	if err != nil {
-		return Task{}, fmt.Errorf("taskset %s: row %d: %w", d.name, i, err)
+		return tasksets.Task{}, fmt.Errorf("taskset %s: row %d: %w", d.name, i, err)
 	}
-	t := Task{ID: strconv.FormatInt(i, 10)}
+	t := tasksets.Task{ID: strconv.FormatInt(i, 10)}
 	if t.Prompt, err = text(row[d.prompt]); err != nil || t.Prompt == "" {
 		if err == nil {
 			err = errors.New("empty")
 		}
-		return Task{}, fmt.Errorf("taskset %s: row %d: prompt column %q: %w", d.name, i, d.prompt, err)
+		return tasksets.Task{}, fmt.Errorf("taskset %s: row %d: prompt column %q: %w", d.name, i, d.prompt, err)
 	}
 	if d.answer != "" {
 		if t.Answer, err = text(row[d.answer]); err != nil {
-			return Task{}, fmt.Errorf("taskset %s: row %d: answer column %q: %w", d.name, i, d.answer, err)
+			return tasksets.Task{}, fmt.Errorf("taskset %s: row %d: answer column %q: %w", d.name, i, d.answer, err)
 		}
 	}
 	if d.id != "" {
@@ -170,7 +177,7 @@ func (d *Dataset) Task(ctx context.Context, i int64) (Task, error) {
 			if err == nil {
 				err = errors.New("empty")
 			}
-			return Task{}, fmt.Errorf("taskset %s: row %d: id column %q: %w", d.name, i, d.id, err)
+			return tasksets.Task{}, fmt.Errorf("taskset %s: row %d: id column %q: %w", d.name, i, d.id, err)
 		}
 		t.ID = id
 	}
@@ -180,7 +187,7 @@ func (d *Dataset) Task(ctx context.Context, i int64) (Task, error) {
 			info[c] = row[c]
 		}
 		if t.Info, err = json.Marshal(info); err != nil {
-			return Task{}, fmt.Errorf("taskset %s: row %d: encode the other columns: %w", d.name, i, err)
+			return tasksets.Task{}, fmt.Errorf("taskset %s: row %d: encode the other columns: %w", d.name, i, err)
 		}
 	}
 	return t, nil
@@ -229,11 +236,12 @@ func datasetKind(path string) string {
 	return ""
 }
 
-// openDatasetRef opens ref when it names a dataset (ok): a CSV, TSV or
-// Parquet file, or a directory a Hugging Face dataset was saved to, with
-// an optional query naming its fields (path?prompt=question&answer=label).
-// A query on anything else is an error.
-func openDatasetRef(ref string) (ts Taskset, ok bool, err error) {
+// Open opens ref when it names a table (ok): a CSV, TSV or Parquet file,
+// or a directory a Hugging Face dataset was saved to, with an optional
+// query naming its fields (path?prompt=question&answer=label). A field
+// query on anything else is an error; any other ref is not ok, for
+// tasksets.Open. A taskset it returns implements io.Closer.
+func Open(ref string) (ts tasksets.Taskset, ok bool, err error) {
 	path, query, hasQuery := strings.Cut(ref, "?")
 	kind := datasetKind(path)
 	if kind == "" {

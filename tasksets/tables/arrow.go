@@ -1,4 +1,4 @@
-package tasksets
+package tables
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/evalflow/evalflow/tasksets"
 )
 
 // The files of a Hugging Face dataset saved with save_to_disk.
@@ -68,7 +69,7 @@ func openHFDataset(dir string) (*hfSource, error) {
 	}
 	s := &hfSource{}
 	for k, name := range files {
-		f, err := openRegular(filepath.Join(dir, name))
+		f, err := tasksets.OpenRegular(filepath.Join(dir, name))
 		if err != nil {
 			s.Close()
 			return nil, err

@@ -1,4 +1,4 @@
-package tasksets
+package tables
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/evalflow/evalflow/tasksets"
 )
 
 // fixtureRow is one row of every fixture: a math question with its answer.
@@ -43,29 +45,29 @@ func fixtureRows(n int) []fixtureRow {
 
 // wantTask is the task row r makes with the fields id, question, answer;
 // a CSV's cells are all text.
-func wantTask(t *testing.T, r fixtureRow, text bool) Task {
+func wantTask(t *testing.T, r fixtureRow, text bool) tasksets.Task {
 	var level any = r.Level
 	if text {
 		level = strconv.FormatInt(r.Level, 10)
 	}
 	info, err := json.Marshal(map[string]any{"level": level})
 	require.NoError(t, err)
-	return Task{ID: r.ID, Prompt: r.Question, Answer: r.Answer, Info: info}
+	return tasksets.Task{ID: r.ID, Prompt: r.Question, Answer: r.Answer, Info: info}
 }
 
 // checkEveryRow asserts that task i is row i, reading them out of order.
-func checkEveryRow(t *testing.T, ts Taskset, rows []fixtureRow) {
+func checkEveryRow(t *testing.T, ts tasksets.Taskset, rows []fixtureRow) {
 	t.Helper()
 	checkRows(t, ts, rows, false)
 }
 
 // checkEveryCSVRow is checkEveryRow for a CSV or TSV file.
-func checkEveryCSVRow(t *testing.T, ts Taskset, rows []fixtureRow) {
+func checkEveryCSVRow(t *testing.T, ts tasksets.Taskset, rows []fixtureRow) {
 	t.Helper()
 	checkRows(t, ts, rows, true)
 }
 
-func checkRows(t *testing.T, ts Taskset, rows []fixtureRow, text bool) {
+func checkRows(t *testing.T, ts tasksets.Taskset, rows []fixtureRow, text bool) {
 	t.Helper()
 	require.Equal(t, int64(len(rows)), ts.Len())
 	for _, i := range append([]int{len(rows) - 1, 0}, perm(len(rows))...) {
@@ -180,10 +182,11 @@ func writeHFDataset(t *testing.T, rows []fixtureRow, shards, batchRows int) stri
 	return dir
 }
 
-func open(t *testing.T, ref string) Taskset {
+func open(t *testing.T, ref string) tasksets.Taskset {
 	t.Helper()
-	ts, err := Open(ref)
+	ts, ok, err := Open(ref)
 	require.NoError(t, err, "Open(%q)", ref)
+	require.True(t, ok, "Open(%q) is a table", ref)
 	t.Cleanup(func() { assert.NoError(t, ts.(*Dataset).Close()) })
 	return ts
 }
@@ -211,7 +214,7 @@ func TestTSVTaskset(t *testing.T) {
 func TestCSVRecordErrorsNameTheRecord(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.csv")
 	require.NoError(t, os.WriteFile(path, []byte("question,answer\nsecret one,1\nsecret two\n"), 0o600))
-	_, err := Open(path)
+	_, _, err := Open(path)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "record 2: line 3")
 	assert.Contains(t, err.Error(), "wrong number of fields")
@@ -255,7 +258,7 @@ func TestHFDatasetWithoutState(t *testing.T) {
 func TestHFDatasetDictNeedsASplit(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, hfDict), []byte(`{"splits": ["train", "test"]}`), 0o600))
-	_, err := Open(dir)
+	_, _, err := Open(dir)
 	assert.ErrorContains(t, err, "holds a DatasetDict: name one of its splits' directories (train, test)")
 }
 
@@ -270,12 +273,12 @@ func TestDatasetMissingField(t *testing.T) {
 		{"arrow", writeHFDataset(t, rows, 1, 2)},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
-			_, err := Open(tc.ref + "?prompt=problem")
+			_, _, err := Open(tc.ref + "?prompt=problem")
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), `no column "problem" for the prompt (--taskset.prompt-field); its columns are: "id", "question", "answer", "level"`)
-			_, err = Open(tc.ref + "?answer=solution")
+			_, _, err = Open(tc.ref + "?answer=solution")
 			assert.ErrorContains(t, err, `no column "solution" for the answer (--taskset.answer-field)`)
-			_, err = Open(tc.ref + "?id=uid")
+			_, _, err = Open(tc.ref + "?id=uid")
 			assert.ErrorContains(t, err, `no column "uid" for the id (--taskset.id-field)`)
 		})
 	}
@@ -287,17 +290,17 @@ func TestDatasetDefaults(t *testing.T) {
 	ts := open(t, path)
 	task, err := ts.Task(context.Background(), 1)
 	require.NoError(t, err)
-	assert.Equal(t, Task{ID: "1", Prompt: "Say bye.", Info: json.RawMessage(`{"notes":"y","question":"unused"}`)}, task,
+	assert.Equal(t, tasksets.Task{ID: "1", Prompt: "Say bye.", Info: json.RawMessage(`{"notes":"y","question":"unused"}`)}, task,
 		"prompt before question; no answer column; the index as id")
 
 	path = filepath.Join(t.TempDir(), "none.csv")
 	require.NoError(t, os.WriteFile(path, []byte("text,label\na,b\n"), 0o600))
-	_, err = Open(path)
+	_, _, err = Open(path)
 	assert.ErrorContains(t, err, `no prompt column (looked for "prompt", then "question"; name it with --taskset.prompt-field); its columns are: "text", "label"`)
 	ts = open(t, path+"?prompt=text&answer=label")
 	task, err = ts.Task(context.Background(), 0)
 	require.NoError(t, err)
-	assert.Equal(t, Task{ID: "0", Prompt: "a", Answer: "b"}, task)
+	assert.Equal(t, tasksets.Task{ID: "0", Prompt: "a", Answer: "b"}, task)
 }
 
 func TestDatasetEmptyPromptIsAnError(t *testing.T) {
@@ -312,11 +315,11 @@ func TestDatasetRefs(t *testing.T) {
 	assert.Equal(t, "d.csv", WithFields("d.csv", Fields{}))
 	assert.Equal(t, "d.csv?answer=label&prompt=q+text", WithFields("d.csv", Fields{Prompt: "q text", Answer: "label"}))
 
-	_, err := Open(writeCSV(t, "t.csv", fixtureRows(2)) + "?promt=question")
+	_, _, err := Open(writeCSV(t, "t.csv", fixtureRows(2)) + "?promt=question")
 	assert.ErrorContains(t, err, `unknown parameter "promt"`)
 	jsonl := filepath.Join(t.TempDir(), "t.jsonl")
 	require.NoError(t, os.WriteFile(jsonl, []byte(`{"id":"1","prompt":"p"}`+"\n"), 0o600))
-	_, err = Open(jsonl + "?prompt=question")
+	_, _, err = Open(jsonl + "?prompt=question")
 	assert.ErrorContains(t, err, "apply to CSV, TSV, Parquet and Hugging Face datasets only")
 }
 
