@@ -49,7 +49,10 @@ var allowed = map[string][]string{
 	// pull client. pull itself links no HTTP server.
 	"pull/pullhttp": {"pull", "workflows", "rollout"},
 	"activities": {"rollout", "dialects", "harness", "interception", "metrics", "providers", "results",
-		"rubrics", "tasksets", "trace", "tunnel"},
+		"rubrics", "tasksets", "tasksets/tables", "trace", "tunnel"},
+	// Tasksets backed by tables (CSV, Parquet, Arrow): their readers stay
+	// out of what links tasksets for its types only (the built-in agent).
+	"tasksets/tables": {"tasksets"},
 	// The run viewer reads the store, and the run's summaries as workflows
 	// write them.
 	"viewer": {"results", "rollout", "workflows"},

@@ -45,6 +45,10 @@ type Activities struct {
 	Judge Provider
 	// WorkDir is the parent of task workspaces; "" is the system temp dir.
 	WorkDir string
+	// SDKTimeout is the request timeout harness SDKs are given
+	// (harness.SDKTimeoutEnv): the longest the interception server may take
+	// to begin an answer while it retries the provider; 0 sets none.
+	SDKTimeout time.Duration
 	// VerifyGrace is how long past RunInput.VerifyWithin a workspace waits
 	// for its Verify before it is removed; 0 is a minute.
 	VerifyGrace time.Duration

@@ -167,6 +167,11 @@ func (a *Activities) resolve(ctx context.Context, ref rollout.Ref) (job, error) 
 	if err != nil {
 		return job{}, configErr(err)
 	}
+	// The starter checks it too; a run started by another client is held
+	// to the same rule before a harness sees it.
+	if err := harness.CheckRunEnv(ref.Harness.Env); err != nil {
+		return job{}, configErr(err)
+	}
 	command := ref.Harness.Command
 	if len(command) == 0 {
 		command = a.DefaultHarness
@@ -204,7 +209,20 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 		out.notes = ws.Notes
 	}
 	stop := heartbeat(ctx, "harness running")
-	out.res, out.err = a.Runtime.Run(ctx, harness.Spec{
+	// A harness whose tunnel the pool finds dead is stopped at once: it has
+	// lost its way to the model and would otherwise run until its timeout.
+	runCtx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	if lost := a.Pool.Lost(j.key); lost != nil {
+		go func() {
+			select {
+			case <-lost:
+				stopRun(errTunnelLost)
+			case <-runCtx.Done():
+			}
+		}()
+	}
+	out.res, out.err = a.Runtime.Run(runCtx, harness.Spec{
 		Key:      j.key,
 		Command:  j.command,
 		BaseURL:  baseURL,
@@ -212,15 +230,26 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 		Model:    j.ref.Model,
 		Task:     j.task,
 		MaxTurns: j.ref.Harness.MaxTurns,
-		Timeout:  j.ref.Harness.AgentTimeout(j.task.AgentTimeout),
+		// The run's own variables come after the SDK timeouts, so that a
+		// run may set them.
+		Env:     append(harness.SDKTimeoutEnv(a.SDKTimeout), j.ref.Harness.Env...),
+		Timeout: j.ref.Harness.AgentTimeout(j.task.AgentTimeout),
 		// The agent's workspace: the tests and the solution are not in it.
 		Workspace: ws,
 		Solution:  j.solution,
 	})
+	stopRun(errHarnessEnded) // a tunnel lost from now on did not stop the harness
 	stop()
 	// A failed harness may have lost its way to the model: when the tunnel it
 	// was given died, the failure is the tunnel's, retried, never a result.
-	if out.err == nil && ctx.Err() == nil && (out.res.ExitCode != 0 || out.res.TimedOut) {
+	switch {
+	case ctx.Err() != nil:
+	case errors.Is(context.Cause(runCtx), errTunnelLost):
+		if out.tunnel = a.Pool.CheckTunnel(ctx, j.key); out.tunnel == nil {
+			out.tunnel = errTunnelLost
+		}
+		a.logger().Warn("the rollout's tunnel died; its harness was stopped", "key", j.key, "error", out.tunnel)
+	case out.err == nil && (out.res.ExitCode != 0 || out.res.TimedOut):
 		out.tunnel = a.Pool.CheckTunnel(ctx, j.key)
 	}
 	out.turns = a.releaseTurns(j.key)
@@ -228,6 +257,13 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 	out.res = redacted(out.res, slot.Secret)
 	return out
 }
+
+// errTunnelLost stops a harness whose tunnel the pool found dead;
+// errHarnessEnded ends the watch for that once the harness has ended.
+var (
+	errTunnelLost   = errors.New("the tunnel was found dead while the harness ran")
+	errHarnessEnded = errors.New("the harness ended")
+)
 
 // releaseTurns ends the rollout's model calls (its secret stops working)
 // and returns the turns recorded for it, once the calls whose caller has

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/evalflow/evalflow/tasksets"
+	"github.com/evalflow/evalflow/tasksets/tables"
 )
 
 // TasksetCache opens each taskset once per worker. Tasksets are read-only
@@ -20,7 +21,12 @@ func (c *TasksetCache) Open(ref string) (tasksets.Taskset, error) {
 	if ts, ok := c.open[ref]; ok {
 		return ts, nil
 	}
-	ts, err := tasksets.Open(ref)
+	// A table (CSV, Parquet, a saved Hugging Face dataset), else the
+	// other kinds tasksets.Open knows.
+	ts, ok, err := tables.Open(ref)
+	if !ok {
+		ts, err = tasksets.Open(ref)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -59,8 +59,10 @@ type member struct {
 	exposure tunnel.Exposure
 	// gen counts the exposures that died; a rollout exposed at an older
 	// generation lost its tunnel.
-	gen     uint64
-	wanted  bool          // exposed once, so a dead tunnel is re-created
+	gen    uint64
+	wanted bool // exposed once, so a dead tunnel is re-created
+	// dead is closed when the exposure of generation gen is found dead.
+	dead    chan struct{}
 	pending chan struct{} // closed when an exposure attempt in flight ends
 	closed  bool
 }
@@ -248,7 +250,7 @@ func (m *member) expose(ctx context.Context, t tunnel.Tunnel) (string, uint64, e
 			_ = exp.Close()
 			return "", 0, ErrPoolClosed
 		}
-		m.exposure, m.wanted = exp, true
+		m.exposure, m.wanted, m.dead = exp, true, make(chan struct{})
 		u, gen := exp.URL(), m.gen
 		m.mu.Unlock()
 		return u, gen, nil
@@ -266,7 +268,42 @@ func (m *member) drop(gen uint64) tunnel.Exposure {
 	exp := m.exposure
 	m.exposure = nil
 	m.gen++
+	close(m.dead)
+	m.dead = nil
 	return exp
+}
+
+// closedChan is a channel that is closed: a tunnel already lost.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// Lost returns a channel closed when the tunnel a rollout was given by
+// Expose is found dead (by the monitor or CheckTunnel), so that its
+// harness can be stopped at once rather than run on with no way to its
+// model. It is closed already when the tunnel died before the call, and
+// nil (never ready) for a rollout that was never exposed or has no tunnel
+// of its own to lose (a local pool).
+func (p *Pool) Lost(key string) <-chan struct{} {
+	p.mu.Lock()
+	s, ok := p.slots[key]
+	gen, exposed := p.exposedAt[key]
+	var m *member
+	if ok {
+		m = p.servers[s.Server]
+	}
+	p.mu.Unlock()
+	if !ok || !exposed || p.Loopback() {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.gen != gen || m.dead == nil {
+		return closedChan
+	}
+	return m.dead
 }
 
 // close closes the member's exposure, then its server.

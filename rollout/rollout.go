@@ -47,6 +47,11 @@ type HarnessConfig struct {
 	// it then overrides each task's own agent timeout (task.toml's [agent]
 	// timeout_sec), which otherwise applies up to Timeout.
 	TimeoutGiven bool `json:"timeout_given,omitempty"`
+	// Env is KEY=VALUE entries added to every harness process's
+	// environment (the starter's --harness-env). It is part of the run's
+	// workflow input, so it holds no credential: workers refuse names that
+	// look like one (harness.CheckRunEnv).
+	Env []string `json:"env,omitempty"`
 }
 
 // AgentTimeout is how long the agent of a task whose own limit is task (0:

@@ -18,10 +18,12 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/harness/packaged"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/rubrics"
+	"github.com/evalflow/evalflow/tasksets/tables"
 	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -116,7 +118,10 @@ func runFlags() []cli.Flag {
 	return []cli.Flag{
 		configFlag, dryRunFlag, dataDirFlag, uiPortFlag, uiURLFlag, viewerAddrFlag,
 		&cli.StringFlag{Name: "run-id", Usage: "run id; the same id resumes that run (default: generated)"},
-		&cli.StringFlag{Name: "taskset", Value: "sample", Usage: "taskset: a JSONL path, `sample`, or `arithmetic[?seed=N]` (infinite)"},
+		&cli.StringFlag{Name: "taskset", Value: "sample", Usage: "taskset: a JSONL, CSV, TSV or Parquet path, a Hugging Face dataset saved to disk (its directory), a directory of task directories, `sample`, or `arithmetic[?seed=N]` (infinite)"},
+		&cli.StringFlag{Name: "taskset.prompt-field", Usage: "CSV, Parquet and Hugging Face tasksets: the column holding the prompt (default prompt, else question)"},
+		&cli.StringFlag{Name: "taskset.answer-field", Usage: "CSV, Parquet and Hugging Face tasksets: the column holding the reference answer (default answer, when there is one)"},
+		&cli.StringFlag{Name: "taskset.id-field", Usage: "CSV, Parquet and Hugging Face tasksets: the column holding the task id (default id, else the row's index)"},
 		&cli.Int64Flag{Name: "tasks", Usage: "number of tasks (default: the whole taskset)"},
 		&cli.IntFlag{Name: "max-concurrent", Value: workflows.DefaultMaxConcurrent, Usage: "rollouts in flight at once, across all workers"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed of the task order when --shuffle is set"},
@@ -128,6 +133,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "harness", Usage: "harness: codex or claude-code (packaged: installed by each worker from npm), `oracle` (runs each task's solution/solve.sh, to check a taskset), or a command, e.g. 'python agent.py' (default: the built-in agent)"},
 		&cli.StringFlag{Name: "harness-version", Usage: "version of a packaged harness (default: its pinned version, " + pinnedVersions() + ")"},
 		&cli.DurationFlag{Name: "harness-timeout", Value: workflows.DefaultHarnessTimeout, Usage: "kill a harness after this long"},
+		harnessEnvFlag(),
 		&cli.StringFlag{Name: "harness-dialect", Usage: "protocol the built-in agent speaks: chat (default), responses or anthropic"},
 		&cli.DurationFlag{Name: "verifier-timeout", Usage: "kill a task's verifier after this long, whatever its task.toml says (default: the task's, else 10m)"},
 		&cli.IntFlag{Name: "max-turns", Value: workflows.DefaultMaxTurns, Usage: "model calls a rollout may make; the interception server refuses the ones after it (EVALFLOW_MAX_TURNS)"},
@@ -156,8 +162,10 @@ const oracleHarness = "oracle"
 // runConfig turns flags into the workflow input.
 func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 	cfg := workflows.RunConfig{
-		RunID:           cctx.String("run-id"),
-		Taskset:         cctx.String("taskset"),
+		RunID: cctx.String("run-id"),
+		Taskset: tables.WithFields(cctx.String("taskset"), tables.Fields{
+			Prompt: cctx.String("taskset.prompt-field"), Answer: cctx.String("taskset.answer-field"), ID: cctx.String("taskset.id-field"),
+		}),
 		Tasks:           cctx.Int64("tasks"),
 		RolloutsPerTask: groupSize(cctx),
 		MaxConcurrent:   cctx.Int("max-concurrent"),
@@ -174,6 +182,7 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 			MaxTokensTotal: cctx.Int("max-tokens-total"),
 			MaxModelTime:   cctx.Duration("max-model-time"),
 			Dialect:        cctx.String("harness-dialect"),
+			Env:            harnessEnv(cctx),
 		},
 		Limits: workflows.Limits{
 			MaxAttempts:        cctx.Int("max-attempts"),
@@ -197,6 +206,9 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 			return cfg, fmt.Errorf("--model is required with --base-url")
 		}
 		cfg.Model = mockModel
+	}
+	if err := harness.CheckRunEnv(cfg.Harness.Env); err != nil {
+		return cfg, fmt.Errorf("--harness-env: %w", err)
 	}
 	if d := cfg.Harness.Dialect; d != "" && d != "chat" && d != "responses" && d != "anthropic" {
 		return cfg, fmt.Errorf("--harness-dialect %q: want chat, responses or anthropic", d)

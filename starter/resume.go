@@ -82,6 +82,7 @@ func changedConfig(cctx *cli.Context, old workflows.TrainInput) (configChange, e
 	apply("harness-timeout", &cfg.Harness.TimeoutGiven, &given.Harness.TimeoutGiven)
 	apply("verifier-timeout", &cfg.Harness.VerifierTimeout, &given.Harness.VerifierTimeout)
 	apply("harness-dialect", &cfg.Harness.Dialect, &given.Harness.Dialect)
+	apply("harness-env", &cfg.Harness.Env, &given.Harness.Env)
 	apply("max-turns", &cfg.Harness.MaxTurns, &given.Harness.MaxTurns)
 	apply("max-tokens-total", &cfg.Harness.MaxTokensTotal, &given.Harness.MaxTokensTotal)
 	apply("max-model-time", &cfg.Harness.MaxModelTime, &given.Harness.MaxModelTime)

@@ -91,6 +91,14 @@ func applyRunFile(cctx *cli.Context, path string) error {
 			continue // the command line and the environment win
 		}
 		v := values[name]
+		if list, ok := v.([]any); ok && name == "harness-env" {
+			for _, item := range list {
+				if err := cctx.Set(name, fmt.Sprint(item)); err != nil {
+					return fmt.Errorf("run file %s: key %q: %w", path, name, err)
+				}
+			}
+			continue
+		}
 		switch v.(type) {
 		case map[string]any, []any, nil:
 			return fmt.Errorf("run file %s: key %q: want a single value", path, name)

@@ -54,8 +54,10 @@ type FRP struct {
 	// Timeout bounds one attempt at bringing a proxy up, once its client
 	// process runs; 30 s when 0.
 	Timeout time.Duration
-	// Limiter bounds creations; Creations when nil.
-	Limiter *Limiter
+	// Limiter bounds creations (a HostLimiter shares the host's budget
+	// among its workers); nil allows DefaultCreationsPerMinute in this
+	// process.
+	Limiter Limiter
 	Retry   Retry
 }
 

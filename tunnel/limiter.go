@@ -10,19 +10,32 @@ import (
 // DefaultCreationsPerMinute bounds tunnel creations on one host.
 const DefaultCreationsPerMinute = 512
 
-// Limiter bounds how many tunnels are created per minute. It allows a burst
-// of the whole minute's budget, then refills evenly.
-type Limiter struct{ l *rate.Limiter }
+// Limiter bounds how many tunnels are created: Wait blocks until one more
+// creation is allowed or ctx is done. A worker shares a HostLimiter with
+// the other workers of its host; a RateLimiter bounds one process.
+type Limiter interface {
+	Wait(ctx context.Context) error
+}
 
-// NewLimiter allows perMinute creations a minute; perMinute <= 0 is unlimited.
-func NewLimiter(perMinute int) *Limiter {
-	l := &Limiter{l: rate.NewLimiter(rate.Inf, 0)}
+var (
+	_ Limiter = (*RateLimiter)(nil)
+	_ Limiter = (*HostLimiter)(nil)
+)
+
+// RateLimiter bounds the tunnels one process creates per minute. It allows
+// a burst of the whole minute's budget, then refills evenly.
+type RateLimiter struct{ l *rate.Limiter }
+
+// NewLimiter allows perMinute creations a minute in this process;
+// perMinute <= 0 is unlimited.
+func NewLimiter(perMinute int) *RateLimiter {
+	l := &RateLimiter{l: rate.NewLimiter(rate.Inf, 0)}
 	l.SetRate(perMinute)
 	return l
 }
 
 // SetRate changes the budget; perMinute <= 0 is unlimited.
-func (l *Limiter) SetRate(perMinute int) {
+func (l *RateLimiter) SetRate(perMinute int) {
 	if perMinute <= 0 {
 		l.l.SetLimit(rate.Inf)
 		return
@@ -32,19 +45,20 @@ func (l *Limiter) SetRate(perMinute int) {
 }
 
 // Wait blocks until one creation is allowed or ctx is done.
-func (l *Limiter) Wait(ctx context.Context) error {
+func (l *RateLimiter) Wait(ctx context.Context) error {
 	if err := l.l.Wait(ctx); err != nil {
 		return fmt.Errorf("tunnel creation rate limit: %w", err)
 	}
 	return nil
 }
 
-// Creations is the host-wide limiter every tunnel uses unless given its own.
-var Creations = NewLimiter(DefaultCreationsPerMinute)
+// processCreations bounds the creations of tunnels given no Limiter: the
+// default budget, in this process only. Workers pass a HostLimiter.
+var processCreations = NewLimiter(DefaultCreationsPerMinute)
 
-func limiterOr(l *Limiter) *Limiter {
+func limiterOr(l Limiter) Limiter {
 	if l == nil {
-		return Creations
+		return processCreations
 	}
 	return l
 }

@@ -20,7 +20,7 @@ var DefaultRetry = Retry{Attempts: 3, Initial: 250 * time.Millisecond, Max: 5 * 
 
 // create runs one creation attempt after another until one succeeds, each
 // after a token from lim.
-func (r Retry) create(ctx context.Context, lim *Limiter, attempt func(context.Context) (Exposure, error)) (Exposure, error) {
+func (r Retry) create(ctx context.Context, lim Limiter, attempt func(context.Context) (Exposure, error)) (Exposure, error) {
 	if r == (Retry{}) {
 		r = DefaultRetry
 	}

@@ -38,8 +38,10 @@ type SSH struct {
 	PublicHost string
 	// Timeout bounds one attempt (dial, handshake, forward); 30 s when 0.
 	Timeout time.Duration
-	// Limiter bounds creations; Creations when nil.
-	Limiter *Limiter
+	// Limiter bounds creations (a HostLimiter shares the host's budget
+	// among its workers); nil allows DefaultCreationsPerMinute in this
+	// process.
+	Limiter Limiter
 	Retry   Retry
 
 	once   sync.Once

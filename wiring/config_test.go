@@ -116,7 +116,7 @@ func TestConfigFromFlags(t *testing.T) {
 			assert.Equal(t, "127.0.0.1:9464", c.MetricsAddr)
 			assert.Equal(t, "ns", c.Namespace, "the SDK's metrics are tagged with it")
 		}},
-		{"flags", []string{"--max-rollouts", "8", "--multiplex", "4", "--work-dir", "/w", "--mock-latency", "5ms",
+		{"flags", []string{"--max-rollouts", "8", "--interception.multiplex", "4", "--work-dir", "/w", "--mock-latency", "5ms",
 			"--mock-error-rate", "0", "--api-key-env", "MY_KEY", "--base-url", "http://p/v1", "--runs-dir", "/r", "--task-queue", "q"}, nil,
 			func(t *testing.T, c Config) {
 				assert.Equal(t, 8, c.MaxRollouts)
@@ -176,6 +176,8 @@ func TestConfigFromFlagsErrors(t *testing.T) {
 		{[]string{"--max-rollouts", "0"}, "--max-rollouts 0"},
 		{[]string{"--worker-rollouts", "-1"}, "--max-rollouts -1"},
 		{[]string{"--multiplex", "0"}, "--multiplex 0"},
+		{[]string{"--interception.multiplex", "0"}, "--interception.multiplex 0"},
+		{[]string{"--multiplex", "3", "--interception.multiplex", "4"}, "disagree"},
 		{[]string{"--mock-error-rate", "1.5"}, "--mock-error-rate"},
 		{[]string{"--mock-latency", "-1s"}, "--mock-latency"},
 		{[]string{"--runtime", "vm"}, "unknown runtime \"vm\" (want local, netns, bwrap or docker)"},

@@ -45,7 +45,8 @@ const (
 	flagBodyReadTimeout        = "interception.body-read-timeout"
 	flagInterceptionConfig     = "interception.config"
 	flagInterceptionType       = "interception.type"
-	flagMultiplex              = "multiplex"
+	flagMultiplex              = "interception.multiplex"
+	flagMultiplexFormer        = "multiplex" // the former name of interception.multiplex
 	flagHarnessCache           = "harness-cache"
 )
 
@@ -93,8 +94,6 @@ func WorkerFlags() []cli.Flag {
 		&cli.IntFlag{Name: flagMaxRollouts, Value: 64, EnvVars: []string{"EVALFLOW_MAX_ROLLOUTS"},
 			Usage: "rollouts one worker runs at once"},
 		&cli.IntFlag{Name: flagWorkerRollouts, Hidden: true, Usage: "former name of --max-rollouts"},
-		&cli.IntFlag{Name: flagMultiplex, Value: 32, EnvVars: []string{"EVALFLOW_MULTIPLEX"},
-			Usage: "rollouts sharing one interception server"},
 		&cli.StringFlag{Name: flagWorkDir, EnvVars: []string{"EVALFLOW_WORK_DIR"},
 			Usage: "parent of harness workdirs (default: the system temp dir)"},
 		&cli.StringFlag{Name: flagHarnessCache, EnvVars: []string{"EVALFLOW_HARNESS_CACHE"},
@@ -134,8 +133,6 @@ func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, 
 	switch rate := cctx.Float64(flagMockErrorRate); {
 	case maxRollouts < 1:
 		return cfg, nil, fmt.Errorf("--%s %d: a worker runs at least 1 rollout at once", flagMaxRollouts, maxRollouts)
-	case cctx.Int(flagMultiplex) < 1:
-		return cfg, nil, fmt.Errorf("--%s %d: at least 1 rollout shares an interception server", flagMultiplex, cctx.Int(flagMultiplex))
 	case rate < 0 || rate > 1:
 		return cfg, nil, fmt.Errorf("--%s %v: want a fraction from 0 to 1", flagMockErrorRate, rate)
 	case cctx.Duration(flagMockLatency) < 0:
@@ -178,7 +175,7 @@ func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, 
 		},
 		BodyReadTimeout: cctx.Duration(flagBodyReadTimeout),
 		MaxRollouts:     maxRollouts,
-		Multiplex:       cctx.Int(flagMultiplex),
+		Multiplex:       ic.multiplex(),
 		WorkDir:         cctx.String(flagWorkDir),
 		HarnessCache:    cctx.String(flagHarnessCache),
 		Runtime:         rt,
@@ -196,10 +193,16 @@ func InterceptionFlags() []cli.Flag {
 			Usage: "JSON file with the interception settings (keys as in wiring.Interception: type, url, port, frp_server, ssh_server, …)"},
 		&cli.StringFlag{Name: flagInterceptionType, EnvVars: []string{"EVALFLOW_INTERCEPTION_TYPE"},
 			Usage: "how remote harnesses reach the interception servers: local, custom, frp or ssh (local harnesses always use loopback)"},
+		&cli.IntFlag{Name: flagMultiplex, EnvVars: []string{"EVALFLOW_INTERCEPTION_MULTIPLEX"},
+			Usage: "rollouts sharing one interception server and its tunnel (default 32; not for custom, which is one shared server)"},
+		&cli.IntFlag{Name: flagMultiplexFormer, EnvVars: []string{"EVALFLOW_MULTIPLEX"},
+			Usage: "deprecated: the former name of --interception.multiplex"},
 		&cli.DurationFlag{Name: "interception.health-interval", EnvVars: []string{"EVALFLOW_INTERCEPTION_HEALTH_INTERVAL"},
 			Usage: "how often every tunnel is checked end to end (default 30s)"},
 		&cli.IntFlag{Name: "interception.creations-per-minute", EnvVars: []string{"EVALFLOW_TUNNEL_CREATIONS_PER_MINUTE"},
-			Usage: "host-wide bound on tunnel creations (default 512)"},
+			Usage: "host-wide bound on tunnel creations, shared by the workers of this host (default 512)"},
+		&cli.StringFlag{Name: "interception.creation-limit-file", EnvVars: []string{"EVALFLOW_TUNNEL_LIMIT_FILE"},
+			Usage: "the file (flock'd token bucket) through which the workers of a host share --interception.creations-per-minute (default $XDG_RUNTIME_DIR/evalflow/tunnel-limit, else /tmp/evalflow-<uid>/tunnel-limit)"},
 		&cli.StringFlag{Name: "interception.gateway-token", EnvVars: []string{"EVALFLOW_GATEWAY_TOKEN"},
 			Usage: "enables POST /v1/rollouts/{id}/register|unregister and GET …/trajectory for callers presenting this bearer token"},
 		&cli.IntFlag{Name: "interception.attempts", EnvVars: []string{"EVALFLOW_INTERCEPTION_ATTEMPTS"}, Usage: "tunnel creation attempts per Expose before Temporal retries it (default 3)"},
@@ -243,10 +246,14 @@ func InterceptionFromFlags(cctx *cli.Context) (Interception, error) {
 		}
 	}
 	str(flagInterceptionType, &c.Type)
+	if err := multiplexFromFlags(cctx, &c); err != nil {
+		return c, err
+	}
 	if cctx.IsSet("interception.health-interval") {
 		c.HealthInterval = cctx.Duration("interception.health-interval")
 	}
 	num("interception.creations-per-minute", &c.CreationsPerMinute)
+	str("interception.creation-limit-file", &c.CreationLimitFile)
 	num("interception.attempts", &c.Attempts)
 	str("interception.gateway-token", &c.GatewayToken)
 	str("interception.url", &c.URL)
@@ -264,10 +271,35 @@ func InterceptionFromFlags(cctx *cli.Context) (Interception, error) {
 	str("interception.ssh.known-hosts", &c.SSHKnownHosts)
 	str("interception.ssh.remote-bind", &c.SSHRemoteBind)
 	str("interception.ssh.public-host", &c.SSHPublicHost)
-	if err := c.Validate(cctx.IsSet(flagMultiplex)); err != nil {
+	if err := c.Validate(); err != nil {
 		return c, err
 	}
 	return c, nil
+}
+
+// multiplexFromFlags sets c.Multiplex from --interception.multiplex, over
+// the config file's, or from its former name --multiplex, which may not
+// say otherwise than the new name.
+func multiplexFromFlags(cctx *cli.Context, c *Interception) error {
+	from := "the interception config's multiplex"
+	if cctx.IsSet(flagMultiplex) {
+		c.Multiplex, from = cctx.Int(flagMultiplex), "--"+flagMultiplex
+	}
+	if cctx.IsSet(flagMultiplexFormer) {
+		v := cctx.Int(flagMultiplexFormer)
+		if c.Multiplex != 0 && c.Multiplex != v {
+			return fmt.Errorf("--%s %d and %s %d disagree: --%s is the former name of --%s; give only --%s",
+				flagMultiplexFormer, v, from, c.Multiplex, flagMultiplexFormer, flagMultiplex, flagMultiplex)
+		}
+		c.Multiplex, from = v, "--"+flagMultiplexFormer
+		c.Warnings = append(c.Warnings, fmt.Sprintf("--%s (EVALFLOW_MULTIPLEX) is deprecated: use --%s (EVALFLOW_INTERCEPTION_MULTIPLEX) or multiplex in the --%s file",
+			flagMultiplexFormer, flagMultiplex, flagInterceptionConfig))
+	}
+	flagged := cctx.IsSet(flagMultiplex) || cctx.IsSet(flagMultiplexFormer)
+	if c.Multiplex < 0 || flagged && c.Multiplex == 0 {
+		return fmt.Errorf("%s %d: at least 1 rollout shares an interception server", from, c.Multiplex)
+	}
+	return nil
 }
 
 // Runtime kinds the CLIs offer.

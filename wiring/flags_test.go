@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
+
+	"github.com/evalflow/evalflow/tunnel"
 )
 
 // parse runs args through an app with the interception flags.
@@ -16,7 +18,7 @@ func parse(t *testing.T, args ...string) (Interception, error) {
 	var got Interception
 	var err error
 	app := &cli.App{
-		Flags: append(InterceptionFlags(), &cli.IntFlag{Name: "multiplex", Value: 32}),
+		Flags: InterceptionFlags(),
 		Action: func(cctx *cli.Context) error {
 			got, err = InterceptionFromFlags(cctx)
 			return nil
@@ -61,4 +63,70 @@ func TestInterceptionFromFlagsFRPNeedsToken(t *testing.T) {
 	t.Setenv("EVALFLOW_FRP_TOKEN", "from-env")
 	_, err = parse(t, "--interception.type", "frp", "--interception.frp.server", "frps.example:7000")
 	assert.NoError(t, err)
+}
+
+func TestInterceptionMultiplexSpellings(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "interception.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"type":"local","multiplex":16}`), 0o600))
+	tests := []struct {
+		name    string
+		args    []string
+		want    int
+		warns   bool
+		wantErr string
+	}{
+		{"unset", nil, 0, false, ""},
+		{"new name", []string{"--interception.multiplex", "8"}, 8, false, ""},
+		{"config file", []string{"--interception.config", file}, 16, false, ""},
+		{"flag over config file", []string{"--interception.config", file, "--interception.multiplex", "4"}, 4, false, ""},
+		{"former name", []string{"--multiplex", "8"}, 8, true, ""},
+		{"both, agreeing", []string{"--multiplex", "8", "--interception.multiplex", "8"}, 8, true, ""},
+		{"both, disagreeing", []string{"--multiplex", "8", "--interception.multiplex", "4"}, 0, false,
+			"--multiplex 8 and --interception.multiplex 4 disagree: --multiplex is the former name of --interception.multiplex; give only --interception.multiplex"},
+		{"former name against the config file", []string{"--interception.config", file, "--multiplex", "8"}, 0, false,
+			"--multiplex 8 and the interception config's multiplex 16 disagree"},
+		{"zero", []string{"--interception.multiplex", "0"}, 0, false, "--interception.multiplex 0: at least 1 rollout"},
+		{"custom takes none", []string{"--interception.type", "custom", "--interception.url", "http://h:1", "--interception.port", "1", "--interception.multiplex", "2"}, 0, false,
+			"custom is one shared server; multiplex does not apply"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parse(t, tt.args...)
+			if tt.wantErr != "" {
+				require.Error(t, err, "InterceptionFromFlags(%q)", tt.args)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err, "InterceptionFromFlags(%q)", tt.args)
+			assert.Equal(t, tt.want, got.Multiplex)
+			if tt.warns {
+				require.Len(t, got.Warnings, 1)
+				assert.Contains(t, got.Warnings[0], "--multiplex (EVALFLOW_MULTIPLEX) is deprecated: use --interception.multiplex")
+			} else {
+				assert.Empty(t, got.Warnings)
+			}
+		})
+	}
+}
+
+func TestFormerMultiplexFromTheEnvironment(t *testing.T) {
+	t.Setenv("EVALFLOW_MULTIPLEX", "6")
+	got, err := parse(t)
+	require.NoError(t, err)
+	assert.Equal(t, 6, got.Multiplex)
+	assert.Len(t, got.Warnings, 1, "the former variable warns too")
+}
+
+func TestCreationLimitIsTheWorkersOwn(t *testing.T) {
+	t.Setenv("EVALFLOW_FRP_TOKEN", "tok")
+	file := filepath.Join(t.TempDir(), "limit")
+	got, err := parse(t, "--interception.type", "frp", "--interception.frp.server", "frps.example:7000",
+		"--interception.creations-per-minute", "64", "--interception.creation-limit-file", file)
+	require.NoError(t, err)
+	tun, err := got.tunnel(false)
+	require.NoError(t, err)
+	assert.Equal(t, tunnel.NewHostLimiter(file, 64), tun.(*tunnel.FRP).Limiter, "the tunnel draws from the host's bucket in that file")
+
+	_, err = parse(t, "--interception.creations-per-minute", "-1")
+	assert.ErrorContains(t, err, "creations per minute -1 is negative")
 }

@@ -30,8 +30,16 @@ type Interception struct {
 	// HealthInterval is how often every tunnel is checked end to end; 0 is
 	// 30 s.
 	HealthInterval time.Duration `json:"health_interval"`
-	// CreationsPerMinute bounds tunnel creations on this host; 0 is 512.
+	// CreationsPerMinute bounds tunnel creations on this host, shared by
+	// its workers through CreationLimitFile; 0 is 512.
 	CreationsPerMinute int `json:"creations_per_minute"`
+	// CreationLimitFile is the host-wide token bucket of tunnel creations
+	// (tunnel.HostLimiter); empty is tunnel.DefaultLimitFile().
+	CreationLimitFile string `json:"creation_limit_file"`
+	// Multiplex is how many rollouts share one server and its tunnel; 0 is
+	// DefaultMultiplex. A custom endpoint is one shared server: setting it
+	// there is an error.
+	Multiplex int `json:"multiplex"`
 	// Attempts is how often one Expose tries to create a tunnel before the
 	// activity fails and Temporal retries it; 0 is 3.
 	Attempts int `json:"attempts"`
@@ -68,12 +76,33 @@ type Interception struct {
 	// Use, when set, is the tunnel whatever Type says: for programs that
 	// embed a worker and for tests.
 	Use tunnel.Tunnel `json:"-"`
+
+	// Warnings are what the worker says when it starts about how it was
+	// configured (a deprecated flag).
+	Warnings []string `json:"-"`
 }
 
-// Validate reports a configuration that cannot work. multiplexSet says
-// whether the user set a multiplex, which only pooled types take.
-func (c Interception) Validate(multiplexSet bool) error {
-	_, err := c.tunnel(multiplexSet)
+// DefaultMultiplex is how many rollouts share one interception server
+// unless configured.
+const DefaultMultiplex = 32
+
+// multiplex is c.Multiplex or its default.
+func (c Interception) multiplex() int {
+	if c.Multiplex > 0 {
+		return c.Multiplex
+	}
+	return DefaultMultiplex
+}
+
+// Validate reports a configuration that cannot work.
+func (c Interception) Validate() error {
+	if c.CreationsPerMinute < 0 {
+		return fmt.Errorf("interception: creations per minute %d is negative", c.CreationsPerMinute)
+	}
+	if c.Multiplex < 0 {
+		return fmt.Errorf("interception: multiplex %d: at least 1 rollout shares an interception server", c.Multiplex)
+	}
+	_, err := c.tunnel(c.Multiplex != 0)
 	return err
 }
 
@@ -84,9 +113,6 @@ func (c Interception) Tunnel(rt harness.Runtime) (tunnel.Tunnel, error) {
 	t, err := c.tunnel(false)
 	if err != nil {
 		return nil, err
-	}
-	if c.CreationsPerMinute != 0 {
-		tunnel.Creations.SetRate(c.CreationsPerMinute)
 	}
 	if !harness.IsRemote(rt) {
 		return tunnel.Local{}, nil
@@ -131,7 +157,7 @@ func (c Interception) tunnel(multiplexSet bool) (tunnel.Tunnel, error) {
 				return nil, fmt.Errorf("interception: frp token file %s is empty", c.FRPTokenFile)
 			}
 		}
-		t := &tunnel.FRP{ServerAddr: host, ServerPort: port, Token: token, PublicHost: c.FRPPublicHost, Retry: retry}
+		t := &tunnel.FRP{ServerAddr: host, ServerPort: port, Token: token, PublicHost: c.FRPPublicHost, Retry: retry, Limiter: c.limiter()}
 		if err := t.Validate(); err != nil {
 			if errors.Is(err, tunnel.ErrNoToken) {
 				return nil, fmt.Errorf("%w (EVALFLOW_FRP_TOKEN or --interception.frp.token-file)", err)
@@ -143,6 +169,7 @@ func (c Interception) tunnel(multiplexSet bool) (tunnel.Tunnel, error) {
 		t := &tunnel.SSH{
 			Addr: c.SSHServer, User: c.SSHUser, KeyFile: c.SSHKeyFile, UseAgent: c.SSHAgent,
 			KnownHostsFile: c.SSHKnownHosts, RemoteBind: c.SSHRemoteBind, PublicHost: c.SSHPublicHost, Retry: retry,
+			Limiter: c.limiter(),
 		}
 		if t.KnownHostsFile == "" {
 			if home, err := os.UserHomeDir(); err == nil {
@@ -153,6 +180,12 @@ func (c Interception) tunnel(multiplexSet bool) (tunnel.Tunnel, error) {
 	default:
 		return nil, fmt.Errorf("interception: unknown type %q (want local, custom, frp or ssh)", c.Type)
 	}
+}
+
+// limiter is the host-wide bound on the tunnels created, shared with the
+// other workers of this host.
+func (c Interception) limiter() *tunnel.HostLimiter {
+	return tunnel.NewHostLimiter(c.CreationLimitFile, c.CreationsPerMinute)
 }
 
 func splitHostPort(s string, defaultPort int) (string, int, error) {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,30 +24,29 @@ func TestInterceptionTunnel(t *testing.T) {
 	emptyToken := filepath.Join(t.TempDir(), "empty")
 	require.NoError(t, os.WriteFile(emptyToken, []byte(" \n"), 0o600))
 	tests := []struct {
-		name      string
-		c         Interception
-		multiplex bool
-		remote    bool
-		want      tunnel.Tunnel
-		wantErr   string
+		name    string
+		c       Interception
+		remote  bool
+		want    tunnel.Tunnel
+		wantErr string
 	}{
-		{"default local", Interception{}, true, false, tunnel.Local{}, ""},
-		{"local runtime ignores frp", Interception{Type: "frp", FRPServer: "frps.example:7000", FRPToken: "tok"}, false, false, tunnel.Local{}, ""},
-		{"custom", Interception{Type: "custom", URL: "https://evals.example", Port: 8765}, false, true, tunnel.Custom{URL: "https://evals.example", Port: 8765}, ""},
-		{"custom with multiplex", Interception{Type: "custom", URL: "https://evals.example", Port: 8765}, true, true, nil, "multiplex"},
-		{"custom without port", Interception{Type: "custom", URL: "https://evals.example"}, false, true, nil, "port"},
-		{"frp", Interception{Type: "frp", FRPServer: "frps.example", FRPTokenFile: token}, true, true,
-			&tunnel.FRP{ServerAddr: "frps.example", ServerPort: 7000, Token: "tok-from-file"}, ""},
-		{"frp without server", Interception{Type: "frp"}, false, true, nil, "address is required"},
-		{"frp without token", Interception{Type: "frp", FRPServer: "frps.example"}, false, true, nil,
+		{"default local", Interception{}, false, tunnel.Local{}, ""},
+		{"local runtime ignores frp", Interception{Type: "frp", FRPServer: "frps.example:7000", FRPToken: "tok"}, false, tunnel.Local{}, ""},
+		{"custom", Interception{Type: "custom", URL: "https://evals.example", Port: 8765}, true, tunnel.Custom{URL: "https://evals.example", Port: 8765}, ""},
+		{"custom with multiplex", Interception{Type: "custom", URL: "https://evals.example", Port: 8765, Multiplex: 8}, true, nil, "multiplex"},
+		{"custom without port", Interception{Type: "custom", URL: "https://evals.example"}, true, nil, "port"},
+		{"frp", Interception{Type: "frp", FRPServer: "frps.example", FRPTokenFile: token}, true,
+			&tunnel.FRP{ServerAddr: "frps.example", ServerPort: 7000, Token: "tok-from-file", Limiter: tunnel.NewHostLimiter("", 0)}, ""},
+		{"frp without server", Interception{Type: "frp"}, true, nil, "address is required"},
+		{"frp without token", Interception{Type: "frp", FRPServer: "frps.example"}, true, nil,
 			"frp tunnel: a token is required (EVALFLOW_FRP_TOKEN or --interception.frp.token-file)"},
-		{"frp without token, local runtime", Interception{Type: "frp", FRPServer: "127.0.0.1:7000"}, false, false, nil,
+		{"frp without token, local runtime", Interception{Type: "frp", FRPServer: "127.0.0.1:7000"}, false, nil,
 			"frp tunnel: a token is required (EVALFLOW_FRP_TOKEN or --interception.frp.token-file)"},
-		{"frp with empty token file", Interception{Type: "frp", FRPServer: "frps.example", FRPTokenFile: emptyToken}, false, true, nil,
+		{"frp with empty token file", Interception{Type: "frp", FRPServer: "frps.example", FRPTokenFile: emptyToken}, true, nil,
 			"frp token file " + emptyToken + " is empty"},
-		{"ssh without known hosts or key", Interception{Type: "ssh", SSHServer: "h:22", SSHUser: "u", SSHKnownHosts: "/k"}, false, true, nil, "key file or the agent"},
-		{"remote runtime needs a tunnel", Interception{}, false, true, nil, "cannot reach"},
-		{"unknown", Interception{Type: "ngrok"}, false, true, nil, "unknown type"},
+		{"ssh without known hosts or key", Interception{Type: "ssh", SSHServer: "h:22", SSHUser: "u", SSHKnownHosts: "/k"}, true, nil, "key file or the agent"},
+		{"remote runtime needs a tunnel", Interception{}, true, nil, "cannot reach"},
+		{"unknown", Interception{Type: "ngrok"}, true, nil, "unknown type"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,7 +54,7 @@ func TestInterceptionTunnel(t *testing.T) {
 			if tt.remote {
 				rt = remoteRuntime{&harness.Local{}}
 			}
-			err := tt.c.Validate(tt.multiplex)
+			err := tt.c.Validate()
 			got, terr := tt.c.Tunnel(rt)
 			if tt.wantErr != "" {
 				if err == nil {
@@ -73,7 +73,12 @@ func TestInterceptionTunnel(t *testing.T) {
 
 func TestInterceptionErrorsHoldNoToken(t *testing.T) {
 	c := Interception{Type: "frp", FRPServer: "frps.example:notaport", FRPToken: "sekret-token"}
-	err := c.Validate(false)
+	err := c.Validate()
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "sekret-token")
+}
+
+func TestSDKTimeoutOutlastsTheServersRetries(t *testing.T) {
+	assert.Equal(t, 4*time.Minute+90*time.Second, UpstreamLimits{HeaderTimeout: time.Minute}.SDKTimeout())
+	assert.Equal(t, 21*time.Minute+30*time.Second, UpstreamLimits{}.SDKTimeout(), "the default header timeout")
 }

@@ -94,6 +94,20 @@ type UpstreamLimits struct {
 	MinConcurrency, MaxConcurrency int
 }
 
+// SDKTimeout is the request timeout a harness's SDK is given: the longest
+// the interception server may take to begin an answer while it retries the
+// provider (every attempt waiting the header timeout, each retry after at
+// most the longest Retry-After it honours), so that the SDK does not give
+// up first and send the call again on its own.
+func (l UpstreamLimits) SDKTimeout() time.Duration {
+	header := l.HeaderTimeout
+	if header <= 0 {
+		header = providers.DefaultResponseHeaderTimeout
+	}
+	n := time.Duration(providers.DefaultMaxAttempts)
+	return n*header + (n-1)*providers.DefaultMaxRetryAfter
+}
+
 // apply sets the limits on c.
 func (l UpstreamLimits) apply(c *providers.Client) {
 	c.ResponseHeaderTimeout, c.StreamIdleTimeout = l.HeaderTimeout, l.IdleTimeout
@@ -136,6 +150,12 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	for _, w := range cfg.Interception.Warnings {
+		cfg.Logger.Warn(w)
+	}
+	if cfg.Multiplex <= 0 {
+		cfg.Multiplex = cfg.Interception.multiplex()
 	}
 	if len(cfg.DefaultHarness) == 0 {
 		command, lean, err := builtinAgent()
@@ -199,6 +219,7 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 		Capacity:       w.cap,
 		Judge:          upstream,
 		WorkDir:        cfg.WorkDir,
+		SDKTimeout:     cfg.Upstream.SDKTimeout(),
 		Logger:         cfg.Logger,
 		Metrics:        m,
 	}
