@@ -85,6 +85,9 @@ type Rollout struct {
 	Sampling dialects.Sampling
 	// Limits bound the rollout's model calls (limits.go).
 	Limits Limits
+	// Tokens, when set, asks chat upstreams for token-level data and
+	// records it on every turn (tokens.go).
+	Tokens *dialects.TokenRequest
 }
 
 // ErrUnknownRollout is returned for a rollout key that is not registered.

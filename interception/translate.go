@@ -31,6 +31,7 @@ func (s *Server) translate(c *recorder, body []byte) {
 		return
 	}
 	c.turn.Response = answer
+	c.turn.Tokens = answerTokens(c.e.rollout, s.up, data)
 	c.turn.Status = http.StatusOK
 	writeAnswer(c, answer)
 }
@@ -41,11 +42,15 @@ func (s *Server) callUpstream(c *recorder) (status int, data []byte, ok bool) {
 	req := c.turn.Request
 	req.Stream = false
 	body, err := s.up.EncodeRequest(req)
+	var out dialects.Body
+	if err == nil {
+		out, err = withTokenFields(c.e.rollout, s.up, dialects.Body{body})
+	}
 	if err != nil {
 		c.fail(http.StatusBadRequest, "", "The request cannot be sent to the upstream: "+err.Error())
 		return 0, nil, false
 	}
-	resp, ok := c.send(s.up.Path(), nil, dialects.Body{body})
+	resp, ok := c.send(s.up.Path(), nil, out)
 	if !ok {
 		return 0, nil, false
 	}

@@ -178,6 +178,9 @@ type rawTurn struct {
 func materialize(t trace.Turn, raw rawTurn, r Rollout) trace.Turn {
 	if raw.answered {
 		recordJSON(&t, raw.dialect, raw.status, raw.answer)
+		if t.Error == "" {
+			t.Tokens = answerTokens(r, raw.dialect, raw.answer)
+		}
 	}
 	req, err := raw.dialect.ParseRequest(raw.request)
 	if err != nil {

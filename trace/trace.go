@@ -16,6 +16,10 @@ type Turn struct {
 	Streamed bool              `json:"streamed"`
 	Request  dialects.Request  `json:"request"`
 	Response dialects.Response `json:"response"`
+	// Tokens is the call's token-level data (prompt and completion token
+	// ids, log probabilities), recorded when the run traces tokens and the
+	// upstream returned them.
+	Tokens *dialects.Tokens `json:"tokens,omitempty"`
 	// Status is the HTTP status returned to the harness.
 	Status int    `json:"status"`
 	Error  string `json:"error,omitempty"`
