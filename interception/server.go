@@ -53,6 +53,14 @@ type Config struct {
 	// GatewayToken enables the rollout gateway routes (gateway.go) for
 	// callers presenting it; empty disables them. A credential: never log it.
 	GatewayToken string
+	// GatewayTTL is how long a gateway registration lives unless its
+	// register call says otherwise; DefaultGatewayTTL when 0.
+	GatewayTTL time.Duration
+	// GatewaySlots, when set, counts gateway registrations against the
+	// worker's capacity.
+	GatewaySlots SlotCounter
+	// Now is the clock of gateway expiries; time.Now when nil.
+	Now func() time.Time
 	// Metrics counts every model call served; nil counts nothing.
 	Metrics *metrics.Metrics
 
@@ -74,6 +82,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.GatewayTTL <= 0 {
+		c.GatewayTTL = DefaultGatewayTTL
 	}
 	return c
 }

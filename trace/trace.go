@@ -76,6 +76,9 @@ const (
 	LimitTokens = "tokens"
 	// LimitModelTime: its calls took its most time, summed.
 	LimitModelTime = "model_time"
+	// LimitSeqLen: one of its calls reached the most tokens, prompt and
+	// completion, of a call (the gateway's max_seq_len).
+	LimitSeqLen = "seq_len"
 )
 
 // Harness is how the harness process ended.
