@@ -135,7 +135,8 @@ type Trajectory struct {
 	// after it: the later requests' new messages and the last answer.
 	Prompt     []dialects.Message `json:"prompt"`
 	Completion []dialects.Message `json:"completion"`
-	// Tokens is each turn's token data, when the registration traces tokens.
+	// Tokens is each turn's token data, when the registration traces
+	// tokens; the turns themselves then hold none.
 	Tokens []TurnTokens `json:"tokens,omitempty"`
 	// IsTruncated says a limit cut the rollout (Limit names it) or a turn
 	// stopped at its max tokens (finish reason length).
@@ -150,14 +151,15 @@ type TurnTokens struct {
 	*dialects.Tokens
 }
 
-// trajectoryOf builds the trajectory of a rollout's turns.
+// trajectoryOf builds the trajectory of turns, a copy of a rollout's own:
+// their token data moves to the trajectory's Tokens.
 func trajectoryOf(id string, turns []trace.Turn) Trajectory {
 	tr := Trajectory{RolloutID: id, Turns: turns, Prompt: []dialects.Message{}, Completion: []dialects.Message{}}
 	if tr.Turns == nil {
 		tr.Turns = []trace.Turn{}
 	}
 	var answered []trace.Turn
-	for _, t := range turns {
+	for i, t := range turns {
 		if t.Limit != "" && tr.Limit == "" {
 			tr.Limit = t.Limit
 		}
@@ -166,6 +168,7 @@ func trajectoryOf(id string, turns []trace.Turn) Trajectory {
 		}
 		if t.Tokens != nil {
 			tr.Tokens = append(tr.Tokens, TurnTokens{Turn: t.Index, FinishReason: t.Response.FinishReason, Tokens: t.Tokens})
+			turns[i].Tokens = nil // once is enough: in Tokens
 		}
 		if t.Status/100 == 2 && len(t.Request.Messages) > 0 {
 			answered = append(answered, t)

@@ -33,3 +33,11 @@ func TestTrajectoryTruncation(t *testing.T) {
 		assert.NotNil(t, tr.Completion, tc.name)
 	}
 }
+
+func TestTrajectoryHoldsTokensOnce(t *testing.T) {
+	tok := &dialects.Tokens{CompletionIDs: dialects.TokenIDs{1, 2}}
+	tr := trajectoryOf("r", []trace.Turn{{Index: 0, Status: 200, Tokens: tok}})
+	assert.Len(t, tr.Tokens, 1)
+	assert.Same(t, tok, tr.Tokens[0].Tokens)
+	assert.Nil(t, tr.Turns[0].Tokens, "the token data is in Tokens only")
+}
