@@ -95,7 +95,8 @@ func (a *Activities) Acquire(ctx context.Context, in rollout.AcquireInput) (roll
 	}
 	h := in.Rollout.Harness
 	slot, err := a.Pool.Acquire(ctx, interception.Rollout{Key: key, Model: in.Rollout.Model, Sampling: dialects.Sampling(in.Rollout.Sampling),
-		Limits: interception.Limits{Turns: h.MaxTurns, Tokens: h.MaxTokensTotal, ModelTime: h.MaxModelTime}})
+		Limits: interception.Limits{Turns: h.MaxTurns, Tokens: h.MaxTokensTotal, ModelTime: h.MaxModelTime},
+		Tokens: tokenRequest(h)})
 	if err != nil {
 		a.Capacity.Give(key)
 		if cerr := listenConfigErr(err); cerr != nil {
@@ -191,7 +192,8 @@ func (a *Activities) stored(ctx context.Context, ref rollout.Ref) (rollout.Summa
 	if err != nil || !ok || !reusable(ref, rec) {
 		return rollout.Summary{}, false, err
 	}
-	return reused(rec), true, nil
+	s, err := a.withTokens(ctx, ref, reused(rec))
+	return s, err == nil, err
 }
 
 // storedRecord reads the rollout's record from the run store, if it has one.
@@ -304,4 +306,13 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
+}
+
+// tokenRequest is what the interception asks upstreams for when the run
+// traces tokens; nil when it does not.
+func tokenRequest(h rollout.HarnessConfig) *dialects.TokenRequest {
+	if !h.TraceTokens {
+		return nil
+	}
+	return &dialects.TokenRequest{TopLogprobs: h.TopLogprobs}
 }

@@ -137,3 +137,24 @@ func (c *Capacity) Sweep(age time.Duration) []string {
 	}
 	return keys
 }
+
+// TryTake takes a unit for key at once, or reports that none is free,
+// without waiting: for the rollout gateway's registrations
+// (interception.SlotCounter), whose trainer is told the worker is full.
+// The unit counts as running, so Sweep keeps it until Give.
+func (c *Capacity) TryTake(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.held[key]; ok {
+		return false
+	}
+	select {
+	case <-c.free:
+		h := hold{since: time.Now(), running: true, started: make(chan struct{})}
+		h.end()
+		c.held[key] = h
+		return true
+	default:
+		return false
+	}
+}

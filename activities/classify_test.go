@@ -51,7 +51,7 @@ func TestClassifyTurnLimitFromTurnsNotExitCode(t *testing.T) {
 		{"argparse usage error", harness.Result{ExitCode: 2, Stderr: "usage: agent.py [-h] --task TASK\nagent.py: error: the following arguments are required: --task"}, nil, 8, rollout.KindHarnessExit},
 		{"exit 2 before the limit", harness.Result{ExitCode: 2}, []trace.Turn{ok, ok, ok}, 8, rollout.KindHarnessExit},
 		{"limit reached, any exit code", harness.Result{ExitCode: 1}, []trace.Turn{ok, ok, ok}, 3, rollout.KindMaxTurns},
-		{"built-in agent's turn limit", harness.Result{ExitCode: 2}, []trace.Turn{ok, ok, ok}, 3, rollout.KindMaxTurns},
+		{"a harness stopped at the limit, exit 2", harness.Result{ExitCode: 2}, []trace.Turn{ok, ok, ok}, 3, rollout.KindMaxTurns},
 		{"answered on the last turn", harness.Result{}, []trace.Turn{ok, ok, ok}, 3, ""},
 		{"no limit", harness.Result{ExitCode: 2}, []trace.Turn{ok, ok, ok}, 0, rollout.KindHarnessExit},
 		{"timed out at the limit", harness.Result{ExitCode: -1, TimedOut: true}, []trace.Turn{ok, ok, ok}, 3, rollout.KindTimeout},

@@ -99,7 +99,7 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (sum rollout.
 	}
 	s := summaryOf(stored)
 	s.Rerun = found // a stored failure, run again
-	return s, nil
+	return a.withTokens(ctx, ref, s)
 }
 
 // prepareWorkspace prepares the workspace of a task that has an

@@ -169,7 +169,7 @@ func (a *Activities) Verify(ctx context.Context, in rollout.VerifyInput) (rollou
 	}
 	s := summaryOf(stored)
 	s.Rerun = p.rerun
-	return s, nil
+	return a.withTokens(ctx, p.job.ref, s)
 }
 
 // testsMetrics are a verifier's reward as the "tests" metric and its other

@@ -24,6 +24,11 @@ type Limits struct {
 	// ModelTime is the most time the calls take, summed from their arrival
 	// to their answer; like Tokens, it refuses the calls after it.
 	ModelTime time.Duration
+	// SeqLen is the most tokens, prompt and completion, of one call: once
+	// a call's reached it, the conversation cannot grow past it, and the
+	// calls after it are refused. (The gateway also caps each call's max
+	// tokens at it.)
+	SeqLen int
 }
 
 // statusLimit is the status of a call refused by a limit. It is a 400, the
@@ -41,6 +46,8 @@ type usage struct {
 	calls     int
 	tokens    int
 	modelTime time.Duration
+	// seqLen is the most tokens, prompt and completion, of one call.
+	seqLen int
 }
 
 // reached says which of l the usage u has reached, and the message for
@@ -54,6 +61,9 @@ func (l Limits) reached(u usage) (which, msg string) {
 	case l.ModelTime > 0 && u.modelTime >= l.ModelTime:
 		return trace.LimitModelTime, fmt.Sprintf("rollout limit reached: %v of model calls (--max-model-time %v)",
 			u.modelTime.Round(time.Millisecond), l.ModelTime)
+	case l.SeqLen > 0 && u.seqLen >= l.SeqLen:
+		return trace.LimitSeqLen, fmt.Sprintf("rollout limit reached: a call of %d tokens, prompt and completion (max_seq_len %d)",
+			u.seqLen, l.SeqLen)
 	}
 	return "", ""
 }

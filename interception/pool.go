@@ -49,6 +49,8 @@ type Pool struct {
 	slots     map[string]Slot
 	// exposedAt is the tunnel generation each rollout was given by Expose.
 	exposedAt map[string]uint64
+
+	gw gatewayState // gateway registrations (gateway.go)
 }
 
 // member is a pooled server and its tunnel exposure, created on first use.

@@ -77,8 +77,8 @@ func (c *recorder) finish() {
 	c.turn.Latency = time.Since(c.turn.StartedAt)
 	var raw *rawTurn
 	switch {
-	case c.raw.answered && c.e.rollout.Limits.Tokens > 0:
-		// The rollout's token limit needs the answer's usage now.
+	case c.raw.answered && (c.e.rollout.Limits.Tokens > 0 || c.e.rollout.Limits.SeqLen > 0):
+		// The rollout's token limits need the answer's usage now.
 		c.turn = materialize(c.turn, c.raw, c.e.rollout)
 	case c.raw.dialect != nil:
 		raw = &c.raw

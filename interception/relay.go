@@ -28,6 +28,10 @@ func (s *Server) relay(c *recorder, body []byte) {
 		c.fail(http.StatusBadRequest, "", badJSON+err.Error())
 		return
 	}
+	if out, err = withTokenFields(c.e.rollout, c.d, out); err != nil {
+		c.fail(http.StatusBadRequest, "", badJSON+err.Error())
+		return
+	}
 	c.raw = rawTurn{dialect: c.d, request: body}
 	resp, ok := c.send(c.d.Path(), c.r.Header, out)
 	if !ok {
@@ -55,7 +59,11 @@ func (s *Server) relay(c *recorder, body []byte) {
 func relayStream(c *recorder, upstream io.Reader, status int) error {
 	c.turn.Streamed = true // until the request is parsed
 	stream := c.d.NewStream()
+	tokens := tokenStream(c.e.rollout, c.d)
 	err := relaySSE(c.w, upstream, func(data []byte) bool {
+		if tokens != nil {
+			tokens.Add(data)
+		}
 		if err := stream.Add(data); err != nil && c.turn.Error == "" {
 			c.turn.Error = err.Error()
 			if f := errorEventFailure(err); f != "" {
@@ -68,6 +76,9 @@ func relayStream(c *recorder, upstream io.Reader, status int) error {
 		return stream.Done()
 	})
 	c.turn.Response = stream.Response()
+	if tokens != nil {
+		c.turn.Tokens = tokens.Tokens()
+	}
 	ended := stream.Done() || c.turn.Response.FinishReason != ""
 	if err == nil && !ended && c.turn.Error == "" && status/100 == 2 {
 		err = &upstreamReadError{&truncatedError{}}

@@ -53,6 +53,14 @@ type Config struct {
 	// GatewayToken enables the rollout gateway routes (gateway.go) for
 	// callers presenting it; empty disables them. A credential: never log it.
 	GatewayToken string
+	// GatewayTTL is how long a gateway registration lives unless its
+	// register call says otherwise; DefaultGatewayTTL when 0.
+	GatewayTTL time.Duration
+	// GatewaySlots, when set, counts gateway registrations against the
+	// worker's capacity.
+	GatewaySlots SlotCounter
+	// Now is the clock of gateway expiries; time.Now when nil.
+	Now func() time.Time
 	// Metrics counts every model call served; nil counts nothing.
 	Metrics *metrics.Metrics
 
@@ -75,6 +83,9 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.GatewayTTL <= 0 {
+		c.GatewayTTL = DefaultGatewayTTL
+	}
 	return c
 }
 
@@ -85,6 +96,9 @@ type Rollout struct {
 	Sampling dialects.Sampling
 	// Limits bound the rollout's model calls (limits.go).
 	Limits Limits
+	// Tokens, when set, asks chat upstreams for token-level data and
+	// records it on every turn (tokens.go).
+	Tokens *dialects.TokenRequest
 }
 
 // ErrUnknownRollout is returned for a rollout key that is not registered.

@@ -42,6 +42,7 @@ func (s *Server) translate(c *recorder, body []byte) {
 		return
 	}
 	c.turn.Response = answer
+	c.turn.Tokens = answerTokens(c.e.rollout, s.up, data)
 	c.turn.Status = http.StatusOK
 	writeAnswer(c, answer)
 }
@@ -58,11 +59,15 @@ func (s *Server) callUpstream(c *recorder) (*http.Response, bool) {
 	} else {
 		body, err = s.up.EncodeRequest(req)
 	}
+	var out dialects.Body
+	if err == nil {
+		out, err = withTokenFields(c.e.rollout, s.up, dialects.Body{body})
+	}
 	if err != nil {
 		c.fail(http.StatusBadRequest, "", "The request cannot be sent to the upstream: "+err.Error())
 		return nil, false
 	}
-	return c.send(s.up.Path(), nil, dialects.Body{body})
+	return c.send(s.up.Path(), nil, out)
 }
 
 // readWhole reads an upstream answer whole.

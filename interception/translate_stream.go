@@ -31,6 +31,7 @@ func (s *Server) translateStream(c *recorder, resp *http.Response) {
 
 	upstream := c.firstByte(resp.Body)
 	stream := s.up.NewStream()
+	tokens := tokenStream(c.e.rollout, s.up)
 	// The caller's events made of one upstream event leave together: one
 	// flush per upstream event, not per event written.
 	out := c.d.NewStreamWriter(writeOnly{c.w})
@@ -49,6 +50,9 @@ func (s *Server) translateStream(c *recorder, resp *http.Response) {
 		}
 	}
 	readErr := eachEvent(upstream, func(data []byte) bool {
+		if tokens != nil {
+			tokens.Add(data)
+		}
 		if err := stream.Add(data); err != nil {
 			upErr = err
 			return true
@@ -70,6 +74,9 @@ func (s *Server) translateStream(c *recorder, resp *http.Response) {
 	})
 	c.turn.TTFT = upstream.ttft
 	c.turn.Response = stream.Response()
+	if tokens != nil {
+		c.turn.Tokens = tokens.Tokens()
+	}
 	switch {
 	case writeErr != nil:
 		relayFailed(c, fmt.Errorf("write to caller: %w", writeErr))

@@ -105,7 +105,9 @@ func (e *entry) record(index int, t trace.Turn, raw *rawTurn, wasDelivered bool)
 		e.failing = false // the upstream answered
 	}
 	if t.Limit == "" {
-		e.used.tokens += t.Response.Usage.InputTokens + t.Response.Usage.OutputTokens
+		seq := t.Response.Usage.InputTokens + t.Response.Usage.OutputTokens
+		e.used.tokens += seq
+		e.used.seqLen = max(e.used.seqLen, seq)
 		e.used.modelTime += t.Latency
 	}
 	i := len(e.turns)
@@ -178,6 +180,9 @@ type rawTurn struct {
 func materialize(t trace.Turn, raw rawTurn, r Rollout) trace.Turn {
 	if raw.answered {
 		recordJSON(&t, raw.dialect, raw.status, raw.answer)
+		if t.Error == "" {
+			t.Tokens = answerTokens(r, raw.dialect, raw.answer)
+		}
 	}
 	req, err := raw.dialect.ParseRequest(raw.request)
 	if err != nil {

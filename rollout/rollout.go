@@ -7,6 +7,7 @@
 package rollout
 
 import (
+	"encoding/json"
 	"strconv"
 	"time"
 )
@@ -34,6 +35,13 @@ type HarnessConfig struct {
 	// MaxModelTime is the most time a rollout's model calls may take,
 	// summed (0: none).
 	MaxModelTime time.Duration `json:"max_model_time,omitempty"`
+	// TraceTokens asks OpenAI-compatible chat upstreams (vLLM, SGLang) for
+	// token-level data, prompt and completion token ids and log
+	// probabilities, and records it on every turn of the trace.
+	TraceTokens bool `json:"trace_tokens,omitempty"`
+	// TopLogprobs is how many alternatives per completion token a traced
+	// turn keeps (0: none); with TraceTokens only.
+	TopLogprobs int `json:"top_logprobs,omitempty"`
 	// Dialect is the protocol the built-in agent speaks: chat, responses or
 	// anthropic; empty is chat. Other commands choose their own.
 	Dialect string `json:"dialect,omitempty"`
@@ -117,4 +125,33 @@ type Summary struct {
 	// Verify, set by Run, says the rollout is not finished: its workspace
 	// waits on the worker for the task's verifier (ActivityVerify).
 	Verify *VerifyPlan `json:"verify,omitempty"`
+	// Tokens is the token-level data of the rollout's turns, when its run
+	// traces tokens (HarnessConfig.TraceTokens) and the upstream returned
+	// it: what a trainer pulling groups (pull.RunGroup) learns from.
+	Tokens []TurnTokens `json:"tokens,omitempty"`
+	// TokensCut says Tokens was left out because it was larger than
+	// MaxSummaryTokenBytes; the trace holds it.
+	TokensCut bool `json:"tokens_cut,omitempty"`
+	// Truncated, set when the run traces tokens, says a limit of the
+	// rollout refused a call, or a turn
+	// stopped at its max tokens (finish reason length): the completion
+	// was cut, not finished by the model.
+	Truncated bool `json:"truncated,omitempty"`
 }
+
+// TurnTokens is one model call's token-level data.
+type TurnTokens struct {
+	// Turn is the turn's index in the trace.
+	Turn int `json:"turn"`
+	// FinishReason is why the completion ended: stop, length, tool_calls.
+	FinishReason string `json:"finish_reason,omitempty"`
+	// Data is the trace's record of the turn's tokens (trace.Turn.Tokens,
+	// a dialects.Tokens): prompt_ids and completion_ids as base64 of
+	// little-endian int32s, logprobs as base64 of little-endian float32s,
+	// and top_k, top_tokens and top_logprobs when alternatives were asked.
+	Data json.RawMessage `json:"data"`
+}
+
+// MaxSummaryTokenBytes bounds the token data a Summary carries through a
+// workflow's history; a larger rollout's is read from its trace.
+const MaxSummaryTokenBytes = 1 << 20

@@ -139,6 +139,8 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-turns", Value: workflows.DefaultMaxTurns, Usage: "model calls a rollout may make; the interception server refuses the ones after it (EVALFLOW_MAX_TURNS)"},
 		&cli.IntFlag{Name: "max-tokens-total", Usage: "tokens, prompt and completion, all a rollout's model calls may use together; 0 is no limit"},
 		&cli.DurationFlag{Name: "max-model-time", Usage: "time all a rollout's model calls may take, summed; 0 is no limit"},
+		&cli.BoolFlag{Name: "trace-tokens", Usage: "ask OpenAI-compatible chat upstreams (vLLM, SGLang) for prompt and completion token ids and logprobs, and record them on every turn"},
+		&cli.IntFlag{Name: "top-logprobs", Usage: "with --trace-tokens: alternatives per completion token to record (0: none)"},
 		&cli.StringFlag{Name: "rubric", Value: workflows.DefaultRubric, Usage: "how rollouts are scored: exact, numeric[:tol], contains, regex[:pattern], tests, command:PROGRAM, judge[:model], weighted sums (tests*0.8+judge*0.2), rank:<rubric>"},
 		&cli.IntFlag{Name: "max-attempts", Value: workflows.DefaultMaxAttempts, Usage: "attempts of a rollout after infrastructure failures"},
 		&cli.BoolFlag{Name: "retry-failed", Usage: "with the --run-id of an earlier run: rerun its stored failures and keep its successes"},
@@ -181,6 +183,8 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 			MaxTurns:       cctx.Int("max-turns"),
 			MaxTokensTotal: cctx.Int("max-tokens-total"),
 			MaxModelTime:   cctx.Duration("max-model-time"),
+			TraceTokens:    cctx.Bool("trace-tokens"),
+			TopLogprobs:    cctx.Int("top-logprobs"),
 			Dialect:        cctx.String("harness-dialect"),
 			Env:            harnessEnv(cctx),
 		},
@@ -253,7 +257,7 @@ var counted = []struct {
 	min  int64
 }{
 	{"tasks", 0}, {"rollouts-per-task", 1}, {"group-size", 1}, {"max-concurrent", 1},
-	{"max-tokens", 1}, {"max-turns", 1}, {"max-tokens-total", 0}, {"max-attempts", 1}, {"continue-as-new-after", 1}, {"epochs", 0},
+	{"max-tokens", 1}, {"max-turns", 1}, {"max-tokens-total", 0}, {"top-logprobs", 0}, {"max-attempts", 1}, {"continue-as-new-after", 1}, {"epochs", 0},
 }
 
 // checkCounts refuses counts out of range, and negative durations and limits.

@@ -61,6 +61,20 @@ func TestRolloutLimitFlags(t *testing.T) {
 	assert.Zero(t, cfg.Harness.MaxModelTime, "no model time limit unless asked")
 }
 
+func TestTraceTokensFlags(t *testing.T) {
+	cfg, err := parseEval(t, "--run-id", "r1", "--trace-tokens", "--top-logprobs", "3")
+	require.NoError(t, err)
+	assert.True(t, cfg.Harness.TraceTokens)
+	assert.Equal(t, 3, cfg.Harness.TopLogprobs)
+
+	cfg, err = parseEval(t, "--run-id", "r1")
+	require.NoError(t, err)
+	assert.False(t, cfg.Harness.TraceTokens, "no token data unless asked")
+
+	_, err = parseEval(t, "--run-id", "r1", "--trace-tokens", "--top-logprobs", "-1")
+	assert.Error(t, err)
+}
+
 func TestPackagedHarnessFlags(t *testing.T) {
 	cfg, err := parseEval(t, "--harness", "codex", "--run-id", "r1")
 	require.NoError(t, err)

@@ -86,6 +86,8 @@ func changedConfig(cctx *cli.Context, old workflows.TrainInput) (configChange, e
 	apply("max-turns", &cfg.Harness.MaxTurns, &given.Harness.MaxTurns)
 	apply("max-tokens-total", &cfg.Harness.MaxTokensTotal, &given.Harness.MaxTokensTotal)
 	apply("max-model-time", &cfg.Harness.MaxModelTime, &given.Harness.MaxModelTime)
+	apply("trace-tokens", &cfg.Harness.TraceTokens, &given.Harness.TraceTokens)
+	apply("top-logprobs", &cfg.Harness.TopLogprobs, &given.Harness.TopLogprobs)
 	apply("rubric", &cfg.Rubric, &given.Rubric)
 	apply("max-attempts", &cfg.Limits.MaxAttempts, &given.Limits.MaxAttempts)
 	apply("continue-as-new-after", &cfg.Limits.ContinueAsNewAfter, &given.Limits.ContinueAsNewAfter)

@@ -16,6 +16,10 @@ type Turn struct {
 	Streamed bool              `json:"streamed"`
 	Request  dialects.Request  `json:"request"`
 	Response dialects.Response `json:"response"`
+	// Tokens is the call's token-level data (prompt and completion token
+	// ids, log probabilities), recorded when the run traces tokens and the
+	// upstream returned them.
+	Tokens *dialects.Tokens `json:"tokens,omitempty"`
 	// Status is the HTTP status returned to the harness.
 	Status int    `json:"status"`
 	Error  string `json:"error,omitempty"`
@@ -72,6 +76,9 @@ const (
 	LimitTokens = "tokens"
 	// LimitModelTime: its calls took its most time, summed.
 	LimitModelTime = "model_time"
+	// LimitSeqLen: one of its calls reached the most tokens, prompt and
+	// completion, of a call (the gateway's max_seq_len).
+	LimitSeqLen = "seq_len"
 )
 
 // Harness is how the harness process ended.

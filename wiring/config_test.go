@@ -137,6 +137,12 @@ func TestConfigFromFlags(t *testing.T) {
 			assert.Equal(t, &harness.Bwrap{IsolateNet: true}, c.Runtime)
 			assert.True(t, harness.IsRemote(c.Runtime), "an isolated sandbox needs a tunnel")
 		}},
+		{"gateway", []string{"--gateway-addr", "127.0.0.1:8470", "--gateway-ttl", "30m"}, map[string]string{"EVALFLOW_GATEWAY_TOKEN": "gw"},
+			func(t *testing.T, c Config) {
+				assert.Equal(t, "127.0.0.1:8470", c.Interception.GatewayAddr)
+				assert.Equal(t, 30*time.Minute, c.Interception.GatewayTTL)
+				assert.Equal(t, "gw", c.Interception.GatewayToken)
+			}},
 		{"the starter's former name", []string{"--worker-rollouts", "3"}, nil, func(t *testing.T, c Config) {
 			assert.Equal(t, 3, c.MaxRollouts)
 		}},
@@ -182,6 +188,7 @@ func TestConfigFromFlagsErrors(t *testing.T) {
 		{[]string{"--mock-latency", "-1s"}, "--mock-latency"},
 		{[]string{"--runtime", "vm"}, "unknown runtime \"vm\" (want local, netns, bwrap or docker)"},
 		{[]string{"--interception.type", "ngrok"}, "unknown type"},
+		{[]string{"--gateway-addr", "127.0.0.1:8470"}, "--gateway-addr needs --interception.gateway-token"},
 	} {
 		_, err := parseWorker(t, tt.args...)
 		require.Error(t, err, "ConfigFromFlags(%q)", tt.args)

@@ -48,6 +48,8 @@ const (
 	flagMultiplex              = "interception.multiplex"
 	flagMultiplexFormer        = "multiplex" // the former name of interception.multiplex
 	flagHarnessCache           = "harness-cache"
+	flagGatewayAddr            = "gateway-addr"
+	flagGatewayTTL             = "gateway-ttl"
 )
 
 // ClientFlags are the flags that say which Temporal namespace to talk to.
@@ -205,6 +207,10 @@ func InterceptionFlags() []cli.Flag {
 			Usage: "the file (flock'd token bucket) through which the workers of a host share --interception.creations-per-minute (default $XDG_RUNTIME_DIR/evalflow/tunnel-limit, else /tmp/evalflow-<uid>/tunnel-limit)"},
 		&cli.StringFlag{Name: "interception.gateway-token", EnvVars: []string{"EVALFLOW_GATEWAY_TOKEN"},
 			Usage: "enables POST /v1/rollouts/{id}/register|unregister and GET …/trajectory for callers presenting this bearer token"},
+		&cli.StringFlag{Name: flagGatewayAddr, EnvVars: []string{"EVALFLOW_GATEWAY_ADDR"},
+			Usage: "host:port to serve the rollout gateway at, a stable address for trainers (needs --interception.gateway-token; empty: only on the interception servers' ports)"},
+		&cli.DurationFlag{Name: flagGatewayTTL, EnvVars: []string{"EVALFLOW_GATEWAY_TTL"},
+			Usage: "how long a gateway registration lives unless unregistered or its register call says otherwise (default 4h)"},
 		&cli.IntFlag{Name: "interception.attempts", EnvVars: []string{"EVALFLOW_INTERCEPTION_ATTEMPTS"}, Usage: "tunnel creation attempts per Expose before Temporal retries it (default 3)"},
 		&cli.StringFlag{Name: "interception.url", EnvVars: []string{"EVALFLOW_INTERCEPTION_URL"}, Usage: "custom: the URL harnesses reach the shared server at"},
 		&cli.IntFlag{Name: "interception.port", EnvVars: []string{"EVALFLOW_INTERCEPTION_PORT"}, Usage: "custom: the fixed port the shared server listens on (all interfaces)"},
@@ -256,6 +262,10 @@ func InterceptionFromFlags(cctx *cli.Context) (Interception, error) {
 	str("interception.creation-limit-file", &c.CreationLimitFile)
 	num("interception.attempts", &c.Attempts)
 	str("interception.gateway-token", &c.GatewayToken)
+	str(flagGatewayAddr, &c.GatewayAddr)
+	if cctx.IsSet(flagGatewayTTL) {
+		c.GatewayTTL = cctx.Duration(flagGatewayTTL)
+	}
 	str("interception.url", &c.URL)
 	num("interception.port", &c.Port)
 	str("interception.frp.server", &c.FRPServer)

@@ -72,6 +72,14 @@ type Interception struct {
 	// GatewayToken enables the rollout gateway routes on the interception
 	// servers for trainers presenting it (see interception/gateway.go).
 	GatewayToken string `json:"-"`
+	// GatewayAddr is the stable host:port the worker serves the gateway at
+	// (register, trajectory, unregister, and the registered rollouts' model
+	// routes below /v1/rollouts/{id}/); empty: only on the interception
+	// servers' own ports. It needs GatewayToken.
+	GatewayAddr string `json:"gateway_addr,omitempty"`
+	// GatewayTTL is how long a gateway registration lives unless its
+	// register call says otherwise (interception.DefaultGatewayTTL when 0).
+	GatewayTTL time.Duration `json:"gateway_ttl,omitempty"`
 
 	// Use, when set, is the tunnel whatever Type says: for programs that
 	// embed a worker and for tests.
@@ -101,6 +109,9 @@ func (c Interception) Validate() error {
 	}
 	if c.Multiplex < 0 {
 		return fmt.Errorf("interception: multiplex %d: at least 1 rollout shares an interception server", c.Multiplex)
+	}
+	if c.GatewayAddr != "" && c.GatewayToken == "" {
+		return fmt.Errorf("interception: --%s needs --interception.gateway-token (EVALFLOW_GATEWAY_TOKEN)", flagGatewayAddr)
 	}
 	_, err := c.tunnel(c.Multiplex != 0)
 	return err

@@ -126,6 +126,7 @@ type Worker struct {
 	stop    chan struct{}
 	sweeper sync.WaitGroup
 	metrics *metricsEndpoint // nil without Config.MetricsAddr
+	gateway *gatewayEndpoint // nil without Interception.GatewayAddr
 	// UsingMock is true when no provider is configured and rollouts talk to
 	// the offline mock model.
 	UsingMock bool
@@ -197,18 +198,21 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 	if err != nil {
 		return nil, err
 	}
+	w.cap = activities.NewCapacity(cfg.MaxRollouts)
 	w.pool = interception.NewPool(interception.Config{
 		Multiplex:       cfg.Multiplex,
 		Tunnel:          tun,
 		Upstream:        upstream,
 		Logger:          cfg.Logger,
 		GatewayToken:    cfg.Interception.GatewayToken,
+		GatewayTTL:      cfg.Interception.GatewayTTL,
+		GatewaySlots:    w.cap,
 		BodyReadTimeout: cfg.BodyReadTimeout,
 		Metrics:         m,
 	})
 	w.pool.StartMonitor(cfg.Interception.HealthInterval)
+	w.pool.StartGatewaySweeper(0)
 	m.TunnelsUp(w.pool.Tunnels)
-	w.cap = activities.NewCapacity(cfg.MaxRollouts)
 	acts := &activities.Activities{
 		Pool:           w.pool,
 		Runtime:        cfg.Runtime,
@@ -287,12 +291,23 @@ func (w *Worker) Start() error {
 			return err
 		}
 	}
+	if w.cfg.Interception.GatewayAddr != "" {
+		gw, err := listenGateway(w.cfg.Interception.GatewayAddr, w.pool)
+		if err != nil {
+			w.stopMetrics()
+			return err
+		}
+		w.gateway = gw
+		w.cfg.Logger.Info("rollout gateway listening", "addr", gw.ln.Addr().String())
+	}
 	if err := w.shared.Start(); err != nil {
+		w.stopGateway()
 		w.stopMetrics()
 		return fmt.Errorf("start worker on %s: %w", w.cfg.TaskQueue, err)
 	}
 	if err := w.host.Start(); err != nil {
 		w.shared.Stop()
+		w.stopGateway()
 		w.stopMetrics()
 		return fmt.Errorf("start host worker: %w", err)
 	}
@@ -327,6 +342,7 @@ func (w *Worker) Stop() {
 	w.sweeper.Wait()
 	w.shared.Stop()
 	w.host.Stop()
+	w.stopGateway()
 	if err := w.pool.Close(); err != nil {
 		w.cfg.Logger.Warn("close interception pool", "error", err)
 	}

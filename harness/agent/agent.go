@@ -22,12 +22,36 @@ const (
 	ExitOK = 0
 	// ExitError means the agent failed: bad environment, task file, or API error.
 	ExitError = 1
-	// ExitTurnLimit means the model was still calling tools after the last turn.
+	// ExitTurnLimit means the model was still calling tools after the
+	// agent's own safety bound of calls (SafetyTurns), which only a server
+	// that enforces no turn limit lets it reach.
 	ExitTurnLimit = 2
+	// ExitLimit means the interception server refused a call for one of
+	// the rollout's limits (turns, tokens, model time): the server recorded
+	// which, and the rollout is classified from that record.
+	ExitLimit = 3
 )
 
-// DefaultMaxTurns bounds model calls when EVALFLOW_MAX_TURNS is unset.
+// DefaultMaxTurns is the rollout's turn limit assumed when
+// EVALFLOW_MAX_TURNS is unset.
 const DefaultMaxTurns = 8
+
+// SafetyTurns is how many model calls the agent makes at most under a
+// rollout limit of maxTurns (0: no bound). The interception server
+// enforces the limit and refuses the call past it; the agent does not stop
+// itself first, so that the rollout ends as limit:turns from the server's
+// record. The bound only keeps it from looping forever against a server
+// that enforces nothing.
+func SafetyTurns(maxTurns int) int {
+	if maxTurns <= 0 {
+		return 0
+	}
+	return 2*maxTurns + 8
+}
+
+// limitCode is the error code of a call the interception server refused
+// for a rollout limit.
+const limitCode = "rollout_limit_reached"
 
 // SystemPrompt is the default system prompt.
 const SystemPrompt = "You are a careful assistant solving a task. " +
@@ -165,10 +189,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	a := &agent{session: newSession(*dialect, e, *maxRetries, msgs, !*noStream), tools: tb, out: stdout}
-	answer, err := a.run(ctx, e.maxTurns)
+	bound := SafetyTurns(e.maxTurns)
+	answer, err := a.run(ctx, bound)
 	if errors.Is(err, errTurnLimit) {
-		fmt.Fprintf(stderr, "agent: %v after %d turns\n", err, e.maxTurns)
+		fmt.Fprintf(stderr, "agent: %v after %d turns\n", err, bound)
 		return ExitTurnLimit
+	}
+	if isLimit(err) {
+		fail(err)
+		return ExitLimit
 	}
 	if err != nil {
 		return fail(err)
@@ -177,6 +206,20 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("write answer: %w", err))
 	}
 	return ExitOK
+}
+
+// isLimit reports whether err is the interception server's refusal of a
+// call for a rollout limit: a 400 with code rollout_limit_reached.
+func isLimit(err error) bool {
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		return apiErr.StatusCode == 400 && (apiErr.Code == limitCode || strings.Contains(apiErr.RawJSON(), limitCode))
+	}
+	var anthErr *anthropic.Error
+	if errors.As(err, &anthErr) {
+		return anthErr.StatusCode == 400 && strings.Contains(anthErr.RawJSON(), "rollout limit reached")
+	}
+	return false
 }
 
 // newSession starts a conversation in dialect on its official SDK.

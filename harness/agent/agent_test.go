@@ -18,8 +18,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/harness/agent"
+	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/tasksets"
+	"github.com/evalflow/evalflow/trace"
 )
 
 const secret = "sk-rollout-secret-123"
@@ -142,7 +145,9 @@ func TestTaskMessages(t *testing.T) {
 	assert.Len(t, first, 2)
 }
 
-func TestTurnLimit(t *testing.T) {
+// Against a server that enforces no turn limit, the agent stops itself at
+// its safety bound, well past EVALFLOW_MAX_TURNS.
+func TestSafetyBound(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "script.jsonl")
 	require.NoError(t, os.WriteFile(script,
 		[]byte(`{"match":"","turns":[{"tool_calls":[{"name":"calculator","arguments":{"expression":"1 + 1"}}]}]}`), 0o644))
@@ -151,10 +156,52 @@ func TestTurnLimit(t *testing.T) {
 
 	code, stdout, stderr := run(t)
 	assert.Equal(t, agent.ExitTurnLimit, code, "stderr: %s", stderr)
-	assert.Len(t, rec.requests(), 3)
-	assert.Equal(t, 3, strings.Count(stdout, "\n"), "one line per turn: %q", stdout)
+	assert.Len(t, rec.requests(), agent.SafetyTurns(3))
+	assert.Greater(t, agent.SafetyTurns(3), 3, "the agent does not stop itself at the rollout's limit")
+	assert.Equal(t, agent.SafetyTurns(3), strings.Count(stdout, "\n"), "one line per turn: %q", stdout)
 	assert.Contains(t, stderr, "turn limit")
 	assert.NoFileExists(t, answerFile)
+}
+
+// Behind an interception server enforcing the rollout's turn limit, the
+// agent makes the call past it, is refused, and exits ExitLimit; the
+// refused turn records the limit.
+func TestInterceptionEnforcesTheTurnLimit(t *testing.T) {
+	for _, dialect := range []string{agent.DialectChat, agent.DialectResponses, agent.DialectAnthropic} {
+		t.Run(dialect, func(t *testing.T) {
+			script := filepath.Join(t.TempDir(), "script.jsonl")
+			require.NoError(t, os.WriteFile(script,
+				[]byte(`{"match":"","turns":[{"tool_calls":[{"name":"calculator","arguments":{"expression":"1 + 1"}}]}]}`), 0o644))
+			rec, answerFile := setup(t, mock.Config{Script: script}, tasksets.Task{ID: "t3", Prompt: "loop forever"})
+			up := httptest.NewServer(rec)
+			t.Cleanup(up.Close)
+			client, err := providers.New(dialect, up.URL+"/v1", "upstream-key")
+			require.NoError(t, err)
+			pool := interception.NewPool(interception.Config{Upstream: client})
+			t.Cleanup(func() { assert.NoError(t, pool.Close()) })
+			const key = "run/0/0/0"
+			slot, err := pool.Acquire(context.Background(), interception.Rollout{Key: key, Model: "mock",
+				Limits: interception.Limits{Turns: 3}})
+			require.NoError(t, err)
+			t.Setenv("OPENAI_BASE_URL", slot.LocalURL+"/v1")
+			t.Setenv("ANTHROPIC_BASE_URL", slot.LocalURL)
+			t.Setenv("OPENAI_API_KEY", slot.Secret)
+			t.Setenv("ANTHROPIC_API_KEY", slot.Secret)
+			t.Setenv("EVALFLOW_MAX_TURNS", "3")
+
+			code, _, stderr := run(t, "--dialect="+dialect)
+			assert.Equal(t, agent.ExitLimit, code, "stderr: %s", stderr)
+			assert.Contains(t, stderr, "rollout limit reached")
+			assert.NotContains(t, stderr, slot.Secret)
+			assert.Len(t, rec.requests(), 3, "the provider is called up to the limit, not past it")
+			assert.NoFileExists(t, answerFile)
+			turns, ok := pool.Finish(key)
+			require.True(t, ok)
+			require.Len(t, turns, 4)
+			assert.Equal(t, trace.LimitTurns, turns[3].Limit)
+			assert.Empty(t, turns[2].Limit)
+		})
+	}
 }
 
 func TestAPIErrors(t *testing.T) {

@@ -17,8 +17,9 @@
 //	                      or messages, answer, info)
 //	EVALFLOW_PROMPT       the task's prompt as text, for command-line agents
 //	EVALFLOW_ANSWER_FILE  where to write the final answer, as plain text
-//	EVALFLOW_MAX_TURNS    the most model calls to make; 0 is no bound (unset
-//	                      means 8 for this agent)
+//	EVALFLOW_MAX_TURNS    the rollout's most model calls, which the interception
+//	                      server enforces; 0 is no bound (unset means 8 for this
+//	                      agent)
 //	EVALFLOW_WORKDIR      the rollout's scratch directory, also the working directory
 //	EVALFLOW_WORKSPACE    the task's workspace, when it has one: the directory the
 //	                      agent works in (also its working directory)
@@ -33,8 +34,12 @@
 // # Exit codes
 //
 // 0 means an answer was written. Any other code is recorded as a task error,
-// not retried; this agent uses 1 for errors (bad environment, API errors) and
-// 2 when it hits the turn limit. Standard output and standard error are kept
+// not retried; this agent uses 1 for errors (bad environment, API errors), 3
+// when the interception server refused a call for a rollout limit, and 2
+// when it stopped itself at its safety bound (SafetyTurns), which only a
+// server enforcing no turn limit lets it reach. The agent never stops
+// itself at EVALFLOW_MAX_TURNS: the server refuses the call past it and
+// records the limit, and the rollout is limit:turns from that record. Standard output and standard error are kept
 // (their tails) with the rollout, so keep them short and free of secrets.
 //
 // # This agent

@@ -43,7 +43,11 @@ func claudeSetup(bin, session string, spec harness.Spec) ([]string, []string, er
 	command := []string{"sh", "-c", claudeScript, "claude", bin, "-p",
 		"--output-format", "json", "--dangerously-skip-permissions", "--model", spec.Model}
 	if spec.MaxTurns > 0 {
-		command = append(command, "--max-turns", strconv.Itoa(spec.MaxTurns))
+		// The interception server enforces the rollout's turn limit and
+		// records it; claude's own bound is only a safety net above it (as
+		// the built-in agent's), so that claude never stops itself first
+		// and the rollout ends as limit:turns.
+		command = append(command, "--max-turns", strconv.Itoa(2*spec.MaxTurns+8))
 	}
 	command = append(command, "--", harness.Prompt(spec.Task))
 	env := []string{

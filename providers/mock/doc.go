@@ -61,4 +61,12 @@
 // built-in agent's shell, read_file, write_file and calculator. Tool calls go
 // out in the caller's dialect: chat tool_calls, Responses function_call
 // items, Anthropic tool_use blocks, streamed or not.
+//
+// # Token data
+//
+// A chat request that asks for logprobs (and top_logprobs) or, as vLLM
+// takes it, return_token_ids gets them, streamed or not: one token per
+// character, its id the code point (TokenIDs), log probabilities made up
+// from the position (Logprob), prompt_token_ids at the top level and
+// token_ids in the choice, as vLLM sends them.
 package mock

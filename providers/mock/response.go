@@ -25,14 +25,19 @@ func (m *Model) writeCompletion(w http.ResponseWriter, req chatRequest, rep repl
 	}
 	finish := rep.finishReason()
 	u := rep.usage(req)
-	writeJSON(w, http.StatusOK, completion{
+	c := completion{
 		ID:      completionID(req),
 		Object:  "chat.completion",
 		Created: time.Now().Unix(),
 		Model:   m.cfg.Model,
 		Choices: []choice{{Message: msg, FinishReason: &finish}},
 		Usage:   &u,
-	})
+	}
+	c.Choices[0].TokenIDs, c.Choices[0].Logprobs = tokenData(req, completionText(rep), 0)
+	if req.ReturnTokenIDs {
+		c.PromptTokenIDs = TokenIDs(promptText(req))
+	}
+	writeJSON(w, http.StatusOK, c)
 }
 
 // writeStream answers as server-sent chat.completion.chunk events, the way
@@ -70,13 +75,24 @@ func (m *Model) writeStream(w http.ResponseWriter, req chatRequest, rep reply) {
 		c.Choices = []choice{{Delta: &d, FinishReason: finish}}
 		return c
 	}
+	// at numbers the completion's tokens across chunks.
+	at := 0
+	withTokens := func(c completion, text string) completion {
+		c.Choices[0].TokenIDs, c.Choices[0].Logprobs = tokenData(req, text, at)
+		at += utf8.RuneCountInString(text)
+		return c
+	}
 
 	first := delta{Role: "assistant"}
 	if len(rep.toolCalls) == 0 {
 		empty := ""
 		first.Content = &empty
 	}
-	if !send(chunk(first, nil)) {
+	head := chunk(first, nil)
+	if req.ReturnTokenIDs {
+		head.PromptTokenIDs = TokenIDs(promptText(req))
+	}
+	if !send(head) {
 		return
 	}
 	if req.ReasoningEffort != "" {
@@ -87,18 +103,18 @@ func (m *Model) writeStream(w http.ResponseWriter, req chatRequest, rep reply) {
 		}
 	}
 	for _, piece := range split(rep.content, 4) {
-		if !send(chunk(delta{Content: &piece}, nil)) {
+		if !send(withTokens(chunk(delta{Content: &piece}, nil), piece)) {
 			return
 		}
 	}
 	for k, tc := range rep.toolCalls {
 		head := wireToolCall{Index: &k, ID: tc.id, Type: "function", Function: wireFunction{Name: tc.name}}
-		if !send(chunk(delta{ToolCalls: []wireToolCall{head}}, nil)) {
+		if !send(withTokens(chunk(delta{ToolCalls: []wireToolCall{head}}, nil), tc.name)) {
 			return
 		}
 		for _, piece := range split(tc.arguments, 3) {
 			part := wireToolCall{Index: &k, Function: wireFunction{Arguments: piece}}
-			if !send(chunk(delta{ToolCalls: []wireToolCall{part}}, nil)) {
+			if !send(withTokens(chunk(delta{ToolCalls: []wireToolCall{part}}, nil), piece)) {
 				return
 			}
 		}

@@ -16,6 +16,11 @@ type chatRequest struct {
 	StreamOptions   *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	// Logprobs, TopLogprobs and ReturnTokenIDs (vLLM's) ask for
+	// token-level data (tokens.go).
+	Logprobs       bool `json:"logprobs"`
+	TopLogprobs    int  `json:"top_logprobs"`
+	ReturnTokenIDs bool `json:"return_token_ids"`
 }
 
 func (r chatRequest) includeUsage() bool {
@@ -95,6 +100,9 @@ type completion struct {
 	Model   string   `json:"model"`
 	Choices []choice `json:"choices"`
 	Usage   *usage   `json:"usage,omitempty"`
+	// PromptTokenIDs is vLLM's, with return_token_ids: in the first chunk
+	// of a stream.
+	PromptTokenIDs []int32 `json:"prompt_token_ids,omitempty"`
 }
 
 type choice struct {
@@ -102,6 +110,8 @@ type choice struct {
 	Message      *fullMessage `json:"message,omitempty"`
 	Delta        *delta       `json:"delta,omitempty"`
 	FinishReason *string      `json:"finish_reason"`
+	TokenIDs     []int32      `json:"token_ids,omitempty"`
+	Logprobs     *logprobs    `json:"logprobs,omitempty"`
 }
 
 // fullMessage is a non-streamed assistant message; content is null when the

@@ -1,0 +1,68 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/providers/mock"
+	"github.com/evalflow/evalflow/pull"
+	"github.com/evalflow/evalflow/rollout"
+)
+
+// A trainer pulling groups of a run that traces tokens gets each rollout's
+// token ids and logprobs per turn, as the trace recorded them from the
+// (mock) upstream; a run that does not gets none.
+func TestPullReturnsTokenData(t *testing.T) {
+	tc := newTrainCluster(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for _, traced := range []bool{true, false} {
+		in := trainConfig("pull-tokens-"+map[bool]string{true: "on", false: "off"}[traced], filepath.Join(t.TempDir(), "never"))
+		in.Train.Epochs = 0
+		in.Config.Harness = rollout.HarnessConfig{TraceTokens: traced, TopLogprobs: 1}
+		p, err := pull.Start(ctx, tc.c, tc.queue, in.Config, in.Train)
+		require.NoError(t, err)
+		ref, err := p.Sample(ctx)
+		require.NoError(t, err)
+		res, err := p.RunGroup(ctx, ref, 2)
+		require.NoError(t, err)
+		require.Len(t, res.Rollouts, 2)
+		for _, s := range res.Rollouts {
+			require.Equal(t, rollout.StatusOK, s.Status, s.Error)
+			if !traced {
+				assert.Empty(t, s.Tokens, "no token data unless the run asks")
+				continue
+			}
+			tr, err := tc.store.Trace(ctx, in.Config.RunID, s.Key)
+			require.NoError(t, err)
+			require.Len(t, s.Tokens, len(tr.Turns), "every turn has token data")
+			assert.False(t, s.TokensCut)
+			assert.False(t, s.Truncated)
+			for i, tt := range s.Tokens {
+				turn := tr.Turns[i]
+				assert.Equal(t, turn.Index, tt.Turn)
+				assert.Equal(t, turn.Response.FinishReason, tt.FinishReason)
+				var tok dialects.Tokens
+				require.NoError(t, json.Unmarshal(tt.Data, &tok))
+				assert.Equal(t, *turn.Tokens, tok, "the trace's token data")
+				assert.NotEmpty(t, tok.PromptIDs)
+				require.NotEmpty(t, tok.CompletionIDs)
+				assert.Len(t, tok.Logprobs, len(tok.CompletionIDs))
+				assert.Equal(t, 1, tok.TopK)
+			}
+			last := tr.Turns[len(tr.Turns)-1]
+			var lastTok dialects.Tokens
+			require.NoError(t, json.Unmarshal(s.Tokens[len(s.Tokens)-1].Data, &lastTok))
+			assert.Equal(t, dialects.TokenIDs(mock.TokenIDs(last.Response.Message.Text())), lastTok.CompletionIDs,
+				"the answer's token ids, as the mock tokenizes it")
+		}
+		require.NoError(t, p.Close(ctx))
+	}
+}
