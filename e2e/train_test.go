@@ -26,7 +26,7 @@ import (
 type trainCluster struct {
 	c       client.Client
 	runsDir string
-	store   *results.Store
+	store   *results.Files
 	runtime *recordingRuntime
 	queue   string
 }
