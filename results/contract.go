@@ -2,6 +2,7 @@ package results
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/evalflow/evalflow/trace"
@@ -98,4 +99,17 @@ func AttemptName(key string, n int) string {
 		return traceName(key)
 	}
 	return attemptName(key, n)
+}
+
+// TraceJSON reads traces from a Store as JSON: what a trainer's pull client
+// takes (pull.WithTraces), which links no store of its own.
+type TraceJSON struct{ Store Store }
+
+// TraceJSON returns the trace of the attempt that made key's record.
+func (t TraceJSON) TraceJSON(ctx context.Context, runID, key string) (json.RawMessage, error) {
+	tr, err := t.Store.Trace(ctx, runID, key)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(tr)
 }
