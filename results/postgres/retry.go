@@ -39,6 +39,9 @@ func (s *Store) retry(ctx context.Context, what string, op func(context.Context)
 			return nil
 		}
 		tries++
+		if errors.Is(err, ErrSchemaTooNew) {
+			return err // our own words, and no connection detail
+		}
 		if !transient(err) || ctx.Err() != nil {
 			return fmt.Errorf("run store: %s: %w", what, redactErr(err, s.secret))
 		}
