@@ -38,7 +38,7 @@ func TestPostgresStoreServesTheSameRuns(t *testing.T) {
 	require.Len(t, fromDB, 2)
 	for i := range fromDB {
 		assert.False(t, fromDB[i].UpdatedAt.IsZero(), "the database says when %s changed", fromDB[i].ID)
-		fromFiles[i].UpdatedAt, fromDB[i].UpdatedAt = fromDB[i].UpdatedAt, fromDB[i].UpdatedAt
+		fromFiles[i].UpdatedAt = fromDB[i].UpdatedAt
 	}
 	assert.Equal(t, fromFiles, fromDB)
 
