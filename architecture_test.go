@@ -51,6 +51,9 @@ var allowed = map[string][]string{
 	// through them.
 	"workflows": {"rollout"},
 	"pull":      {"workflows", "rollout"},
+	// The pull API over HTTP, for trainers outside Go: a handler over the
+	// pull client. pull itself links no HTTP server.
+	"pull/pullhttp": {"pull", "workflows", "rollout"},
 	"activities": {"rollout", "dialects", "harness", "interception", "metrics", "providers", "results",
 		"rubrics", "tasksets", "trace", "tunnel"},
 	// The run viewer reads the store, and the run's summaries as workflows

@@ -10,34 +10,48 @@ import (
 // developer messages, wherever they are, become system blocks in order;
 // tool results join the user turn; consecutive turns of a role merge.
 func (anthropicDialect) EncodeRequest(req Request) ([]byte, error) {
+	if err := refusePreviousResponse(req); err != nil {
+		return nil, fmt.Errorf("encode anthropic request: %w", err)
+	}
 	type msg struct {
 		Role    string           `json:"role"`
 		Content []anthropicBlock `json:"content"`
 	}
 	type thinking struct {
 		Type         string `json:"type"`
-		BudgetTokens int    `json:"budget_tokens"`
+		BudgetTokens int    `json:"budget_tokens,omitempty"`
 	}
 	out := struct {
-		Model       string            `json:"model"`
-		System      []anthropicBlock  `json:"system,omitempty"`
-		Messages    []msg             `json:"messages"`
-		Tools       []anthropicTool   `json:"tools,omitempty"`
-		MaxTokens   int               `json:"max_tokens"`
-		Temperature *float64          `json:"temperature,omitempty"`
-		TopP        *float64          `json:"top_p,omitempty"`
-		Thinking    *thinking         `json:"thinking,omitempty"`
-		ToolChoice  map[string]string `json:"tool_choice,omitempty"`
-		Stop        []string          `json:"stop_sequences,omitempty"`
-	}{Model: req.Model, ToolChoice: anthropicToolChoice(req.ToolChoice), Stop: req.Stop, Messages: []msg{}, MaxTokens: DefaultAnthropicMaxTokens,
+		Model        string            `json:"model"`
+		System       []anthropicBlock  `json:"system,omitempty"`
+		Messages     []msg             `json:"messages"`
+		Tools        []anthropicTool   `json:"tools,omitempty"`
+		MaxTokens    int               `json:"max_tokens"`
+		Temperature  *float64          `json:"temperature,omitempty"`
+		TopP         *float64          `json:"top_p,omitempty"`
+		Thinking     *thinking         `json:"thinking,omitempty"`
+		OutputConfig map[string]string `json:"output_config,omitempty"`
+		ToolChoice   map[string]any    `json:"tool_choice,omitempty"`
+		Stop         []string          `json:"stop_sequences,omitempty"`
+	}{Model: req.Model, ToolChoice: anthropicToolChoiceOut(req.ToolChoice, req.ParallelToolCalls, len(req.Tools) > 0),
+		Stop: req.Stop, Messages: []msg{}, MaxTokens: DefaultAnthropicMaxTokens,
 		Temperature: req.Sampling.Temperature, TopP: req.Sampling.TopP}
 	if req.Sampling.MaxTokens != nil {
 		out.MaxTokens = *req.Sampling.MaxTokens
 	}
-	if r := req.Reasoning; r != nil {
-		budget := r.BudgetTokens
-		if budget == 0 {
-			budget = thinkingBudget[r.Effort]
+	if r := req.Reasoning; r != nil && r.Adaptive {
+		out.Thinking = &thinking{Type: "adaptive"}
+		if r.Effort != "" {
+			effort, err := anthropicEffort(r.Effort)
+			if err != nil {
+				return nil, fmt.Errorf("encode anthropic request: %w", err)
+			}
+			out.OutputConfig = map[string]string{"effort": effort}
+		}
+	} else if r != nil {
+		budget, err := thinkingBudgetOf(r)
+		if err != nil {
+			return nil, fmt.Errorf("encode anthropic request: %w", err)
 		}
 		if budget > 0 {
 			out.Thinking = &thinking{Type: "enabled", BudgetTokens: budget}
@@ -71,6 +85,20 @@ func (anthropicDialect) EncodeRequest(req Request) ([]byte, error) {
 			if blocks := anthropicParts(m.Content); len(blocks) > 0 {
 				add(RoleUser, blocks)
 			}
+		}
+	}
+	// A caller that echoed its last tool-calling turn without the thinking
+	// block it was given (an SDK that keeps no reasoning_details or
+	// encrypted_content) cannot be answered with thinking on: Anthropic
+	// rejects such a turn. Thinking is off for this request only, which
+	// Anthropic accepts (earlier thinking blocks are then ignored); the next
+	// turn, once the tool loop ends, thinks again.
+	for i := len(out.Messages) - 1; i >= 0 && out.Thinking != nil; i-- {
+		if out.Messages[i].Role == RoleAssistant {
+			if !anthropicThinkingReturned(out.Messages[i].Content) {
+				out.Thinking, out.OutputConfig = nil, nil
+			}
+			break
 		}
 	}
 	for _, t := range req.Tools {
@@ -137,24 +165,11 @@ func dataURL(u string) (mediaType, data string, ok bool) {
 	return mediaType, data, true
 }
 
-// anthropicAssistantBlocks writes an assistant message. Unsigned reasoning
-// is kept only when keepUnsigned (a response to a caller, who may echo it);
-// an upstream would reject it.
-func anthropicAssistantBlocks(m Message, keepUnsigned bool) []anthropicBlock {
-	var out []anthropicBlock
-	thinking := m.Thinking
-	if len(thinking) == 0 && m.Reasoning != "" {
-		thinking = []Thinking{{Text: m.Reasoning}}
-	}
-	for _, t := range thinking {
-		switch {
-		case t.Redacted != "":
-			out = append(out, anthropicBlock{Type: "redacted_thinking", Data: t.Redacted})
-		case t.Signature != "" || keepUnsigned:
-			text, sig := t.Text, t.Signature
-			out = append(out, anthropicBlock{Type: "thinking", Thinking: &text, Signature: &sig})
-		}
-	}
+// anthropicAssistantBlocks writes an assistant message: for a caller
+// (forCaller) with every reasoning block it may echo, for an upstream with
+// the blocks it takes back (carry.go).
+func anthropicAssistantBlocks(m Message, forCaller bool) []anthropicBlock {
+	out := anthropicThinkingBlocks(m, forCaller)
 	out = append(out, anthropicParts(m.Content)...)
 	if m.Refusal != "" && textOf(m.Content) == "" {
 		out = append(out, anthropicBlock{Type: "text", Text: m.Refusal})

@@ -39,9 +39,14 @@ func (anthropicDialect) ParseRequest(body []byte) (Request, error) {
 		Sampling: Sampling{Temperature: ar.Temperature, TopP: ar.TopP, MaxTokens: ar.MaxTokens},
 	}
 	req.ToolChoice = anthropicToolChoiceOf(ar.ToolChoice)
+	req.ParallelToolCalls = anthropicParallelOf(ar.ToolChoice)
 	req.Stop = ar.StopSequences
-	if ar.Thinking != nil && ar.Thinking.Type == "enabled" {
-		req.Reasoning = &ReasoningConfig{BudgetTokens: ar.Thinking.BudgetTokens}
+	if ar.Thinking != nil {
+		effort := ""
+		if ar.OutputConfig != nil {
+			effort = ar.OutputConfig.Effort
+		}
+		req.Reasoning = anthropicReasoningOf(ar.Thinking.Type, ar.Thinking.BudgetTokens, effort)
 	}
 	sys, err := anthropicBlocks(ar.System)
 	if err != nil {
@@ -62,7 +67,11 @@ func (anthropicDialect) ParseRequest(body []byte) (Request, error) {
 			return Request{}, fmt.Errorf("decode anthropic request: message %d: %w", i, err)
 		}
 		if am.Role == RoleAssistant {
-			req.Messages = append(req.Messages, anthropicAssistant(blocks))
+			m := anthropicAssistant(blocks)
+			if err := unwrapCarried(&m); err != nil {
+				return Request{}, fmt.Errorf("decode anthropic request: message %d: %w", i, err)
+			}
+			req.Messages = append(req.Messages, m)
 			continue
 		}
 		rest := Message{Role: am.Role}
@@ -114,6 +123,9 @@ type anthropicRequest struct {
 		Type         string `json:"type"`
 		BudgetTokens int    `json:"budget_tokens"`
 	} `json:"thinking"`
+	OutputConfig *struct {
+		Effort string `json:"effort"`
+	} `json:"output_config"`
 }
 
 type anthropicMessage struct {

@@ -7,6 +7,9 @@ import (
 
 // EncodeRequest writes a non-streaming chat completions request.
 func (chatDialect) EncodeRequest(req Request) ([]byte, error) {
+	if err := refusePreviousResponse(req); err != nil {
+		return nil, fmt.Errorf("encode chat request: %w", err)
+	}
 	type fn struct {
 		Name        string          `json:"name"`
 		Description string          `json:"description,omitempty"`
@@ -27,6 +30,7 @@ func (chatDialect) EncodeRequest(req Request) ([]byte, error) {
 		ReasoningEffort string           `json:"reasoning_effort,omitempty"`
 		ToolChoice      any              `json:"tool_choice,omitempty"`
 		Stop            []string         `json:"stop,omitempty"`
+		Parallel        *bool            `json:"parallel_tool_calls,omitempty"`
 	}{
 		Model: req.Model, Messages: []chatOutMessage{},
 		Temperature: req.Sampling.Temperature, TopP: req.Sampling.TopP,
@@ -41,6 +45,9 @@ func (chatDialect) EncodeRequest(req Request) ([]byte, error) {
 	}
 	for _, t := range req.Tools {
 		out.Tools = append(out.Tools, tool{Type: "function", Function: fn(t)})
+	}
+	if len(out.Tools) > 0 { // OpenAI refuses parallel_tool_calls without tools
+		out.Parallel = req.ParallelToolCalls
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -131,10 +138,7 @@ func chatContent(m Message) any {
 func chatOut(m Message) chatOutMessage {
 	out := chatOutMessage{
 		Role: m.Role, Content: chatContent(m), Name: m.Name, ToolCallID: m.ToolCallID,
-		ReasoningContent: m.Reasoning, ReasoningDetails: m.ReasoningDetails,
-	}
-	if out.ReasoningContent == "" {
-		out.ReasoningContent = joinReasoning(m.Thinking)
+		ReasoningContent: reasoningText(m), ReasoningDetails: chatReasoningDetails(m),
 	}
 	if m.Refusal != "" {
 		out.Refusal = &m.Refusal

@@ -48,6 +48,7 @@ type chatRequest struct {
 	ReasoningEffort     string          `json:"reasoning_effort"`
 	ToolChoice          json.RawMessage `json:"tool_choice"`
 	Stop                json.RawMessage `json:"stop"`
+	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
 }
 
 // chatMessage is a request or response message. Content is a string, an array
@@ -124,6 +125,7 @@ func ParseChatRequest(body []byte) (Request, error) {
 	}
 	req.ToolChoice = openAIToolChoice(cr.ToolChoice)
 	req.Stop = stopOf(cr.Stop)
+	req.ParallelToolCalls = cr.ParallelToolCalls
 	for i, cm := range cr.Messages {
 		m, err := cm.message()
 		if err != nil {
@@ -162,6 +164,10 @@ func (cm chatMessage) message() (Message, error) {
 	}
 	if d := bytes.TrimSpace(cm.ReasoningDetails); len(d) > 0 && !bytes.Equal(d, []byte("null")) {
 		m.ReasoningDetails = append(json.RawMessage(nil), d...)
+		m.Thinking = thinkingOfDetails(m.ReasoningDetails)
+		if m.Reasoning == "" {
+			m.Reasoning = joinReasoning(m.Thinking)
+		}
 	}
 	for _, tc := range cm.ToolCalls {
 		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})

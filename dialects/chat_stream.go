@@ -154,6 +154,7 @@ func (chatDialect) WriteStream(w io.Writer, resp Response) error {
 		Role             string            `json:"role,omitempty"`
 		Content          *string           `json:"content,omitempty"`
 		ReasoningContent *string           `json:"reasoning_content,omitempty"`
+		ReasoningDetails json.RawMessage   `json:"reasoning_details,omitempty"`
 		Refusal          *string           `json:"refusal,omitempty"`
 		ToolCalls        []chatOutToolCall `json:"tool_calls,omitempty"`
 	}
@@ -171,12 +172,11 @@ func (chatDialect) WriteStream(w io.Writer, resp Response) error {
 	}
 	empty := ""
 	chunk(delta{Role: RoleAssistant, Content: &empty}, nil, nil)
-	reasoning := resp.Message.Reasoning
-	if reasoning == "" {
-		reasoning = joinReasoning(resp.Message.Thinking)
-	}
-	for _, p := range pieces(reasoning, 4) {
+	for _, p := range pieces(reasoningText(resp.Message), 4) {
 		chunk(delta{ReasoningContent: &p}, nil, nil)
+	}
+	if d := chatReasoningDetails(resp.Message); d != nil {
+		chunk(delta{ReasoningDetails: d}, nil, nil)
 	}
 	for _, p := range pieces(textOf(resp.Message.Content), 4) {
 		chunk(delta{Content: &p}, nil, nil)

@@ -13,6 +13,7 @@
 //
 // The files they share say what they hold: dialect.go (the Dialect
 // contract and the dialects by name), vocabulary.go (the typed messages,
-// requests and responses), overlay.go, tool_choice.go, errors.go, sse.go,
-// json.go and body.go.
+// requests and responses), carry.go (reasoning state and settings across
+// dialects: what one dialect's state becomes in another's fields),
+// overlay.go, tool_choice.go, errors.go, sse.go, json.go and body.go.
 package dialects

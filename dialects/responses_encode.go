@@ -12,11 +12,7 @@ func (responsesDialect) EncodeRequest(req Request) ([]byte, error) {
 	for _, m := range req.Messages {
 		switch m.Role {
 		case RoleAssistant:
-			for i, t := range m.Thinking {
-				if it, ok := responsesReasoningItem(t, i, false); ok {
-					input = append(input, it)
-				}
-			}
+			input = append(input, responsesUpstreamReasoning(m)...)
 			if text := textOf(m.Content); text != "" {
 				input = append(input, map[string]any{"type": "message", "role": RoleAssistant, "content": text})
 			}
@@ -54,7 +50,24 @@ func (responsesDialect) EncodeRequest(req Request) ([]byte, error) {
 		out["max_output_tokens"] = *v
 	}
 	if r := req.Reasoning; r != nil {
-		out["reasoning"] = map[string]any{"effort": effortOf(r), "summary": "auto"}
+		out["reasoning"] = map[string]any{"effort": effortOf(r), "summary": orDefault(r.Summary, "auto")}
+	}
+	if len(req.Stop) > 0 {
+		return nil, fmt.Errorf("encode responses request: %w", errStopResponses)
+	}
+	if req.PreviousResponseID != "" {
+		out["previous_response_id"] = req.PreviousResponseID
+	}
+	if len(tools) > 0 && req.ParallelToolCalls != nil {
+		out["parallel_tool_calls"] = *req.ParallelToolCalls
+	}
+	if store, include := responsesStoreInclude(req); store != nil || include != nil {
+		if store != nil {
+			out["store"] = *store
+		}
+		if include != nil {
+			out["include"] = include
+		}
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -85,31 +98,9 @@ func responsesInputParts(parts []Part, textType string) []map[string]any {
 	return out
 }
 
-// responsesReasoningItem writes a reasoning block as an item; ok is false
-// for reasoning a Responses upstream cannot take back (no item id).
-func responsesReasoningItem(t Thinking, n int, forCaller bool) (map[string]any, bool) {
-	if t.ID == "" && !forCaller {
-		return nil, false
-	}
-	it := map[string]any{"type": "reasoning", "id": orDefault(t.ID, fmt.Sprintf("rs_evalflow_%d", n)),
-		"summary": []map[string]any{}}
-	if t.Text != "" {
-		it["summary"] = []map[string]any{{"type": "summary_text", "text": t.Text}}
-	}
-	if t.Encrypted != "" {
-		it["encrypted_content"] = t.Encrypted
-	}
-	return it, true
-}
-
 // responsesOutput is the output items of resp, complete.
 func responsesOutput(resp Response) []map[string]any {
-	out := []map[string]any{}
-	for i, t := range thinkingOf(resp.Message) {
-		if it, ok := responsesReasoningItem(t, i, true); ok {
-			out = append(out, it)
-		}
-	}
+	out := append([]map[string]any{}, responsesCallerReasoning(resp.Message)...)
 	text := textOf(resp.Message.Content)
 	if text != "" || resp.Message.Refusal != "" || len(resp.Message.ToolCalls) == 0 {
 		var content []map[string]any

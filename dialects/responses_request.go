@@ -32,9 +32,11 @@ func (responsesDialect) ParseRequest(body []byte) (Request, error) {
 	req := Request{Model: rr.Model, Stream: rr.Stream,
 		Sampling: Sampling{Temperature: rr.Temperature, TopP: rr.TopP, MaxTokens: rr.MaxOutputTokens}}
 	if rr.Reasoning != nil {
-		req.Reasoning = &ReasoningConfig{Effort: rr.Reasoning.Effort}
+		req.Reasoning = &ReasoningConfig{Effort: rr.Reasoning.Effort, Summary: rr.Reasoning.Summary}
 	}
 	req.ToolChoice = openAIToolChoice(rr.ToolChoice)
+	req.ParallelToolCalls, req.Store, req.Include = rr.ParallelToolCalls, rr.Store, rr.Include
+	req.PreviousResponseID = rr.PreviousResponseID
 	if rr.Instructions != "" {
 		req.Messages = append(req.Messages, Message{Role: RoleSystem, Content: []Part{{Type: PartText, Text: rr.Instructions}}})
 	}
@@ -66,8 +68,13 @@ type responsesRequest struct {
 	Stream          bool            `json:"stream"`
 	ToolChoice      json.RawMessage `json:"tool_choice"`
 	Reasoning       *struct {
-		Effort string `json:"effort"`
+		Effort  string `json:"effort"`
+		Summary string `json:"summary"`
 	} `json:"reasoning"`
+	ParallelToolCalls  *bool    `json:"parallel_tool_calls"`
+	Store              *bool    `json:"store"`
+	Include            []string `json:"include"`
+	PreviousResponseID string   `json:"previous_response_id"`
 }
 
 type responsesTool struct {
@@ -211,6 +218,13 @@ func responsesInput(raw json.RawMessage) ([]Message, error) {
 		}
 	}
 	flush()
+	for i := range out {
+		if out[i].Role == RoleAssistant {
+			if err := unwrapCarried(&out[i]); err != nil {
+				return nil, fmt.Errorf("input: %w", err)
+			}
+		}
+	}
 	return out, nil
 }
 

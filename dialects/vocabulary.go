@@ -112,12 +112,19 @@ const (
 	FinishContentFilter = "content_filter"
 )
 
-// ReasoningConfig is what a request asks of the model's reasoning.
+// ReasoningConfig is what a request asks of the model's reasoning. The
+// mapping between Anthropic budgets and OpenAI efforts is in carry.go.
 type ReasoningConfig struct {
-	// Effort is low, medium or high (OpenAI's words).
+	// Effort is none, minimal, low, medium, high or xhigh (OpenAI's words).
 	Effort string `json:"effort,omitempty"`
 	// BudgetTokens is Anthropic's thinking budget.
 	BudgetTokens int `json:"budget_tokens,omitempty"`
+	// Adaptive is Anthropic's adaptive thinking: the model decides how
+	// much to think, at Effort when output_config set one.
+	Adaptive bool `json:"adaptive,omitempty"`
+	// Summary is the Responses reasoning summary asked for: auto, concise
+	// or detailed.
+	Summary string `json:"summary,omitempty"`
 }
 
 // Request is a model call in dialect-neutral form.
@@ -133,6 +140,15 @@ type Request struct {
 	ToolChoice *ToolChoice `json:"tool_choice,omitempty"`
 	// Stop holds the caller's stop sequences.
 	Stop []string `json:"stop,omitempty"`
+	// ParallelToolCalls is set when the caller allowed or forbade several
+	// tool calls in one answer (Anthropic: disable_parallel_tool_use).
+	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty"`
+	// Store and Include are a Responses caller's store and include.
+	Store   *bool    `json:"store,omitempty"`
+	Include []string `json:"include,omitempty"`
+	// PreviousResponseID is a Responses caller's previous_response_id:
+	// only a Responses upstream knows the response it names.
+	PreviousResponseID string `json:"previous_response_id,omitempty"`
 }
 
 // Tool choice modes, in OpenAI's words.
@@ -187,23 +203,6 @@ func thinkingOf(m Message) []Thinking {
 	}
 	return m.Thinking
 }
-
-// effortOf is the OpenAI reasoning effort of r: its own, or the one whose
-// budget is nearest its Anthropic budget.
-func effortOf(r *ReasoningConfig) string {
-	switch {
-	case r.Effort != "":
-		return r.Effort
-	case r.BudgetTokens >= thinkingBudget["high"]:
-		return "high"
-	case r.BudgetTokens >= thinkingBudget["medium"]:
-		return "medium"
-	}
-	return "low"
-}
-
-// thinkingBudget maps an OpenAI reasoning effort to an Anthropic budget.
-var thinkingBudget = map[string]int{"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384}
 
 // EstimateTokens is the translate arm's answer to count_tokens: the
 // characters of every message, tool definition and tool call, over four,

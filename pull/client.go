@@ -1,6 +1,7 @@
 // Package pull is the client a trainer uses to pull work from a training run
 // instead of waiting for it: Sample advances the run's durable cursor and
-// RunGroup runs a group of rollouts of a sampled task. Several trainers may
+// RunGroup runs a group of rollouts of a sampled task (RunRollout, one
+// rollout); Progress tells how far the run is. Several trainers may
 // pull from one run at once; they get disjoint positions.
 //
 // A group's traces come from the run store, never from a worker's disk: give
@@ -21,6 +22,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -117,6 +119,45 @@ func (p *Client) RunGroup(ctx context.Context, ref workflows.TaskRef, n int) (Gr
 		res.Traces[i] = tr
 	}
 	return res, nil
+}
+
+// Rollout is one rollout of a sampled task, with its trace (a
+// trace.Rollout as JSON) when the client reads traces (WithTraces).
+type Rollout struct {
+	Ref     workflows.TaskRef `json:"ref"`
+	Rollout rollout.Summary   `json:"rollout"`
+	Trace   json.RawMessage   `json:"trace,omitempty"`
+}
+
+// RunRollout runs one rollout of the task at ref's position: a group of
+// one, so it is counted, stored and keyed like any group (k = 0).
+func (p *Client) RunRollout(ctx context.Context, ref workflows.TaskRef) (Rollout, error) {
+	res, err := p.RunGroup(ctx, ref, 1)
+	if err != nil {
+		return Rollout{}, err
+	}
+	if len(res.Rollouts) != 1 {
+		return Rollout{}, fmt.Errorf("run_rollout on run %s: %d rollouts came back, want 1", p.runID, len(res.Rollouts))
+	}
+	out := Rollout{Ref: res.Ref, Rollout: res.Rollouts[0]}
+	if len(res.Traces) == 1 {
+		out.Trace = res.Traces[0]
+	}
+	return out, nil
+}
+
+// Progress reports how far the run is: positions sampled, groups run and
+// running, and the task count of an epoch.
+func (p *Client) Progress(ctx context.Context) (workflows.PullProgress, error) {
+	var pr workflows.PullProgress
+	v, err := p.temporal.QueryWorkflow(ctx, p.runID, "", workflows.QueryProgress)
+	if err != nil {
+		return pr, fmt.Errorf("progress of run %s: %w", p.runID, err)
+	}
+	if err := v.Get(&pr); err != nil {
+		return pr, fmt.Errorf("progress of run %s: %w", p.runID, err)
+	}
+	return pr, nil
 }
 
 // Close ends the run once its running groups finish.

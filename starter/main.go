@@ -56,6 +56,7 @@ func newApp() *cli.App {
 			exportCommand(),
 			devCommand(),
 			viewCommand(),
+			pullServeCommand(),
 		},
 	}
 }

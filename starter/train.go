@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -34,12 +35,24 @@ func trainCommand() *cli.Command {
 		Name:      "train",
 		Usage:     "generate scored rollouts epoch after epoch for RL training",
 		ArgsUsage: " ",
-		Flags:     trainFlags(),
-		Before:    prepareRun(0),
+		Flags: append(trainFlags(),
+			&cli.StringFlag{Name: "pull-addr", EnvVars: []string{"EVALFLOW_PULL_ADDR"},
+				Usage: "with --pull: also serve the pull API over HTTP on this address (e.g. " + defaultPullAddr + "; token from EVALFLOW_PULL_TOKEN)"},
+			pullTokenFlag, pullTimeoutFlag),
+		Before: prepareRun(0),
 		Action: func(cctx *cli.Context) error {
 			cfg, err := runConfig(cctx)
 			if err != nil {
 				return err
+			}
+			pullAddr := strings.TrimSpace(cctx.String("pull-addr"))
+			if pullAddr != "" {
+				if !cctx.Bool("pull") {
+					return errors.New("--pull-addr serves a pull run: add --pull")
+				}
+				if err := needPullToken(cctx); err != nil {
+					return err
+				}
 			}
 			train := workflows.TrainConfig{Epochs: cctx.Int("epochs"), MaxFailures: cctx.Float64("max-failures")}
 			s, err := connectForRun(cctx, &cfg)
@@ -53,7 +66,15 @@ func trainCommand() *cli.Command {
 					return err
 				}
 				fmt.Printf("Pull run %s started. Trainers connect with pull.New(client, %q).\n", cfg.RunID, cfg.RunID)
-				if s.Embedded() || s.worker != nil {
+				if pullAddr != "" {
+					srv, err := servePull(cctx, s.client, pullAddr, s.logger)
+					if err != nil {
+						return err
+					}
+					defer srv.stop()
+					fmt.Printf("Pull API: %s/v1/pull/%s/ (Authorization: Bearer $EVALFLOW_PULL_TOKEN)\n", srv.url, cfg.RunID)
+				}
+				if s.Embedded() || s.worker != nil || pullAddr != "" {
 					fmt.Fprintln(os.Stderr, "Serving it from this process; Ctrl-C stops.")
 					<-cctx.Context.Done()
 				}

@@ -67,12 +67,20 @@ type GroupResult struct {
 	Group    rollout.GroupSummary `json:"group"`
 }
 
-// PullProgress is what a pull run's progress query returns.
+// PullProgress is what a pull run's progress query returns. The task
+// counts are zero until the run has described its taskset.
 type PullProgress struct {
 	RunID   string `json:"run_id"`
 	Sampled int64  `json:"sampled"`
 	Groups  int64  `json:"groups"`
 	Running int    `json:"running"`
+	// Tasks is how many tasks an epoch serves; TasksetLen is the
+	// taskset's size (-1: infinite).
+	Tasks      int64 `json:"tasks"`
+	TasksetLen int64 `json:"taskset_len"`
+	// Epochs bounds the positions handed out (Epochs × Tasks); 0: no bound.
+	Epochs int  `json:"epochs"`
+	Closed bool `json:"closed"`
 }
 
 // Pull serves a trainer: UpdateSample hands out positions of the durable
@@ -163,9 +171,12 @@ func (p *pullRun) ref(pos int64) TaskRef {
 // progress answers the progress query.
 func (p *pullRun) progress() (PullProgress, error) {
 	if p.st == nil {
-		return PullProgress{RunID: p.cfg.RunID}, nil
+		return PullProgress{RunID: p.cfg.RunID, Epochs: p.train.Epochs}, nil
 	}
-	return PullProgress{RunID: p.cfg.RunID, Sampled: p.st.Next, Groups: p.st.Groups, Running: p.running}, nil
+	return PullProgress{
+		RunID: p.cfg.RunID, Sampled: p.st.Next, Groups: p.st.Groups, Running: p.running,
+		Tasks: p.st.Tasks, TasksetLen: p.st.TasksetLen, Epochs: p.train.Epochs, Closed: p.st.Closed,
+	}, nil
 }
 
 // checkSample reports why no position can be handed out, or nil.

@@ -1,0 +1,517 @@
+package pullhttp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/evalflow/evalflow/devserver"
+	"github.com/evalflow/evalflow/harness/agent"
+	"github.com/evalflow/evalflow/pull"
+	"github.com/evalflow/evalflow/pull/pullhttp"
+	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/wiring"
+	"github.com/evalflow/evalflow/workflows"
+)
+
+func TestMain(m *testing.M) {
+	// The workers run the built-in agent as this test binary's "agent".
+	agent.ServeIfAsked()
+	os.Exit(m.Run())
+}
+
+const (
+	token = "pull-token-0123456789abcdef"
+	queue = "pull"
+)
+
+// cluster is an embedded Temporal server with one worker answering with
+// the offline mock model.
+type cluster struct {
+	c       client.Client
+	runsDir string
+}
+
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var srv *devserver.Server
+	var err error
+	// A free port may be taken again before the server binds it.
+	for range 5 {
+		srv, err = devserver.Start(ctx, devserver.Config{DataDir: t.TempDir(), Port: freePort(t), UIPort: -1})
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			break
+		}
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Stop() })
+	c, err := wiring.Dial(ctx, srv.Address(), "default", slog.New(slog.DiscardHandler), time.Minute)
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	cl := &cluster{c: c, runsDir: t.TempDir()}
+	w, err := wiring.NewWorker(c, wiring.Config{
+		TaskQueue: queue, RunsDir: cl.runsDir, MaxRollouts: 16,
+		DefaultHarness: []string{os.Args[0], agent.Subcommand}, Logger: slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	require.True(t, w.UsingMock, "no provider configured: the offline mock answers")
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	return cl
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startRun starts a pull run of tasks sample tasks, run by harness (nil:
+// the built-in agent).
+func (cl *cluster) startRun(t *testing.T, runID string, tasks int64, harness []string) {
+	t.Helper()
+	cfg := workflows.RunConfig{
+		RunID: runID, Taskset: "sample", Tasks: tasks, RolloutsPerTask: 4, MaxConcurrent: 8,
+		Seed: 7, Model: "mock", Harness: rollout.HarnessConfig{Command: harness},
+	}
+	_, err := pull.Start(context.Background(), cl.c, queue, cfg, workflows.TrainConfig{Epochs: 0})
+	require.NoError(t, err)
+}
+
+// serve serves the pull API over cl on a loopback port.
+func (cl *cluster) serve(t *testing.T, cfg pullhttp.Config) *httptest.Server {
+	t.Helper()
+	cfg.Token = token
+	h, err := pullhttp.New(cl.c, cfg)
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// answer is one HTTP answer: its status, headers and JSON body.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (a answer) decode(t *testing.T, v any) {
+	t.Helper()
+	require.NoError(t, json.Unmarshal(a.body, v), "body %s", a.body)
+}
+
+// apiError is the error body's content.
+func (a answer) apiError(t *testing.T) (kind, message string) {
+	t.Helper()
+	var e struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	a.decode(t, &e)
+	return e.Error.Type, e.Error.Message
+}
+
+// do sends one request with a plain net/http client.
+func do(t *testing.T, ctx context.Context, method, url, auth, body string) (answer, error) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	require.NoError(t, err)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, "application/json", resp.Header.Get("Content-Type"), "every answer is JSON: %s", b)
+	return answer{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// call sends an authorized request and fails the test on a transport error.
+func call(t *testing.T, method, url, body string) answer {
+	t.Helper()
+	a, err := do(t, context.Background(), method, url, "Bearer "+token, body)
+	require.NoError(t, err)
+	return a
+}
+
+// TestPullAPIServesARun drives a pull run through the HTTP API alone:
+// sample, run_group, run_rollout, progress with the task count, close.
+func TestPullAPIServesARun(t *testing.T) {
+	cl := newCluster(t)
+	cl.startRun(t, "http-run", 6, nil)
+	base := cl.serve(t, pullhttp.Config{}).URL + "/v1/pull/http-run/"
+
+	a := call(t, "POST", base+"sample", "")
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	var first workflows.TaskRef
+	a.decode(t, &first)
+	require.Equal(t, workflows.TaskRef{RunID: "http-run", Position: 0, Epoch: 0, Index: first.Index}, first)
+	require.Contains(t, string(a.body), `"position":0`, "snake_case fields")
+
+	a = call(t, "POST", base+"run_group", `{"position": 0, "n": 3}`)
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	var group workflows.GroupResult
+	a.decode(t, &group)
+	require.Equal(t, first, group.Ref)
+	require.Len(t, group.Rollouts, 3)
+	rewards := 0.0
+	for k, s := range group.Rollouts {
+		require.Equal(t, rollout.StatusOK, s.Status, "rollout %d: %+v", k, s)
+		require.Equal(t, k, s.K)
+		require.Equal(t, rollout.Key("http-run", 0, first.Index, k), s.Key)
+		require.Positive(t, s.Turns, "the agent called the mock model")
+		require.FileExists(t, filepath.Join(cl.runsDir, "http-run", s.Trace))
+		rewards += s.Reward
+	}
+	require.Len(t, group.Group.Advantages, 3)
+	require.InDelta(t, rewards/3, group.Group.Mean, 1e-9, "the group's mean is its rollouts' rewards'")
+
+	a = call(t, "POST", base+"sample", "{}")
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	var second workflows.TaskRef
+	a.decode(t, &second)
+	require.Equal(t, int64(1), second.Position, "positions are handed out in order")
+
+	a = call(t, "POST", base+"run_rollout", `{"position": 1}`)
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	var one pull.Rollout
+	a.decode(t, &one)
+	require.Equal(t, second, one.Ref)
+	require.Equal(t, rollout.StatusOK, one.Rollout.Status)
+	require.Equal(t, rollout.Key("http-run", 0, second.Index, 0), one.Rollout.Key)
+	require.GreaterOrEqual(t, one.Rollout.Reward, 0.0)
+	require.LessOrEqual(t, one.Rollout.Reward, 1.0)
+
+	a = call(t, "GET", base+"progress", "")
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	var pr workflows.PullProgress
+	a.decode(t, &pr)
+	require.Equal(t, workflows.PullProgress{
+		RunID: "http-run", Sampled: 2, Groups: 2, Running: 0, Tasks: 6, TasksetLen: pr.TasksetLen,
+	}, pr)
+	require.Greater(t, pr.TasksetLen, int64(6), "the sample taskset holds more than the run's 6 tasks")
+	require.Contains(t, string(a.body), `"taskset_len"`)
+
+	a = call(t, "POST", base+"close", "")
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	require.JSONEq(t, `{"run_id": "http-run", "closed": true}`, string(a.body))
+
+	// The run has ended: pulling more is a conflict, not a missing run.
+	a = call(t, "POST", base+"sample", "")
+	require.Equal(t, http.StatusConflict, a.status, "%s", a.body)
+	kind, msg := a.apiError(t)
+	require.Equal(t, "closed", kind)
+	require.Contains(t, msg, "http-run is closed")
+	a = call(t, "POST", base+"run_group", `{"position": 0, "n": 2}`)
+	require.Equal(t, http.StatusConflict, a.status, "%s", a.body)
+
+	// Its progress stays readable.
+	a = call(t, "GET", base+"progress", "")
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	a.decode(t, &pr)
+	require.True(t, pr.Closed)
+	require.Equal(t, int64(2), pr.Groups)
+}
+
+// TestPullAPIRefusesBadCalls checks the token, the bodies, and calls on runs
+// that are not pull runs; a refused call changes nothing.
+func TestPullAPIRefusesBadCalls(t *testing.T) {
+	cl := newCluster(t)
+	cl.startRun(t, "bad-calls", 4, nil)
+	srv := cl.serve(t, pullhttp.Config{})
+	base := srv.URL + "/v1/pull/bad-calls/"
+
+	for _, auth := range []string{"", "Bearer wrong", "Bearer " + token + "x", token, "Basic " + token} {
+		a, err := do(t, context.Background(), "POST", base+"sample", auth, "")
+		require.NoError(t, err)
+		require.Equal(t, http.StatusUnauthorized, a.status, "Authorization %q", auth)
+		kind, _ := a.apiError(t)
+		require.Equal(t, "unauthorized", kind)
+		require.NotContains(t, string(a.body), token, "the answer never holds the token")
+	}
+
+	a := call(t, "POST", base+"sample", "")
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+
+	bad := []struct {
+		action, body, names string
+	}{
+		{"run_group", `{"position": "zero", "n": 2}`, "field position must be an integer"},
+		{"run_group", `{"postion": 0, "n": 2}`, `unknown field "postion"`},
+		{"run_group", `{"position": 0}`, "field n is required"},
+		{"run_group", `{"position": 0, "n": 0}`, "field n = 0 is outside 1..256"},
+		{"run_group", `{"position": 0, "n": 2.5}`, "field n must be an integer"},
+		{"run_group", `{"position": -1, "n": 2}`, "field position = -1 is negative"},
+		{"run_group", `{"position": 0, "n": 2`, "not valid JSON"},
+		{"run_group", `[0, 2]`, "body must be a JSON object"},
+		{"run_group", `{"position": 0, "n": 2} {}`, "data after the JSON object"},
+		{"run_rollout", `{}`, "field position is required"},
+		{"run_rollout", `not json`, "not valid JSON"},
+		{"sample", `{"n": 1}`, `unknown field "n"`},
+		// Checked by the run itself: a position it never handed out.
+		{"run_group", `{"position": 99, "n": 2}`, "field position: position 99 was never sampled"},
+		{"run_rollout", `{"position": 99}`, "never sampled"},
+	}
+	for _, b := range bad {
+		a := call(t, "POST", base+b.action, b.body)
+		require.Equal(t, http.StatusBadRequest, a.status, "%s %s: %s", b.action, b.body, a.body)
+		kind, msg := a.apiError(t)
+		require.Equal(t, "bad_request", kind)
+		require.Contains(t, msg, b.names, "%s %s", b.action, b.body)
+	}
+
+	a = call(t, "GET", base+"sample", "")
+	require.Equal(t, http.StatusMethodNotAllowed, a.status, "%s", a.body)
+	require.Equal(t, "POST", a.header.Get("Allow"))
+	a = call(t, "POST", base+"train", "")
+	require.Equal(t, http.StatusNotFound, a.status, "%s", a.body)
+
+	// Nothing refused reached the run: one sample, no group.
+	a = call(t, "GET", base+"progress", "")
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	var pr workflows.PullProgress
+	a.decode(t, &pr)
+	require.Equal(t, int64(1), pr.Sampled)
+	require.Zero(t, pr.Groups)
+
+	for _, action := range []string{"sample", "close"} {
+		a = call(t, "POST", srv.URL+"/v1/pull/no-such-run/"+action, "")
+		require.Equal(t, http.StatusNotFound, a.status, "%s: %s", action, a.body)
+		_, msg := a.apiError(t)
+		require.Contains(t, msg, "no-such-run")
+	}
+	a = call(t, "GET", srv.URL+"/v1/pull/no-such-run/progress", "")
+	require.Equal(t, http.StatusNotFound, a.status, "%s", a.body)
+
+	// A run of another kind is not a pull run.
+	_, err := cl.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+		ID: "an-eval", TaskQueue: queue, WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, workflows.EvalName, workflows.EvalInput{Config: workflows.RunConfig{
+		RunID: "an-eval", Taskset: "sample", Tasks: 1, Model: "mock",
+	}})
+	require.NoError(t, err)
+	for _, r := range []struct{ method, action string }{{"GET", "progress"}, {"POST", "sample"}, {"POST", "close"}} {
+		a = call(t, r.method, srv.URL+"/v1/pull/an-eval/"+r.action, "")
+		require.Equal(t, http.StatusNotFound, a.status, "%s: %s", r.action, a.body)
+		_, msg := a.apiError(t)
+		require.Contains(t, msg, "not a pull run", r.action)
+	}
+}
+
+// TestPullAPIHoldsLongCalls holds run_group until its rollouts finish: a
+// caller that goes away cancels only its wait, the server's timeout answers
+// 504, and calling again with the same position collects the rollouts.
+func TestPullAPIHoldsLongCalls(t *testing.T) {
+	cl := newCluster(t)
+	gate := filepath.Join(t.TempDir(), "open")
+	cl.startRun(t, "held", 4, []string{"sh", "-c",
+		fmt.Sprintf(`while [ ! -e %q ]; do sleep 0.05; done; echo 7 > "$EVALFLOW_ANSWER_FILE"`, gate)})
+	logs := &syncBuffer{}
+	srv := cl.serve(t, pullhttp.Config{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	short := cl.serve(t, pullhttp.Config{CallTimeout: 2 * time.Second})
+	for range 2 {
+		require.Equal(t, http.StatusOK, call(t, "POST", srv.URL+"/v1/pull/held/sample", "").status)
+	}
+
+	// The server's timeout: 504, the rollouts keep running.
+	a := call(t, "POST", short.URL+"/v1/pull/held/run_group", `{"position": 0, "n": 2}`)
+	require.Equal(t, http.StatusGatewayTimeout, a.status, "%s", a.body)
+	kind, msg := a.apiError(t)
+	require.Equal(t, "timeout", kind)
+	require.Contains(t, msg, "call again with the same position")
+
+	// A caller that goes away: its request context cancels the wait.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := do(t, ctx, "POST", srv.URL+"/v1/pull/held/run_group", "Bearer "+token, `{"position": 1, "n": 2}`)
+		done <- err
+	}()
+	progress := progressOf(srv.URL + "/v1/pull/held/progress")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		pr, err := progress()
+		assert.NoError(c, err)
+		assert.Equal(c, 2, pr.Running, "both calls' groups are running")
+	}, time.Minute, 20*time.Millisecond)
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Contains(c, logs.String(), "pull call abandoned by its caller")
+	}, 10*time.Second, 10*time.Millisecond, "the handler stops waiting once its caller is gone")
+
+	// Open the gate: both groups finish though nobody waits for them.
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		pr, err := progress()
+		assert.NoError(c, err)
+		assert.Equal(c, int64(2), pr.Groups)
+		assert.Zero(c, pr.Running)
+	}, time.Minute, 20*time.Millisecond)
+
+	// Calling again with the same positions collects them: stored, not rerun.
+	for pos := range 2 {
+		a = call(t, "POST", srv.URL+"/v1/pull/held/run_group", fmt.Sprintf(`{"position": %d, "n": 2}`, pos))
+		require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+		var group workflows.GroupResult
+		a.decode(t, &group)
+		require.Len(t, group.Rollouts, 2)
+		for _, s := range group.Rollouts {
+			require.Equal(t, rollout.StatusOK, s.Status, "%+v", s)
+			require.True(t, s.Reused, "rollout %s was stored by the abandoned call", s.Key)
+		}
+	}
+	require.NotContains(t, logs.String(), token, "no log line holds the token")
+}
+
+// TestPullAPIWithoutTemporal answers 503 with a retry hint when Temporal
+// cannot be reached.
+func TestPullAPIWithoutTemporal(t *testing.T) {
+	c, err := client.NewLazyClient(client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", freePort(t)), Logger: nil})
+	require.NoError(t, err)
+	defer c.Close()
+	h, err := pullhttp.New(c, pullhttp.Config{Token: token, ReachTimeout: 500 * time.Millisecond})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for _, r := range []struct{ method, action, body string }{
+		{"POST", "sample", ""}, {"POST", "run_group", `{"position": 0, "n": 2}`}, {"GET", "progress", ""},
+	} {
+		a := call(t, r.method, srv.URL+"/v1/pull/any/"+r.action, r.body)
+		require.Equal(t, http.StatusServiceUnavailable, a.status, "%s: %s", r.action, a.body)
+		require.Equal(t, "5", a.header.Get("Retry-After"))
+		var e struct {
+			Error struct {
+				Type       string `json:"type"`
+				RetryAfter int    `json:"retry_after_seconds"`
+			} `json:"error"`
+		}
+		a.decode(t, &e)
+		require.Equal(t, "unavailable", e.Error.Type)
+		require.Equal(t, 5, e.Error.RetryAfter)
+	}
+}
+
+func TestNewNeedsAToken(t *testing.T) {
+	_, err := pullhttp.New(nil, pullhttp.Config{Token: " "})
+	require.ErrorContains(t, err, "token is required")
+}
+
+// TestPythonExample runs examples/pull_http.py, standard library only,
+// against the live API: it samples and runs groups as a trainer would.
+func TestPythonExample(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	require.NoError(t, err, "python3 runs the documented example (.ci/run installs it)")
+	cl := newCluster(t)
+	cl.startRun(t, "py-run", 8, nil)
+	srv := cl.serve(t, pullhttp.Config{})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "../../examples/pull_http.py", "--run-id", "py-run", "--groups", "2", "--n", "3")
+	cmd.Env = append(os.Environ(), "EVALFLOW_PULL_URL="+srv.URL, "EVALFLOW_PULL_TOKEN="+token)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "stderr: %s", stderr.String())
+
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.Len(t, lines, 3, "a line per group and a summary: %s", out)
+	var summary struct {
+		Groups []struct {
+			Position   int64     `json:"position"`
+			Rewards    []float64 `json:"rewards"`
+			Advantages []float64 `json:"advantages"`
+		} `json:"groups"`
+		Progress workflows.PullProgress `json:"progress"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[2]), &summary), "%s", lines[2])
+	require.Len(t, summary.Groups, 2)
+	for i, g := range summary.Groups {
+		require.Equal(t, int64(i), g.Position)
+		require.Len(t, g.Rewards, 3)
+		require.Len(t, g.Advantages, 3)
+	}
+	require.Equal(t, int64(2), summary.Progress.Sampled)
+	require.Equal(t, int64(2), summary.Progress.Groups)
+	require.Equal(t, int64(8), summary.Progress.Tasks)
+
+	// What the example printed is what the run holds.
+	p, err := pull.New(cl.c, "py-run").Progress(ctx)
+	require.NoError(t, err)
+	require.Equal(t, summary.Progress, p)
+}
+
+// progressOf reads a run's progress from the API, for polling.
+func progressOf(url string) func() (workflows.PullProgress, error) {
+	return func() (workflows.PullProgress, error) {
+		var pr workflows.PullProgress
+		req, err := http.NewRequest("GET", url, nil)
+		if err != nil {
+			return pr, err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return pr, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return pr, fmt.Errorf("progress: %s", resp.Status)
+		}
+		return pr, json.NewDecoder(resp.Body).Decode(&pr)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
