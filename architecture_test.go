@@ -40,6 +40,12 @@ var allowed = map[string][]string{
 	"providers/mock":   {"dialects", "arith"},
 	"interception":     {"dialects", "metrics", "trace", "tunnel"},
 	"results":          {"rollout", "trace"},
+	// The PostgreSQL run store, the contract suite both stores pass, a
+	// test database of its own per test, and the flat export of a run.
+	"results/postgres":        {"results", "rollout", "trace"},
+	"results/postgres/pgtest": {},
+	"results/storetest":       {"results", "rollout", "trace"},
+	"results/export":          {"results", "trace"},
 	// Workflows and the pull client know the contract only: no transport,
 	// tunnel or subprocess is linked into a trainer or a workflow worker
 	// through them.
@@ -59,26 +65,27 @@ var allowed = map[string][]string{
 	// Drives a headless Chromium for the viewer's browser tests.
 	"viewer/viewertest": {},
 	"wiring": {"activities", "dialects", "harness", "harness/agent", "harness/packaged", "interception", "metrics", "providers",
-		"providers/mock", "results", "rollout", "tasksets", "tunnel", "workflows"},
+		"providers/mock", "results", "results/postgres", "rollout", "tasksets", "tunnel", "workflows"},
 	// Binaries and tools sit on top; nothing imports them.
-	"starter":             {"*"},
-	"worker":              {"*"},
-	"cmd/evalflow-agent":  {"*"},
-	"bench":               {"*"},
-	"bench/cmd/bench":     {"*"},
-	"bench/loadgen":       {"*"},
-	"bench/orchestration": {"*"},
-	"bench/targets":       {"*"},
-	"bench/upstream":      {"*"},
-	"tunnel/tunneltest":   {"tunnel"},
-	"e2e":                 {},
-	"faults":              {},
-	"deploy":              {},
-	"":                    {},
+	"starter":              {"*"},
+	"worker":               {"*"},
+	"cmd/evalflow-agent":   {"*"},
+	"bench":                {"*"},
+	"bench/cmd/bench":      {"*"},
+	"bench/cmd/storebench": {"*"},
+	"bench/loadgen":        {"*"},
+	"bench/orchestration":  {"*"},
+	"bench/targets":        {"*"},
+	"bench/upstream":       {"*"},
+	"tunnel/tunneltest":    {"tunnel"},
+	"e2e":                  {},
+	"faults":               {},
+	"deploy":               {},
+	"":                     {},
 }
 
 // top are the packages nothing else may import.
-var top = []string{"starter", "worker", "cmd/evalflow-agent", "e2e", "faults", "bench/cmd/bench"}
+var top = []string{"starter", "worker", "cmd/evalflow-agent", "e2e", "faults", "bench/cmd/bench", "bench/cmd/storebench"}
 
 type listed struct {
 	ImportPath string

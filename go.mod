@@ -10,6 +10,8 @@ require (
 	github.com/fatedier/frp v0.68.1
 	github.com/fatedier/golib v0.6.0
 	github.com/go-json-experiment/json v0.0.0-20260820222146-c27c302e5fc3
+	github.com/jackc/pgx/v5 v5.10.0
+	github.com/klauspost/compress v1.18.7
 	github.com/mattn/go-shellwords v1.0.12
 	github.com/openai/openai-go/v3 v3.95.0
 	github.com/parquet-go/parquet-go v0.32.0
@@ -151,12 +153,10 @@ require (
 	github.com/invopop/jsonschema v0.14.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.10.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.2 // indirect
 	github.com/jmoiron/sqlx v1.4.0 // indirect
 	github.com/josharian/intern v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
-	github.com/klauspost/compress v1.18.7 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.10 // indirect
 	github.com/klauspost/reedsolomon v1.12.0 // indirect
 	github.com/labstack/echo/v4 v4.15.4 // indirect

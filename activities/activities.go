@@ -31,7 +31,7 @@ import (
 type Activities struct {
 	Pool     *interception.Pool
 	Runtime  harness.Runtime
-	Store    *results.Store
+	Store    results.Store
 	Tasksets *TasksetCache
 	// HostQueue is this worker's own task queue.
 	HostQueue string

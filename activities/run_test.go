@@ -119,7 +119,7 @@ func callModel(ctx context.Context, spec harness.Spec) (int, error) {
 type rig struct {
 	acts  *activities.Activities
 	env   *testsuite.TestActivityEnvironment
-	store *results.Store
+	store *results.Files
 	up    *fakeUpstream
 	tun   *fakeTunnel
 }

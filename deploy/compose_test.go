@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,7 +66,7 @@ func script(s types.ServiceConfig) string {
 
 func TestComposeServices(t *testing.T) {
 	p := loadProject(t)
-	want := []string{"postgres", "temporal-schema", "temporal", "temporal-namespace", "temporal-ui", "frps", "worker"}
+	want := []string{"postgres", "evalflow-db", "temporal-schema", "temporal", "temporal-namespace", "temporal-ui", "frps", "worker"}
 	assert.ElementsMatch(t, want, p.ServiceNames())
 
 	for _, s := range p.Services {
@@ -88,7 +89,9 @@ func TestComposeStartOrder(t *testing.T) {
 		{"temporal-namespace", "temporal", types.ServiceConditionStarted},
 		{"temporal-ui", "temporal", types.ServiceConditionStarted},
 		{"worker", "temporal-namespace", types.ServiceConditionCompletedSuccessfully},
+		{"worker", "evalflow-db", types.ServiceConditionCompletedSuccessfully},
 		{"worker", "frps", types.ServiceConditionStarted},
+		{"evalflow-db", "postgres", types.ServiceConditionHealthy},
 	}
 	for _, tt := range tests {
 		dep, ok := service(t, p, tt.service).DependsOn[tt.dependsOn]
@@ -148,19 +151,19 @@ func TestComposeWorker(t *testing.T) {
 	assert.Equal(t, "Dockerfile", w.Build.Dockerfile)
 	assert.FileExists(t, filepath.Join(root, w.Build.Dockerfile))
 
-	var runs *types.ServiceVolumeConfig
-	for i, v := range w.Volumes {
-		if v.Target == "/runs" {
-			runs = &w.Volumes[i]
-		}
-	}
-	require.NotNil(t, runs, "worker has no volume at /runs")
-	assert.Equal(t, types.VolumeTypeVolume, runs.Type)
-	assert.Equal(t, "runs", runs.Source)
-	assert.Contains(t, p.Volumes, "runs")
+	// Workers share no volume: they write the PostgreSQL run store, a
+	// database of its own on the PostgreSQL server.
+	assert.Empty(t, w.Volumes, "workers share no volume")
+	assert.NotContains(t, p.Volumes, "runs")
+	store, err := url.Parse(env(w, "EVALFLOW_STORE"))
+	require.NoError(t, err)
+	assert.Equal(t, "postgres", store.Scheme)
+	assert.Equal(t, "postgres:5432", store.Host)
+	assert.Equal(t, "/evalflow", store.Path, "a database of its own, not Temporal's")
+	db := service(t, p, "evalflow-db")
+	assert.Contains(t, script(db), "CREATE DATABASE evalflow")
 
 	assert.Equal(t, "temporal:7233", env(w, "EVALFLOW_ADDRESS"))
-	assert.Equal(t, "/runs", env(w, "EVALFLOW_RUNS_DIR"))
 	require.NotNil(t, w.Deploy)
 	require.NotNil(t, w.Deploy.Replicas)
 	assert.Equal(t, 2, *w.Deploy.Replicas)

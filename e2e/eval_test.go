@@ -159,7 +159,7 @@ func TestEvalEndToEnd(t *testing.T) {
 	requireNoSecret(t, "worker log", []string{logs.String()}, secrets)
 }
 
-func mustList(t *testing.T, store *results.Store, runID string) []results.Record {
+func mustList(t *testing.T, store *results.Files, runID string) []results.Record {
 	t.Helper()
 	recs, err := store.List(context.Background(), runID)
 	require.NoError(t, err)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/evalflow/evalflow/pull"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/trace"
 	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -26,7 +28,7 @@ import (
 type trainCluster struct {
 	c       client.Client
 	runsDir string
-	store   *results.Store
+	store   *results.Files
 	runtime *recordingRuntime
 	queue   string
 }
@@ -184,7 +186,7 @@ func TestPullersGetDisjointPositions(t *testing.T) {
 	defer cancel()
 	in := trainConfig("pull-run", filepath.Join(t.TempDir(), "never"))
 	in.Train.Epochs = 0
-	p, err := pull.Start(ctx, tc.c, tc.queue, in.Config, in.Train)
+	p, err := pull.Start(ctx, tc.c, tc.queue, in.Config, in.Train, pull.WithTraces(results.TraceJSON{Store: tc.store}))
 	require.NoError(t, err)
 
 	var mu sync.Mutex
@@ -216,10 +218,13 @@ func TestPullersGetDisjointPositions(t *testing.T) {
 	res, err := p.RunGroup(ctx, refs[0], 3)
 	require.NoError(t, err)
 	require.Len(t, res.Rollouts, 3)
-	for _, s := range res.Rollouts {
+	require.Len(t, res.Traces, 3)
+	for i, s := range res.Rollouts {
 		require.Equal(t, rollout.StatusOK, s.Status)
-		require.NotEmpty(t, s.Trace)
-		require.FileExists(t, filepath.Join(tc.store.Dir("pull-run"), s.Trace))
+		var tr trace.Rollout
+		require.NoError(t, json.Unmarshal(res.Traces[i], &tr), "the trace comes with the group")
+		require.Equal(t, s.Key, tr.Key)
+		require.Len(t, tr.Turns, s.Turns)
 	}
 	require.Len(t, res.Group.Advantages, 3)
 

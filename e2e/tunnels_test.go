@@ -347,7 +347,7 @@ func TestExposeRetriesInHistory(t *testing.T) {
 	assert.Contains(t, joined, fmt.Sprintf("%q", "Expose"))
 }
 
-func mustOpenStore(t *testing.T, dir string) *results.Store {
+func mustOpenStore(t *testing.T, dir string) *results.Files {
 	t.Helper()
 	s, err := results.Open(dir)
 	require.NoError(t, err)

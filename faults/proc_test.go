@@ -42,7 +42,14 @@ func spawn(t *testing.T, name string, args ...string) *proc {
 // spawnEnv is spawn with env added to the suite's environment.
 func spawnEnv(t *testing.T, env []string, name string, args ...string) *proc {
 	t.Helper()
-	log := filepath.Join(caseDir(t), name+".log")
+	return spawnLogged(t, env, name, name, args...)
+}
+
+// spawnLogged is spawnEnv with the output in logName.log, for a case with
+// several processes of one binary.
+func spawnLogged(t *testing.T, env []string, logName, name string, args ...string) *proc {
+	t.Helper()
+	log := filepath.Join(caseDir(t), logName+".log")
 	f, err := os.Create(log)
 	require.NoError(t, err)
 	cmd := exec.Command(filepath.Join(bin, name), args...)

@@ -3,10 +3,16 @@
 // RunGroup runs a group of rollouts of a sampled task (RunRollout, one
 // rollout); Progress tells how far the run is. Several trainers may
 // pull from one run at once; they get disjoint positions.
+//
+// A group's traces come from the run store, never from a worker's disk: give
+// the client the store the workers write (WithTraces; a results.Store, files
+// or PostgreSQL, through results.TraceJSON), and RunGroup returns every
+// rollout's trace with the group.
 package pull
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,16 +30,36 @@ import (
 type Client struct {
 	temporal client.Client
 	runID    string
+	traces   TraceReader
+}
+
+// TraceReader reads a rollout's trace from the run store: the trace of the
+// attempt that made its record, as JSON (a trace.Rollout). results.TraceJSON
+// adapts any results.Store.
+type TraceReader interface {
+	TraceJSON(ctx context.Context, runID, key string) (json.RawMessage, error)
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithTraces has RunGroup read every rollout's trace through r.
+func WithTraces(r TraceReader) Option {
+	return func(c *Client) { c.traces = r }
 }
 
 // New returns a client of an existing pull run.
-func New(c client.Client, runID string) *Client {
-	return &Client{temporal: c, runID: runID}
+func New(c client.Client, runID string, opts ...Option) *Client {
+	p := &Client{temporal: c, runID: runID}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
 }
 
 // Start starts a pull run on taskQueue and returns its client. Epochs 0
 // hands out positions until the run is closed.
-func Start(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig, train workflows.TrainConfig) (*Client, error) {
+func Start(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig, train workflows.TrainConfig, options ...Option) (*Client, error) {
 	opts := client.StartWorkflowOptions{
 		ID:                    cfg.RunID,
 		TaskQueue:             taskQueue,
@@ -51,7 +77,7 @@ func Start(ctx context.Context, c client.Client, taskQueue string, cfg workflows
 	if err != nil {
 		return nil, fmt.Errorf("start pull run %s: %w", cfg.RunID, err)
 	}
-	return New(c, cfg.RunID), nil
+	return New(c, cfg.RunID, options...), nil
 }
 
 // Sample takes the run's next task position.
@@ -61,19 +87,46 @@ func (p *Client) Sample(ctx context.Context) (workflows.TaskRef, error) {
 	return ref, err
 }
 
-// RunGroup runs n rollouts of the task at ref's position and returns their
-// summaries (with trace files) and group scores. Only the position is sent:
-// workers resolve the task from the taskset.
-func (p *Client) RunGroup(ctx context.Context, ref workflows.TaskRef, n int) (workflows.GroupResult, error) {
-	var res workflows.GroupResult
-	err := p.update(ctx, workflows.UpdateRunGroup, &res, workflows.RunGroupInput{Position: ref.Position, N: n})
-	return res, err
+// Group is a group RunGroup ran: the rollouts' summaries and the group's
+// scores, and with WithTraces every rollout's trace.
+type Group struct {
+	workflows.GroupResult
+	// Traces are the rollouts' traces (each a trace.Rollout as JSON), by k
+	// as Rollouts; nil without WithTraces, and nil for a rollout stored
+	// without a trace.
+	Traces []json.RawMessage `json:"traces,omitempty"`
 }
 
-// Rollout is one rollout of a sampled task.
+// RunGroup runs n rollouts of the task at ref's position and returns their
+// summaries, group scores and (WithTraces) traces, read from the run store
+// whatever worker ran them. Only the position is sent: workers resolve the
+// task from the taskset.
+func (p *Client) RunGroup(ctx context.Context, ref workflows.TaskRef, n int) (Group, error) {
+	var res Group
+	err := p.update(ctx, workflows.UpdateRunGroup, &res.GroupResult, workflows.RunGroupInput{Position: ref.Position, N: n})
+	if err != nil || p.traces == nil {
+		return res, err
+	}
+	res.Traces = make([]json.RawMessage, len(res.Rollouts))
+	for i, s := range res.Rollouts {
+		if s.Trace == "" {
+			continue
+		}
+		tr, err := p.traces.TraceJSON(ctx, p.runID, s.Key)
+		if err != nil {
+			return res, fmt.Errorf("read the trace of %s: %w", s.Key, err)
+		}
+		res.Traces[i] = tr
+	}
+	return res, nil
+}
+
+// Rollout is one rollout of a sampled task, with its trace (a
+// trace.Rollout as JSON) when the client reads traces (WithTraces).
 type Rollout struct {
 	Ref     workflows.TaskRef `json:"ref"`
 	Rollout rollout.Summary   `json:"rollout"`
+	Trace   json.RawMessage   `json:"trace,omitempty"`
 }
 
 // RunRollout runs one rollout of the task at ref's position: a group of
@@ -86,7 +139,11 @@ func (p *Client) RunRollout(ctx context.Context, ref workflows.TaskRef) (Rollout
 	if len(res.Rollouts) != 1 {
 		return Rollout{}, fmt.Errorf("run_rollout on run %s: %d rollouts came back, want 1", p.runID, len(res.Rollouts))
 	}
-	return Rollout{Ref: res.Ref, Rollout: res.Rollouts[0]}, nil
+	out := Rollout{Ref: res.Ref, Rollout: res.Rollouts[0]}
+	if len(res.Traces) == 1 {
+		out.Trace = res.Traces[0]
+	}
+	return out, nil
 }
 
 // Progress reports how far the run is: positions sampled, groups run and

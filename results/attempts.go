@@ -32,7 +32,7 @@ type Attempt struct {
 // PutAttempt stores the trace of an attempt of the rollout at.Key that ended
 // without a record (an infrastructure failure the workflow retries) and
 // returns it with N and File set. Attempts are numbered as Put numbers them.
-func (s *Store) PutAttempt(ctx context.Context, runID string, at Attempt) (Attempt, error) {
+func (s *Files) PutAttempt(ctx context.Context, runID string, at Attempt) (Attempt, error) {
 	if err := ctx.Err(); err != nil {
 		return Attempt{}, err
 	}
@@ -119,7 +119,7 @@ func (r *run) attemptNumbers(key string) ([]int, error) {
 // of the older single-file layout (N 0) first, then the numbered attempts.
 // The record's Trace names the last attempt that produced a record. A
 // rollout with no stored attempt has none.
-func (s *Store) Attempts(ctx context.Context, runID, key string) ([]Attempt, error) {
+func (s *Files) Attempts(ctx context.Context, runID, key string) ([]Attempt, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ func GroupKey(runID string, epoch int, index int64) string {
 
 // PutGroup stores a group record unless one with its key is stored, in which
 // case the stored one is returned with true.
-func (s *Store) PutGroup(ctx context.Context, runID string, g Group) (Group, bool, error) {
+func (s *Files) PutGroup(ctx context.Context, runID string, g Group) (Group, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return Group{}, false, err
 	}
@@ -61,7 +61,7 @@ func (s *Store) PutGroup(ctx context.Context, runID string, g Group) (Group, boo
 
 // WriteEpoch records a finished epoch's result; its presence is what tells a
 // resumed run that the epoch is complete.
-func (s *Store) WriteEpoch(ctx context.Context, runID string, epoch int, v any) error {
+func (s *Files) WriteEpoch(ctx context.Context, runID string, epoch int, v any) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (s *Store) WriteEpoch(ctx context.Context, runID string, epoch int, v any) 
 }
 
 // ReadEpoch decodes a finished epoch's result into v.
-func (s *Store) ReadEpoch(ctx context.Context, runID string, epoch int, v any) error {
+func (s *Files) ReadEpoch(ctx context.Context, runID string, epoch int, v any) error {
 	if err := checkRunID(runID); err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func (s *Store) ReadEpoch(ctx context.Context, runID string, epoch int, v any) e
 }
 
 // Epochs lists the epochs of a run recorded as finished, in order.
-func (s *Store) Epochs(ctx context.Context, runID string) ([]int, error) {
+func (s *Files) Epochs(ctx context.Context, runID string) ([]int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

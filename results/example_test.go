@@ -11,7 +11,7 @@ import (
 	"github.com/evalflow/evalflow/trace"
 )
 
-func ExampleStore_Put() {
+func ExampleFiles_Put() {
 	root, err := os.MkdirTemp("", "runs")
 	if err != nil {
 		log.Fatal(err)

@@ -33,8 +33,8 @@ type Record struct {
 	// Attempt numbers the attempt that made this record (Put may renumber a
 	// resumed run's attempt past those already stored).
 	Attempt int `json:"attempt"`
-	// Trace is the record's attempt's trace file, relative to the run dir;
-	// Put sets it.
+	// Trace names the record's attempt's trace in the store, relative to
+	// the run (for Files, a file under the run's directory); Put sets it.
 	Trace      string    `json:"trace"`
 	FinishedAt time.Time `json:"finished_at"`
 }

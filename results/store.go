@@ -1,6 +1,9 @@
-// Package results is the run store: one directory per run holding the rollout
-// records (rollouts.jsonl), the trace of every attempt of every rollout
-// (traces/) and the run summary.
+// Package results is the run store: the Store contract every reader and
+// writer of runs uses, and Files, its implementation on a filesystem (one
+// directory per run holding the rollout records (rollouts.jsonl), the trace
+// of every attempt of every rollout (traces/) and the run summary). The
+// PostgreSQL implementation, for workers that share no filesystem, is
+// results/postgres.
 // Writes are idempotent on the rollout key, so retries and resumes never
 // duplicate or lose a rollout, even with several worker processes on one host.
 package results
@@ -8,7 +11,9 @@ package results
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -19,9 +24,11 @@ import (
 	"github.com/evalflow/evalflow/trace"
 )
 
-// Store is a run store rooted at a directory (runs/<run-id>/...). It is safe
-// for concurrent use by many goroutines and by several processes on one host.
-type Store struct {
+// Files is the run store rooted at a directory (runs/<run-id>/...). It is
+// safe for concurrent use by many goroutines and by several processes on one
+// host (an flock per run excludes writers); workers on several hosts need a
+// filesystem whose flock holds across them, or results/postgres.
+type Files struct {
 	root string
 
 	mu   sync.Mutex
@@ -34,19 +41,19 @@ type lockedRun struct {
 }
 
 // Open opens the store rooted at root, creating the directory if absent.
-func Open(root string) (*Store, error) {
+func Open(root string) (*Files, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("open run store: %w", err)
 	}
-	return &Store{root: root, runs: map[string]*lockedRun{}}, nil
+	return &Files{root: root, runs: map[string]*lockedRun{}}, nil
 }
 
 // Dir is the directory of a run.
-func (s *Store) Dir(runID string) string {
+func (s *Files) Dir(runID string) string {
 	return filepath.Join(s.root, runID)
 }
 
-func (s *Store) run(runID string) *lockedRun {
+func (s *Files) run(runID string) *lockedRun {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.runs[runID]
@@ -70,7 +77,7 @@ func (s *Store) run(runID string) *lockedRun {
 // record keeps that number. A record with no attempt number (0) writes the
 // single file traces/<key with ~ for />.json, as older runs did. Put returns
 // the record as stored, with Trace (and FinishedAt, if zero) filled in.
-func (s *Store) Put(ctx context.Context, rec Record, tr *trace.Rollout) (Record, bool, error) {
+func (s *Files) Put(ctx context.Context, rec Record, tr *trace.Rollout) (Record, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return Record{}, false, err
 	}
@@ -168,7 +175,7 @@ func (r *run) appendRecord(rec Record, torn int64) error {
 }
 
 // Get returns the stored record of key in a run, and whether there is one.
-func (s *Store) Get(ctx context.Context, runID, key string) (Record, bool, error) {
+func (s *Files) Get(ctx context.Context, runID, key string) (Record, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return Record{}, false, err
 	}
@@ -193,7 +200,7 @@ func (s *Store) Get(ctx context.Context, runID, key string) (Record, bool, error
 
 // List returns a run's records in the order they were stored. An unknown run
 // has none.
-func (s *Store) List(ctx context.Context, runID string) ([]Record, error) {
+func (s *Files) List(ctx context.Context, runID string) ([]Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -211,7 +218,7 @@ func (s *Store) List(ctx context.Context, runID string) ([]Record, error) {
 
 // refreshShared catches r up with the file under a shared lock. A run with no
 // directory yet has nothing to read.
-func (s *Store) refreshShared(r *lockedRun) error {
+func (s *Files) refreshShared(r *lockedRun) error {
 	if _, err := os.Stat(r.dir); os.IsNotExist(err) {
 		return nil
 	}
@@ -228,7 +235,7 @@ func (s *Store) refreshShared(r *lockedRun) error {
 // for a rollout stored without one, traces/<key>.json of older runs. Every
 // attempt's trace is in Attempts. A missing trace is an error wrapping
 // fs.ErrNotExist.
-func (s *Store) Trace(ctx context.Context, runID, key string) (*trace.Rollout, error) {
+func (s *Files) Trace(ctx context.Context, runID, key string) (*trace.Rollout, error) {
 	rec, ok, err := s.Get(ctx, runID, key)
 	if err != nil {
 		return nil, err
@@ -249,7 +256,7 @@ func (s *Store) Trace(ctx context.Context, runID, key string) (*trace.Rollout, e
 
 // WriteSummary writes v as the run's summary.json, indented, replacing any
 // previous summary atomically.
-func (s *Store) WriteSummary(ctx context.Context, runID string, v any) error {
+func (s *Files) WriteSummary(ctx context.Context, runID string, v any) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -268,7 +275,7 @@ func (s *Store) WriteSummary(ctx context.Context, runID string, v any) error {
 
 // ReadSummary decodes the run's summary.json into v. A run without a summary
 // is an error wrapping fs.ErrNotExist.
-func (s *Store) ReadSummary(ctx context.Context, runID string, v any) error {
+func (s *Files) ReadSummary(ctx context.Context, runID string, v any) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -311,7 +318,7 @@ func readJSON(path string, v any) error {
 // Runs lists the ids of the runs in the store, sorted: every directory
 // under the root that is a valid run id and holds a record log, a summary
 // or a finished epoch.
-func (s *Store) Runs(ctx context.Context) ([]string, error) {
+func (s *Files) Runs(ctx context.Context) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -333,3 +340,30 @@ func (s *Store) Runs(ctx context.Context) ([]string, error) {
 	}
 	return ids, nil
 }
+
+// Stat says whether the run has a directory and when its record log last
+// changed.
+func (s *Files) Stat(ctx context.Context, runID string) (RunStat, error) {
+	if err := ctx.Err(); err != nil {
+		return RunStat{}, err
+	}
+	if err := checkRunID(runID); err != nil {
+		return RunStat{}, err
+	}
+	var st RunStat
+	if _, err := os.Stat(s.Dir(runID)); err == nil {
+		st.Exists = true
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return RunStat{}, fmt.Errorf("stat run %s: %w", runID, err)
+	}
+	if fi, err := os.Stat(filepath.Join(s.Dir(runID), rolloutsFile)); err == nil {
+		st.Modified = fi.ModTime().UTC()
+	}
+	return st, nil
+}
+
+// Where is the run's directory.
+func (s *Files) Where(runID string) string { return s.Dir(runID) }
+
+// Close does nothing: a Files store holds no resources between calls.
+func (s *Files) Close() error { return nil }

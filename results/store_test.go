@@ -36,7 +36,7 @@ func record(runID string, index int64, k int) Record {
 
 // fileLines returns the lines of a run's rollouts.jsonl, each checked to be a
 // whole JSON record.
-func fileLines(t *testing.T, s *Store, runID string) []Record {
+func fileLines(t *testing.T, s *Files, runID string) []Record {
 	t.Helper()
 	f, err := os.Open(filepath.Join(s.Dir(runID), rolloutsFile))
 	require.NoError(t, err)
@@ -158,7 +158,7 @@ func TestPutTwoStores(t *testing.T) {
 
 	const keysN = 20
 	var wg sync.WaitGroup
-	for _, s := range []*Store{a, b, a, b} {
+	for _, s := range []*Files{a, b, a, b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -180,7 +180,7 @@ func TestPutTwoStores(t *testing.T) {
 		assert.Equal(t, 1, seen[rollout.Key("run1", 0, int64(i), 0)], "lines for index %d", i)
 	}
 	// Each store sees the other's writes.
-	for _, s := range []*Store{a, b} {
+	for _, s := range []*Files{a, b} {
 		got, err := s.List(ctx, "run1")
 		require.NoError(t, err)
 		assert.Equal(t, keys(lines), keys(got))

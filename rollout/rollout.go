@@ -120,7 +120,9 @@ type Summary struct {
 	// Rerun is true when the store held a failure of this rollout and the
 	// rollout ran again (Ref.RetryFailed).
 	Rerun bool `json:"rerun,omitempty"`
-	// Trace is the rollout's trace file, relative to the run's directory.
+	// Trace names the rollout's trace in the run store, relative to its run
+	// (traces/<key>/attempt-<n>.json with either store); read it through
+	// the store, never as a host path.
 	Trace string `json:"trace,omitempty"`
 	// Verify, set by Run, says the rollout is not finished: its workspace
 	// waits on the worker for the task's verifier (ActivityVerify).

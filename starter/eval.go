@@ -56,7 +56,7 @@ func runEval(cctx *cli.Context) error {
 
 	ctx := cctx.Context
 	// What the store holds before the run starts is what it reuses.
-	account := newStoreAccount(ctx, cctx.String(wiring.FlagRunsDir), cfg.RunID)
+	account := newStoreAccount(ctx, storeFlags(cctx), cfg.RunID)
 	done, err := startOrAttach(ctx, s.client, cctx.String(wiring.FlagTaskQueue), cfg)
 	if err != nil {
 		return err
@@ -81,14 +81,14 @@ func runEval(cctx *cli.Context) error {
 	}
 	if failed, ok := overFailureLimit(err); ok {
 		account.eval(ctx, &failed)
-		printSummary(os.Stdout, failed, cctx.String(wiring.FlagRunsDir))
+		printSummary(os.Stdout, failed, storeFlags(cctx))
 		return fmt.Errorf("run %s failed: %w", cfg.RunID, err)
 	}
 	if err != nil {
 		return fmt.Errorf("run %s failed: %w", cfg.RunID, err)
 	}
 	account.eval(ctx, &res)
-	printSummary(os.Stdout, res, cctx.String(wiring.FlagRunsDir))
+	printSummary(os.Stdout, res, storeFlags(cctx))
 	return nil
 }
 

@@ -53,6 +53,7 @@ func newApp() *cli.App {
 			resumeCommand(),
 			statusCommand(),
 			resultsCommand(),
+			exportCommand(),
 			devCommand(),
 			viewCommand(),
 			pullServeCommand(),

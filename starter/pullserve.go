@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/pull/pullhttp"
+	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/wiring"
 )
 
@@ -40,7 +41,7 @@ func pullServeCommand() *cli.Command {
 		Usage: "serve the pull API (sample, run_rollout, run_group, progress, close) over HTTP for trainers in any language",
 		Description: "Serves every pull run (starter train --pull) of the namespace under /v1/pull/{run_id}/. " +
 			"Requests carry Authorization: Bearer $EVALFLOW_PULL_TOKEN. Workers run the rollouts; this process only relays.",
-		Flags: append(append(wiring.ClientFlags(), wiring.LogFlags()...),
+		Flags: append(append(append(wiring.ClientFlags(), wiring.StoreFlags()...), wiring.LogFlags()...),
 			&cli.StringFlag{Name: "addr", Value: defaultPullAddr, EnvVars: []string{"EVALFLOW_PULL_ADDR"},
 				Usage: "address to listen on (loopback by default)"},
 			pullTokenFlag, pullTimeoutFlag,
@@ -81,18 +82,26 @@ type pullServer struct {
 	stop func()
 }
 
-// servePull serves the pull API over c on addr.
+// servePull serves the pull API over c on addr; its answers carry the
+// rollouts' traces, read from the run store --store/--runs-dir name.
 func servePull(cctx *cli.Context, c client.Client, addr string, logger *slog.Logger) (pullServer, error) {
+	store, err := openStore(cctx.Context, storeFlags(cctx))
+	if err != nil {
+		return pullServer{}, err
+	}
 	h, err := pullhttp.New(c, pullhttp.Config{
 		Token:       cctx.String(pullTokenFlag.Name),
 		CallTimeout: cctx.Duration(pullTimeoutFlag.Name),
 		Logger:      logger,
+		Traces:      results.TraceJSON{Store: store},
 	})
 	if err != nil {
+		_ = store.Close()
 		return pullServer{}, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		_ = store.Close()
 		return pullServer{}, fmt.Errorf("pull API: %w", err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
@@ -115,6 +124,7 @@ func servePull(cctx *cli.Context, c client.Client, addr string, logger *slog.Log
 			if srv.Shutdown(ctx) != nil {
 				_ = srv.Close()
 			}
+			_ = store.Close()
 		},
 	}, nil
 }

@@ -7,20 +7,18 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 	"go.temporal.io/sdk/client"
 
-	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
 
 // printSummary writes a finished run's summary table.
-func printSummary(w io.Writer, r workflows.Result, runsDir string) {
+func printSummary(w io.Writer, r workflows.Result, sc wiring.StoreConfig) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%s\n", r.RunID)
 	fmt.Fprintf(tw, "taskset\t%s\n", r.Taskset)
@@ -57,7 +55,7 @@ func printSummary(w io.Writer, r workflows.Result, runsDir string) {
 	fmt.Fprintf(tw, "tokens\t%d in, %d out\n", r.InputTokens, r.OutputTokens)
 	fmt.Fprintf(tw, "rollout time\t%dms mean, %dms max\n", r.MeanRolloutMS, r.MaxRolloutMS)
 	fmt.Fprintf(tw, "wall time\t%s\n", r.WallTime)
-	fmt.Fprintf(tw, "results\t%s\n", filepath.Join(runsDir, r.RunID)+string(filepath.Separator))
+	fmt.Fprintf(tw, "results\t%s\n", runLocation(sc, r.RunID))
 	tw.Flush()
 }
 
@@ -65,36 +63,37 @@ func printSummary(w io.Writer, r workflows.Result, runsDir string) {
 // when the store does not have it. Evaluations and training runs each get
 // their own table.
 func printResult(ctx context.Context, c client.Client, cctx *cli.Context, runID string) error {
-	runsDir := cctx.String(wiring.FlagRunsDir)
+	sc := storeFlags(cctx)
 	if printStored(cctx, runID) {
 		return nil
 	}
 	if c == nil {
-		return fmt.Errorf("run %s has no summary in %s/ and no Temporal server answers", runID, runsDir)
+		return fmt.Errorf("run %s has no summary in %s and no Temporal server answers", runID, runLocation(sc, runID))
 	}
 	var raw json.RawMessage
 	if err := c.GetWorkflow(ctx, runID, "").Get(ctx, &raw); err != nil {
 		return fmt.Errorf("run %s: %w", runID, err)
 	}
-	return printRaw(raw, runsDir)
+	return printRaw(raw, sc)
 }
 
 // printStored prints a run's summary from the run store, if it holds one.
 func printStored(cctx *cli.Context, runID string) bool {
-	runsDir := cctx.String(wiring.FlagRunsDir)
-	store, err := results.Open(runsDir)
+	sc := storeFlags(cctx)
+	store, err := openStore(cctx.Context, sc)
 	if err != nil {
 		return false
 	}
+	defer store.Close()
 	var raw json.RawMessage
 	if err := store.ReadSummary(cctx.Context, runID, &raw); err != nil {
 		return false
 	}
-	return printRaw(raw, runsDir) == nil
+	return printRaw(raw, sc) == nil
 }
 
 // printRaw prints an eval's Result or a training run's TrainResult.
-func printRaw(raw json.RawMessage, runsDir string) error {
+func printRaw(raw json.RawMessage, sc wiring.StoreConfig) error {
 	var probe struct {
 		Epochs json.RawMessage `json:"epochs"`
 	}
@@ -106,14 +105,14 @@ func printRaw(raw json.RawMessage, runsDir string) error {
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return fmt.Errorf("decode run summary: %w", err)
 		}
-		printTrainSummary(os.Stdout, r, runsDir)
+		printTrainSummary(os.Stdout, r, sc)
 		return nil
 	}
 	var r workflows.Result
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return fmt.Errorf("decode run summary: %w", err)
 	}
-	printSummary(os.Stdout, r, runsDir)
+	printSummary(os.Stdout, r, sc)
 	return nil
 }
 

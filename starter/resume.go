@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -101,16 +102,17 @@ func changedConfig(cctx *cli.Context, old workflows.TrainInput) (configChange, e
 // every rollout its own execution finished, so a run resumed while still
 // running (after Ctrl-C) would report its earlier rollouts as run again.
 type storeAccount struct {
-	runsDir, runID string
+	store wiring.StoreConfig
+	runID string
 	// before is the store's records by key; nil when the store could not
 	// be read, and then the workflow's own counts stand.
 	before map[string]results.Record
 }
 
 // newStoreAccount reads what the store holds for a run now.
-func newStoreAccount(ctx context.Context, runsDir, runID string) *storeAccount {
-	a := &storeAccount{runsDir: runsDir, runID: runID}
-	if recs, ok := storedRecords(ctx, runsDir, runID); ok {
+func newStoreAccount(ctx context.Context, sc wiring.StoreConfig, runID string) *storeAccount {
+	a := &storeAccount{store: sc, runID: runID}
+	if recs, ok := storedRecords(ctx, sc, runID); ok {
 		a.before = make(map[string]results.Record, len(recs))
 		for _, r := range recs {
 			a.before[r.Key] = r
@@ -119,11 +121,12 @@ func newStoreAccount(ctx context.Context, runsDir, runID string) *storeAccount {
 	return a
 }
 
-func storedRecords(ctx context.Context, runsDir, runID string) ([]results.Record, bool) {
-	store, err := results.Open(runsDir)
+func storedRecords(ctx context.Context, sc wiring.StoreConfig, runID string) ([]results.Record, bool) {
+	store, err := openStore(ctx, sc)
 	if err != nil {
 		return nil, false
 	}
+	defer store.Close()
 	recs, err := store.List(ctx, runID)
 	return recs, err == nil
 }
@@ -139,7 +142,7 @@ func (a *storeAccount) counts(ctx context.Context) (map[int]epochCount, bool) {
 	if a == nil || a.before == nil {
 		return nil, false
 	}
-	after, ok := storedRecords(ctx, a.runsDir, a.runID)
+	after, ok := storedRecords(ctx, a.store, a.runID)
 	if !ok || len(after) == 0 {
 		return nil, false
 	}
@@ -196,7 +199,8 @@ func (a *storeAccount) eval(ctx context.Context, r *workflows.Result) {
 // writeSummary replaces the summary the workflow stored; failing that, the
 // printed summary still has the store's counts.
 func (a *storeAccount) writeSummary(ctx context.Context, v any) {
-	if store, err := results.Open(a.runsDir); err == nil {
+	if store, err := openStore(ctx, a.store); err == nil {
 		_ = store.WriteSummary(ctx, a.runID, v)
+		_ = store.Close()
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -82,7 +83,7 @@ func TestStoreAccount(t *testing.T) {
 		put(0, i, status, 1)
 	}
 
-	account := newStoreAccount(ctx, dir, "r")
+	account := newStoreAccount(ctx, wiring.StoreConfig{RunsDir: dir}, "r")
 	for i := range int64(3) {
 		put(0, i, rollout.StatusOK, 2) // the failures, run again
 	}
@@ -116,7 +117,7 @@ func TestStoreAccount(t *testing.T) {
 	assert.Equal(t, int64(57), eval.Reused)
 
 	// A store that holds nothing of the run cannot tell: the workflow's counts stand.
-	other := newStoreAccount(ctx, t.TempDir(), "r")
+	other := newStoreAccount(ctx, wiring.StoreConfig{RunsDir: t.TempDir()}, "r")
 	res = workflows.TrainResult{Epochs: []workflows.EpochResult{{Epoch: 0, Ran: 77, Run: workflows.Result{Reused: 3}}}, Ran: 77, Reused: 3}
 	other.train(ctx, &res)
 	assert.Equal(t, int64(77), res.Epochs[0].Ran)

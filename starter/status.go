@@ -39,7 +39,7 @@ func statusCommand() *cli.Command {
 				defer s.Close()
 				c = s.client
 			}
-			return printStatus(cctx.Context, os.Stdout, c, server, cctx.String(wiring.FlagRunsDir), runID)
+			return printStatus(cctx.Context, os.Stdout, c, server, storeFlags(cctx), runID)
 		},
 	}
 }
@@ -48,16 +48,16 @@ func statusCommand() *cli.Command {
 // when no server answers), saying which server it asked. When that server
 // does not know the run, it prints what the run store holds instead: the
 // default address may well be another run's embedded server.
-func printStatus(ctx context.Context, w io.Writer, c client.Client, server, runsDir, runID string) error {
+func printStatus(ctx context.Context, w io.Writer, c client.Client, server string, sc wiring.StoreConfig, runID string) error {
 	if c == nil {
 		fmt.Fprintf(w, "run %s: no answer from %s\n", runID, server)
-		return printStoreStatus(ctx, w, runsDir, runID, server)
+		return printStoreStatus(ctx, w, sc, runID, server)
 	}
 	desc, err := c.DescribeWorkflowExecution(ctx, runID, "")
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
 		fmt.Fprintf(w, "run %s: not on %s\n", runID, server)
-		return printStoreStatus(ctx, w, runsDir, runID, server)
+		return printStoreStatus(ctx, w, sc, runID, server)
 	}
 	if err != nil {
 		return fmt.Errorf("run %s on %s: %w", runID, server, err)
@@ -87,17 +87,18 @@ func printStatus(ctx context.Context, w io.Writer, c client.Client, server, runs
 
 // printStoreStatus prints what the run store holds for a run: its rollouts,
 // how many succeeded and failed, and their mean reward.
-func printStoreStatus(ctx context.Context, w io.Writer, runsDir, runID, server string) error {
-	store, err := results.Open(runsDir)
+func printStoreStatus(ctx context.Context, w io.Writer, sc wiring.StoreConfig, runID, server string) error {
+	store, err := openStore(ctx, sc)
 	if err != nil {
 		return err
 	}
+	defer store.Close()
 	recs, err := store.List(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", runID, err)
 	}
 	if len(recs) == 0 {
-		return fmt.Errorf("run %s is neither on %s nor in the run store %s (pick the run's server with --address, its store with --runs-dir)", runID, server, runsDir)
+		return fmt.Errorf("run %s is neither on %s nor in the run store %s (pick the run's server with --address, its store with %s)", runID, server, sc, storeHint(sc))
 	}
 	ok, reward := 0, 0.0
 	epochs := map[int]bool{}
@@ -109,7 +110,7 @@ func printStoreStatus(ctx context.Context, w io.Writer, runsDir, runID, server s
 		epochs[r.Epoch] = true
 	}
 	fmt.Fprintf(w, "run store %s: %d rollouts (%d ok, %d failed), mean reward %.3f",
-		store.Dir(runID), len(recs), ok, len(recs)-ok, reward/float64(len(recs)))
+		runLocation(sc, runID), len(recs), ok, len(recs)-ok, reward/float64(len(recs)))
 	if len(epochs) > 1 {
 		fmt.Fprintf(w, " over %d epochs", len(epochs))
 	}
@@ -124,14 +125,20 @@ func printStoreStatus(ctx context.Context, w io.Writer, runsDir, runID, server s
 func resultsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "results",
-		Usage:     "print the summary of a finished run",
+		Usage:     "print the summary of a finished run, or with --rollouts its rollouts and their traces",
 		ArgsUsage: "<run-id>",
-		Flags:     readerFlags(),
-		Before:    takesArgs(1),
+		Flags: append(readerFlags(),
+			&cli.BoolFlag{Name: "rollouts", Usage: "print every rollout's record with its trace, a JSON object a line, from the run store"},
+			&cli.BoolFlag{Name: "attempts", Usage: "with --rollouts: every attempt's trace (attempts), not only the record's (trace_body)"},
+		),
+		Before: takesArgs(1),
 		Action: func(cctx *cli.Context) error {
 			runID, err := runArg(cctx)
 			if err != nil {
 				return err
+			}
+			if cctx.Bool("rollouts") || cctx.Bool("attempts") {
+				return printRollouts(cctx, os.Stdout, runID, cctx.Bool("attempts"))
 			}
 			// The run store answers without a server; dial only without it.
 			if printStored(cctx, runID) {

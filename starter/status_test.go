@@ -17,6 +17,7 @@ import (
 
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/wiring"
 )
 
 // fakeTemporal answers DescribeWorkflowExecution with desc or err; queries
@@ -76,7 +77,7 @@ func TestPrintStatus(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			err := printStatus(context.Background(), &out, tt.c, server, tt.runsDir, "r1")
+			err := printStatus(context.Background(), &out, tt.c, server, wiring.StoreConfig{RunsDir: tt.runsDir}, "r1")
 			if tt.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.err)

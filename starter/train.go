@@ -82,7 +82,7 @@ func trainCommand() *cli.Command {
 			}
 			fmt.Fprintf(os.Stderr, "Starting training run %s: %s × %d tasks × groups of %d on %q.\n",
 				cfg.RunID, epochsText(train.Epochs), cfg.Tasks, cfg.RolloutsPerTask, cfg.Taskset)
-			account := newStoreAccount(cctx.Context, cctx.String(wiring.FlagRunsDir), cfg.RunID)
+			account := newStoreAccount(cctx.Context, storeFlags(cctx), cfg.RunID)
 			if err := startTrain(cctx.Context, s.client, tq, cfg, train); err != nil {
 				return err
 			}
@@ -129,9 +129,9 @@ func resume(cctx *cli.Context, s *session, runID string) error {
 	}
 	info := desc.WorkflowExecutionInfo
 	kind := info.GetType().GetName()
-	runsDir := cctx.String(wiring.FlagRunsDir)
+	sc := storeFlags(cctx)
 	// What the store holds now is what this resume reuses.
-	account := newStoreAccount(ctx, runsDir, runID)
+	account := newStoreAccount(ctx, sc, runID)
 	switch info.Status {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 		if s.usingMock() {
@@ -195,7 +195,7 @@ func resume(cctx *cli.Context, s *session, runID string) error {
 			return fmt.Errorf("run %s failed: %w", runID, err)
 		}
 		account.eval(ctx, &res)
-		printSummary(os.Stdout, res, runsDir)
+		printSummary(os.Stdout, res, sc)
 		return nil
 	}
 	return watchTrain(cctx, s.client, runID, account)
@@ -255,7 +255,7 @@ func watchTrain(cctx *cli.Context, c client.Client, runID string, account *store
 				return fmt.Errorf("run %s failed: %w", runID, err)
 			}
 			account.train(ctx, &res)
-			printTrainSummary(os.Stdout, res, cctx.String(wiring.FlagRunsDir))
+			printTrainSummary(os.Stdout, res, storeFlags(cctx))
 			return nil
 		case <-t.C:
 			v, err := c.QueryWorkflow(ctx, runID, "", workflows.QueryProgress)
@@ -278,7 +278,7 @@ func watchTrain(cctx *cli.Context, c client.Client, runID string, account *store
 	}
 }
 
-func printTrainSummary(w io.Writer, r workflows.TrainResult, runsDir string) {
+func printTrainSummary(w io.Writer, r workflows.TrainResult, sc wiring.StoreConfig) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%s\n", r.RunID)
 	if len(r.Skipped) > 0 {
@@ -294,7 +294,11 @@ func printTrainSummary(w io.Writer, r workflows.TrainResult, runsDir string) {
 			e.Epoch, e.Run.Rollouts, e.Ran, e.Run.Reused, e.Run.Failed, e.Run.MeanReward, e.MeanGroupStd, pass, e.Run.WallTime)
 	}
 	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t%d\t%.3f\t\t\t%s\n", r.Rollouts, r.Ran, r.Reused, r.Failed, r.MeanReward, r.WallTime)
-	fmt.Fprintf(tw, "results\t%s/%s/ (rollouts.jsonl, groups/, epochs/)\n", runsDir, r.RunID)
+	if sc.URL != "" {
+		fmt.Fprintf(tw, "results\t%s\n", runLocation(sc, r.RunID))
+	} else {
+		fmt.Fprintf(tw, "results\t%s (rollouts.jsonl, groups/, epochs/)\n", runLocation(sc, r.RunID))
+	}
 	tw.Flush()
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/viewer"
 	"github.com/evalflow/evalflow/wiring"
 )
@@ -40,12 +39,12 @@ func viewCommand() *cli.Command {
 		),
 		Before: takesArgs(0),
 		Action: func(cctx *cli.Context) error {
-			srv, err := serveViewer(cctx.String(wiring.FlagRunsDir), cctx.String("addr"), viewerOptions(cctx, cctx.String("ui-url")))
+			srv, err := serveViewer(cctx.Context, storeFlags(cctx), cctx.String("addr"), viewerOptions(cctx, cctx.String("ui-url")))
 			if err != nil {
 				return err
 			}
 			defer srv.stop()
-			fmt.Fprintf(os.Stderr, "Run viewer: %s (runs in %s). Ctrl-C stops.\n", srv.url, cctx.String(wiring.FlagRunsDir))
+			fmt.Fprintf(os.Stderr, "Run viewer: %s (runs in %s). Ctrl-C stops.\n", srv.url, storeFlags(cctx))
 			<-cctx.Context.Done()
 			return nil
 		},
@@ -60,7 +59,7 @@ func startViewer(cctx *cli.Context, uiURL string) func() {
 	if addr == "" || addr == "-1" {
 		return func() {}
 	}
-	srv, err := serveViewer(cctx.String(wiring.FlagRunsDir), addr, viewerOptions(cctx, uiURL))
+	srv, err := serveViewer(cctx.Context, storeFlags(cctx), addr, viewerOptions(cctx, uiURL))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Run viewer not started: %v (--viewer-addr picks another address)\n", err)
 		return func() {}
@@ -89,14 +88,15 @@ type viewerServer struct {
 	stop func()
 }
 
-// serveViewer serves the viewer of the store at runsDir on addr.
-func serveViewer(runsDir, addr string, opts viewer.Options) (viewerServer, error) {
-	store, err := results.Open(runsDir)
+// serveViewer serves the viewer of the store sc names on addr.
+func serveViewer(ctx context.Context, sc wiring.StoreConfig, addr string, opts viewer.Options) (viewerServer, error) {
+	store, err := openStore(ctx, sc)
 	if err != nil {
 		return viewerServer{}, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		_ = store.Close()
 		return viewerServer{}, fmt.Errorf("run viewer: %w", err)
 	}
 	srv := &http.Server{Handler: viewer.New(store, opts), ReadHeaderTimeout: 10 * time.Second}
@@ -115,6 +115,7 @@ func serveViewer(runsDir, addr string, opts viewer.Options) (viewerServer, error
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			_ = srv.Shutdown(ctx)
+			_ = store.Close()
 		},
 	}, nil
 }

@@ -23,7 +23,7 @@ func TestServeViewerOnLoopback(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, store.WriteSummary(context.Background(), "run-1", map[string]string{"model": "m"}))
 
-	srv, err := serveViewer(dir, "127.0.0.1:0", viewer.Options{})
+	srv, err := serveViewer(context.Background(), wiring.StoreConfig{RunsDir: dir}, "127.0.0.1:0", viewer.Options{})
 	require.NoError(t, err)
 	defer srv.stop()
 	assert.True(t, strings.HasPrefix(srv.url, "http://127.0.0.1:"), srv.url)

@@ -9,8 +9,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,14 +141,14 @@ func (v *Viewer) load(ctx context.Context, id string) (runInfo, error) {
 			info.last = &last
 		}
 	}
-	if info.sum == nil && len(recs) == 0 && len(info.epochs) == 0 {
-		if _, err := os.Stat(v.store.Dir(id)); err != nil {
-			return info, fmt.Errorf("run %s: %w", id, errNotFound)
-		}
+	st, err := v.store.Stat(ctx, id)
+	if err != nil {
+		return info, err
 	}
-	if fi, err := os.Stat(filepath.Join(v.store.Dir(id), "rollouts.jsonl")); err == nil {
-		info.modified = fi.ModTime().UTC()
+	if info.sum == nil && len(recs) == 0 && len(info.epochs) == 0 && !st.Exists {
+		return info, fmt.Errorf("run %s: %w", id, errNotFound)
 	}
+	info.modified = st.Modified
 	return info, nil
 }
 

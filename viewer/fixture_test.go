@@ -57,7 +57,7 @@ func toolTrace(key, task string, answer string) trace.Rollout {
 }
 
 // writeFixture fills store with the fixture's runs.
-func writeFixture(t *testing.T, store *results.Store) {
+func writeFixture(t *testing.T, store results.Store) {
 	t.Helper()
 	ctx := context.Background()
 	put := func(rec results.Record, tr *trace.Rollout) {

@@ -38,7 +38,7 @@ type Options struct {
 
 // Viewer serves the run viewer over a run store.
 type Viewer struct {
-	store *results.Store
+	store results.Store
 	opts  Options
 	mux   *http.ServeMux
 }
@@ -46,7 +46,7 @@ type Viewer struct {
 var _ http.Handler = (*Viewer)(nil)
 
 // New returns the viewer of store.
-func New(store *results.Store, opts Options) *Viewer {
+func New(store results.Store, opts Options) *Viewer {
 	if opts.Namespace == "" {
 		opts.Namespace = "default"
 	}

@@ -21,6 +21,7 @@ const (
 	FlagNamespace = "namespace"
 	FlagTaskQueue = "task-queue"
 	FlagRunsDir   = "runs-dir"
+	FlagStore     = "store"
 	FlagBaseURL   = "base-url"
 	FlagLogLevel  = "log-level"
 	FlagLogFormat = "log-format"
@@ -67,6 +68,8 @@ func StoreFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: FlagRunsDir, Value: "runs", EnvVars: []string{"EVALFLOW_RUNS_DIR"},
 			Usage: "run store: <runs-dir>/<run-id>/ holds rollouts.jsonl, traces and summary.json (workers of one run share it)"},
+		&cli.StringFlag{Name: FlagStore, EnvVars: []string{"EVALFLOW_STORE"},
+			Usage: "run store in PostgreSQL, postgres://user:password@host:port/db, for workers that share no filesystem (empty: files under --runs-dir); the same on every worker and the starter"},
 	}
 }
 
@@ -147,8 +150,14 @@ func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, 
 	}
 	// Checked here too, so that a binary refuses a store it cannot write
 	// before it dials Temporal.
-	if _, err := openStore(cctx.String(FlagRunsDir)); err != nil {
+	store := StoreFromFlags(cctx)
+	if err := store.check(); err != nil {
 		return cfg, nil, err
+	}
+	if store.URL == "" {
+		if _, err := openFiles(store.dir()); err != nil {
+			return cfg, nil, err
+		}
 	}
 	ic, err := InterceptionFromFlags(cctx)
 	if err != nil {
@@ -161,6 +170,7 @@ func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, 
 	return Config{
 		TaskQueue:       cctx.String(FlagTaskQueue),
 		RunsDir:         cctx.String(FlagRunsDir),
+		StoreURL:        store.URL,
 		BaseURL:         cctx.String(FlagBaseURL),
 		APIKeyEnv:       cctx.String(flagAPIKeyEnv),
 		UpstreamDialect: cctx.String(flagUpstreamDialect),

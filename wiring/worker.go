@@ -43,7 +43,12 @@ const EvalWorkflowName = workflows.EvalName
 // environment variable, never the key.
 type Config struct {
 	TaskQueue string
-	RunsDir   string
+	// RunsDir is the files run store's root ("runs" if empty).
+	RunsDir string
+	// StoreURL, when set, is the PostgreSQL run store
+	// (postgres://user:password@host/db) used instead of RunsDir, for
+	// workers that share no filesystem. It holds a password: never logged.
+	StoreURL string `json:"-"`
 	// BaseURL is an OpenAI-compatible provider (…/v1). Empty: the offline mock model.
 	BaseURL string
 	// APIKeyEnv names the environment variable holding the provider's key;
@@ -87,6 +92,14 @@ type Config struct {
 	Namespace string
 }
 
+// store is the run store cfg names.
+func (cfg Config) store() StoreConfig {
+	return StoreConfig{URL: cfg.StoreURL, RunsDir: cfg.RunsDir}
+}
+
+// StoreName names the run store for a log line, without a password.
+func (cfg Config) StoreName() string { return cfg.store().String() }
+
 // UpstreamLimits are the provider client's timeouts and its adaptive
 // concurrency bounds (providers.Client).
 type UpstreamLimits struct {
@@ -127,6 +140,7 @@ type Worker struct {
 	sweeper sync.WaitGroup
 	metrics *metricsEndpoint // nil without Config.MetricsAddr
 	gateway *gatewayEndpoint // nil without Interception.GatewayAddr
+	store   results.Store
 	// UsingMock is true when no provider is configured and rollouts talk to
 	// the offline mock model.
 	UsingMock bool
@@ -136,9 +150,6 @@ type Worker struct {
 func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 	if cfg.TaskQueue == "" {
 		cfg.TaskQueue = DefaultTaskQueue
-	}
-	if cfg.RunsDir == "" {
-		cfg.RunsDir = "runs"
 	}
 	if cfg.MaxRollouts <= 0 {
 		cfg.MaxRollouts = 64
@@ -172,11 +183,16 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 		cfg.Runtime = &harness.Local{Dir: cfg.WorkDir}
 	}
 	cfg.Runtime = packagedRuntime(cfg.Runtime, cfg.HarnessCache, cfg.WorkDir)
-	store, err := openStore(cfg.RunsDir)
+	store, err := OpenStore(context.Background(), cfg.store(), cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, stop: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			_ = store.Close()
+		}
+	}()
+	w := &Worker{cfg: cfg, stop: make(chan struct{}), store: store}
 	var m *metrics.Metrics // nil records nothing
 	if cfg.MetricsAddr != "" {
 		if w.metrics, err = newMetricsEndpoint(c, cfg.Namespace, cfg.Logger); err != nil {
@@ -354,6 +370,9 @@ func (w *Worker) Stop() {
 		}
 	}
 	w.stopMetrics()
+	if err := w.store.Close(); err != nil {
+		w.cfg.Logger.Warn("close run store", "error", err)
+	}
 }
 
 // stopMetrics stops the metrics endpoint, if there is one.
@@ -371,29 +390,6 @@ func (w *Worker) MetricsAddr() string {
 		return ""
 	}
 	return w.metrics.ln.Addr().String()
-}
-
-// openStore opens the run store and checks that this process can write to
-// it: a store it cannot write fails every rollout, and Temporal would retry
-// them forever.
-func openStore(dir string) (*results.Store, error) {
-	store, err := results.Open(dir)
-	if err != nil {
-		return nil, err // results says "open run store"
-	}
-	f, err := os.CreateTemp(dir, ".write-check-*")
-	if err != nil {
-		return nil, fmt.Errorf("run store %s is not writable (--runs-dir): %w", dir, err)
-	}
-	name := f.Name()
-	err = f.Close()
-	if rerr := os.Remove(name); err == nil {
-		err = rerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("run store %s is not writable (--runs-dir): %w", dir, err)
-	}
-	return store, nil
 }
 
 func hostQueue(shared string) string {

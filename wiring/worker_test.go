@@ -14,7 +14,7 @@ import (
 
 func TestOpenStore(t *testing.T) {
 	dir := t.TempDir()
-	store, err := openStore(filepath.Join(dir, "runs"))
+	store, err := openFiles(filepath.Join(dir, "runs"))
 	require.NoError(t, err)
 	require.NotNil(t, store)
 	entries, err := os.ReadDir(filepath.Join(dir, "runs"))

@@ -86,7 +86,7 @@ func serve(cctx *cli.Context) error {
 	}
 	defer w.Stop()
 	logger.Info("worker started", "version", wiring.Version(), "address", address, "task_queue", cfg.TaskQueue,
-		"runs_dir", cfg.RunsDir, "mock_model", w.UsingMock, "metrics", w.MetricsAddr())
+		"store", cfg.StoreName(), "mock_model", w.UsingMock, "metrics", w.MetricsAddr())
 	<-cctx.Context.Done()
 	logger.Info("stopping: waiting for running rollouts")
 	return nil

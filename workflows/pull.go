@@ -59,8 +59,8 @@ type RunGroupInput struct {
 	N        int   `json:"n"`
 }
 
-// GroupResult is a group's rollouts (with their trace files, relative to the
-// run's directory) and its group scores.
+// GroupResult is a group's rollouts (each naming its trace in the run
+// store) and its group scores.
 type GroupResult struct {
 	Ref      TaskRef              `json:"ref"`
 	Rollouts []rollout.Summary    `json:"rollouts"`

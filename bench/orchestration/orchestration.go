@@ -30,6 +30,9 @@ type Config struct {
 	Harness []string
 	// RunsDir is the run store's root.
 	RunsDir string
+	// StoreURL, when set, is a PostgreSQL run store used instead of RunsDir
+	// (by the Temporal worker; the errgroup baseline always writes files).
+	StoreURL string
 	// ContinueAsNewAfter is the eval's segment length; the default when 0.
 	ContinueAsNewAfter int
 }

@@ -25,6 +25,7 @@ func NewWorker(c client.Client, queue string, cfg Config) (*wiring.Worker, error
 	w, err := wiring.NewWorker(c, wiring.Config{
 		TaskQueue:      queue,
 		RunsDir:        cfg.RunsDir,
+		StoreURL:       cfg.StoreURL,
 		MaxRollouts:    cfg.Concurrency,
 		DefaultHarness: cfg.harness(),
 		Logger:         slog.New(slog.DiscardHandler),

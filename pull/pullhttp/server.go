@@ -68,6 +68,10 @@ type Config struct {
 	ReachTimeout time.Duration
 	// Logger receives one line per failed call; nil discards.
 	Logger *slog.Logger
+	// Traces, when set, reads every rollout's trace from the run store for
+	// run_group ("traces", by k) and run_rollout ("trace") answers; nil:
+	// the answers carry summaries only.
+	Traces pull.TraceReader
 }
 
 // Handler serves the pull API of every pull run in its client's namespace.
@@ -244,7 +248,11 @@ func (h *Handler) call(w http.ResponseWriter, r *http.Request, action string, do
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.CallTimeout)
 	defer cancel()
-	out, err := do(ctx, pull.New(h.temporal, runID))
+	var opts []pull.Option
+	if h.cfg.Traces != nil {
+		opts = append(opts, pull.WithTraces(h.cfg.Traces))
+	}
+	out, err := do(ctx, pull.New(h.temporal, runID, opts...))
 	if err == nil {
 		writeJSON(w, http.StatusOK, out)
 		return

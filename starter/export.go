@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/export"
+)
+
+func exportCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "export",
+		Usage:     "write a run's rollouts as one flat file, a row per rollout (JSON Lines or Parquet), for pandas or datasets",
+		ArgsUsage: "<run-id>",
+		Flags: append(readerFlags(),
+			&cli.StringFlag{Name: "format", Value: "jsonl", Usage: "jsonl or parquet"},
+			&cli.StringFlag{Name: "out", Usage: "file to write (default: <run-id>.<format>; - for stdout)"},
+		),
+		Before: takesArgs(1),
+		Action: func(cctx *cli.Context) error {
+			runID, err := runArg(cctx)
+			if err != nil {
+				return err
+			}
+			format := strings.ToLower(cctx.String("format"))
+			if format != "jsonl" && format != "parquet" {
+				return fmt.Errorf("--format %q: want %s", format, strings.Join(export.Formats, " or "))
+			}
+			store, err := openStore(cctx.Context, storeFlags(cctx))
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			rows, err := export.Rows(cctx.Context, store, runID)
+			if err != nil {
+				return err
+			}
+			if len(rows) == 0 {
+				return fmt.Errorf("run %s has no rollouts in %s", runID, storeFlags(cctx))
+			}
+			out := cctx.String("out")
+			if out == "" {
+				out = runID + "." + format
+			}
+			if out == "-" {
+				return export.Write(os.Stdout, format, rows)
+			}
+			if err := writeOutput(out, func(w io.Writer) error { return export.Write(w, format, rows) }); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "%d rollouts of %s written to %s\n", len(rows), runID, out)
+			return nil
+		},
+	}
+}
+
+// writeOutput writes a file through write, removing it if write fails.
+func writeOutput(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(path)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// storedRollout is one line of `starter results --rollouts`: a record with
+// the trace of the attempt that made it, or with every attempt's.
+type storedRollout struct {
+	results.Record
+	TraceBody *json.RawMessage  `json:"trace_body,omitempty"`
+	Attempts  []results.Attempt `json:"attempts,omitempty"`
+}
+
+// printRollouts writes every rollout of a run, a JSON object a line, with
+// its trace (all its attempts with attempts set), read from the store.
+func printRollouts(cctx *cli.Context, w io.Writer, runID string, attempts bool) error {
+	ctx := cctx.Context
+	sc := storeFlags(cctx)
+	store, err := openStore(ctx, sc)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	recs, err := store.List(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		return fmt.Errorf("run %s has no rollouts in %s (pick its store with %s)", runID, sc, storeHint(sc))
+	}
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	for _, rec := range recs {
+		line := storedRollout{Record: rec}
+		if attempts {
+			if line.Attempts, err = store.Attempts(ctx, runID, rec.Key); err != nil {
+				return err
+			}
+		} else if rec.Trace != "" {
+			tr, err := store.Trace(ctx, runID, rec.Key)
+			if err != nil {
+				return err
+			}
+			b, err := json.Marshal(tr)
+			if err != nil {
+				return err
+			}
+			raw := json.RawMessage(b)
+			line.TraceBody = &raw
+		}
+		if err := enc.Encode(line); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
