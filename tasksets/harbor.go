@@ -258,6 +258,9 @@ func parseHarborConfig(data []byte, t *Task) error {
 			delete(v, "env")
 		}
 	}
+	if err := toolsFromTOML(doc, t); err != nil {
+		return err
+	}
 	for _, table := range []string{"metadata", "environment", "task"} {
 		if v, ok := doc[table]; ok {
 			if _, ok := v.(map[string]any); !ok {
