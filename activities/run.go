@@ -193,6 +193,8 @@ type outcome struct {
 	started, stopped time.Time
 	// notes are what preparing the workspace could not reproduce.
 	notes []string
+	// side is what the task's tool servers and user left (side.go).
+	side interception.Side
 }
 
 // runHarness runs the harness against the slot's server, heartbeating, and
@@ -203,6 +205,7 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 	if ws != nil {
 		out.notes = ws.Notes
 	}
+	a.shareTask(j)
 	stop := heartbeat(ctx, "harness running")
 	out.res, out.err = a.Runtime.Run(ctx, harness.Spec{
 		Key:      j.key,
@@ -224,6 +227,7 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 		out.tunnel = a.Pool.CheckTunnel(ctx, j.key)
 	}
 	out.turns = a.releaseTurns(j.key)
+	out.side = a.sideOf(j.key)
 	out.stopped = time.Now()
 	out.res = redacted(out.res, slot.Secret)
 	return out
@@ -303,7 +307,7 @@ func (j job) trace(out outcome) trace.Rollout {
 			ExitCode: out.res.ExitCode, TimedOut: out.res.TimedOut, Stdout: out.res.Stdout, Stderr: out.res.Stderr,
 			Answer: out.res.Answer, Duration: out.res.Duration, SessionLogs: sessionLogs(out.res.SessionLogs),
 		},
-		Workspace: out.notes,
+		Workspace: out.notes, State: out.side.State, Users: out.side.Users,
 		StartedAt: out.started.UTC(), EndedAt: out.stopped.UTC(),
 	}
 }

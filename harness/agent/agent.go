@@ -165,7 +165,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	a := &agent{session: newSession(*dialect, e, *maxRetries, msgs, !*noStream), tools: tb, out: stdout}
-	answer, err := a.run(ctx, e.maxTurns)
+	u, err := startSide(ctx, t, a.session, tb, msgs, stderr)
+	defer tb.mcp.close()
+	if err != nil {
+		return fail(err)
+	}
+	answer, err := a.converse(ctx, e.maxTurns, u)
 	if errors.Is(err, errTurnLimit) {
 		fmt.Fprintf(stderr, "agent: %v after %d turns\n", err, e.maxTurns)
 		return ExitTurnLimit
