@@ -227,7 +227,7 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 		out.tunnel = a.Pool.CheckTunnel(ctx, j.key)
 	}
 	out.turns = a.releaseTurns(j.key)
-	out.side = a.sideOf(j.key)
+	out.side = a.sideOf(j.key, slot.Secret)
 	out.stopped = time.Now()
 	out.res = redacted(out.res, slot.Secret)
 	return out

@@ -1,7 +1,9 @@
 package activities
 
 import (
+	"bytes"
 	"encoding/json"
+	"strings"
 
 	"github.com/evalflow/evalflow/interception"
 )
@@ -19,9 +21,18 @@ func (a *Activities) shareTask(j job) {
 }
 
 // sideOf is what a rollout's tool servers and user left on its slot: the
-// shared state and the user's turns, kept in its trace. Read before the
-// slot is released.
-func (a *Activities) sideOf(key string) interception.Side {
+// shared state and the user's turns, kept in its trace, with the
+// rollout's secret blanked out of them as out of the harness's output.
+// Read before the slot is released.
+func (a *Activities) sideOf(key, secret string) interception.Side {
 	s, _ := a.Pool.Side(key)
+	if secret == "" {
+		return s
+	}
+	// The secret is hex: blanking it keeps the state valid JSON.
+	s.State = bytes.ReplaceAll(s.State, []byte(secret), []byte("[rollout secret]"))
+	for i := range s.Users {
+		s.Users[i].Content = strings.ReplaceAll(s.Users[i].Content, secret, "[rollout secret]")
+	}
 	return s
 }
