@@ -3,8 +3,8 @@
 // the rollout's shared state ({base}/state, member "counter"), and "read"
 // returns the counter. It reaches the state at EVALFLOW_STATE_URL with the
 // secret in EVALFLOW_ROLLOUT_SECRET, both from its environment, and writes
-// its process id to the state ("pid") so that a test can tell it is gone
-// after the rollout.
+// its process id to the state ("pid") as it starts, so that a test can
+// tell that its harness started it and that it is gone after the rollout.
 //
 // It speaks MCP over stdin and stdout, or streamable HTTP with --http ADDR.
 package main
@@ -39,6 +39,10 @@ func run() error {
 		client: &http.Client{Timeout: 30 * time.Second}}
 	if st.url == "" || st.secret == "" {
 		return errors.New("EVALFLOW_STATE_URL and EVALFLOW_ROLLOUT_SECRET must be set")
+	}
+	pid, _ := json.Marshal(map[string]int{"pid": os.Getpid()})
+	if _, err := st.do(context.Background(), http.MethodPatch, pid); err != nil {
+		return err
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "evalflow-mcp-counter", Version: "1.0.0"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "increment", Description: "Add to the counter (by 1 unless told) and return its new value."}, st.increment)
@@ -76,7 +80,7 @@ func (s *state) increment(ctx context.Context, _ *mcp.CallToolRequest, in increm
 		return nil, counterValue{}, err
 	}
 	next := cur + by
-	patch, _ := json.Marshal(map[string]int{"counter": next, "pid": os.Getpid()})
+	patch, _ := json.Marshal(map[string]int{"counter": next})
 	if _, err := s.do(ctx, http.MethodPatch, patch); err != nil {
 		return nil, counterValue{}, err
 	}
