@@ -285,3 +285,40 @@ func TestToolServerInNetnsReachesStateThroughFRP(t *testing.T) {
 		assert.NotContains(t, u, "127.0.0.1", "the harness was handed the tunnel's URL, not loopback")
 	}
 }
+
+// TestPersonaUserTakesTurns: a task's user is an LLM persona the worker
+// runs through its provider with the task's prompt template; the agent
+// asks it for each turn at /user, and the trace keeps its turns with the
+// model call behind each.
+func TestPersonaUserTakesTurns(t *testing.T) {
+	_, c := startServer(t)
+	dir := t.TempDir()
+	persona := "You play a student who asked: {{prompt}}\n\nThe conversation so far:\n{{conversation}}\n\nReply as the student; say [DONE] when satisfied."
+	tasks := writeFile(t, dir, "tasks.jsonl", jsonLines(t,
+		map[string]any{"id": "persona", "prompt": "Let us talk: what is 2+2?", "answer": "14", "user": map[string]any{"persona": persona}},
+	), 0o644)
+	// The persona's calls hold the conversation written out; the agent's
+	// hold the prompt as a user message. The first entry that matches wins.
+	script := writeFile(t, dir, "script.jsonl", jsonLines(t,
+		map[string]any{"match": "assistant: 14", "turns": []any{map[string]any{"content": "Thanks! [DONE]"}}},
+		map[string]any{"match": "assistant: 4", "turns": []any{map[string]any{"content": "Now add 10."}}},
+		map[string]any{"match": "what is 2+2", "turns": []any{map[string]any{"content": "4"}, map[string]any{"content": "14"}}},
+	), 0o644)
+	out := runTools(t, c, "tools-persona", toolsRun{tasks: tasks, script: script})
+
+	rec, tr := out.records["persona"], out.traces["persona"]
+	require.Equal(t, rollout.StatusOK, rec.Status, "%+v", rec)
+	assert.Len(t, tr.Turns, 2, "the agent's model calls only")
+	assert.Equal(t, "14", tr.Harness.Answer)
+	require.Len(t, tr.Users, 2)
+	assert.Equal(t, "Now add 10.", tr.Users[0].Content)
+	assert.False(t, tr.Users[0].Done)
+	assert.Equal(t, "Thanks!", tr.Users[1].Content)
+	assert.True(t, tr.Users[1].Done)
+	for _, u := range tr.Users {
+		require.NotNil(t, u.Call, "the persona's model call is kept")
+		assert.Equal(t, "user", u.Call.Route)
+		assert.Contains(t, u.Call.Request.Messages[0].Text(), "You play a student who asked: Let us talk: what is 2+2?", "the template got the task's prompt")
+	}
+	assert.Contains(t, tr.Users[1].Call.Request.Messages[0].Text(), "user: Now add 10.", "the template got the conversation")
+}

@@ -2,6 +2,7 @@ package interception
 
 import (
 	"bytes"
+	"errors"
 	"encoding/json"
 	"net/http"
 	"sync"
@@ -194,14 +195,19 @@ func (s *Server) getTask(w http.ResponseWriter, _ *http.Request, e *entry, d dia
 	writeJSON(w, http.StatusOK, task)
 }
 
-// userPost is a user turn as the harness posts it.
+// userPost is a user turn as the harness posts it: the turn of a command
+// it ran, or the conversation for the task's persona to answer.
 type userPost struct {
-	Content *string `json:"content"`
-	Done    bool    `json:"done"`
+	Content  *string          `json:"content"`
+	Done     bool             `json:"done"`
+	Messages []personaMessage `json:"messages"`
 }
 
-// postUser records a turn of the simulated user, which the harness ran:
-// {"content": "...", "done": false}. It answers with the turn's number.
+// postUser records a turn of the simulated user: {"content": "...",
+// "done": false} from a user command the harness ran, or, for a task
+// whose user is a persona, {"messages": [...]}, the conversation the
+// persona answers through the server's upstream. It answers with the
+// turn: {"index", "content", "done"}.
 func (s *Server) postUser(w http.ResponseWriter, r *http.Request, e *entry, d dialects.Dialect) {
 	body, status, code, msg := readBounded(w, r, min(s.cfg.MaxBodyBytes, StateLimit), s.cfg.BodyReadTimeout)
 	if status != 0 {
@@ -209,18 +215,31 @@ func (s *Server) postUser(w http.ResponseWriter, r *http.Request, e *entry, d di
 		return
 	}
 	var p userPost
-	if err := json.Unmarshal(body, &p); err != nil || p.Content == nil {
-		d.WriteError(w, http.StatusBadRequest, "invalid_user_turn", `The body must be a JSON object with a "content" string.`)
+	if err := json.Unmarshal(body, &p); err != nil || (p.Content == nil && p.Messages == nil) {
+		d.WriteError(w, http.StatusBadRequest, "invalid_user_turn", `The body must be a JSON object with a "content" string or the "messages" for the persona.`)
 		return
+	}
+	var call *trace.Turn
+	if p.Content == nil {
+		text, done, turn, err := s.persona(r.Context(), e, p.Messages)
+		switch {
+		case errors.Is(err, errNoPersona):
+			d.WriteError(w, http.StatusBadRequest, "no_persona", "The rollout's task has no persona user: post the user's \"content\".")
+			return
+		case err != nil:
+			d.WriteError(w, http.StatusBadGateway, "persona_failed", "The persona's model call failed: "+err.Error())
+			return
+		}
+		p.Content, p.Done, call = &text, done, turn
 	}
 	e.mu.Lock()
 	after := e.begun
 	e.mu.Unlock()
 	e.side.mu.Lock()
-	turn := trace.UserTurn{Index: len(e.side.users) + 1, AfterTurn: after, Content: *p.Content, Done: p.Done, At: time.Now().UTC()}
+	turn := trace.UserTurn{Index: len(e.side.users) + 1, AfterTurn: after, Content: *p.Content, Done: p.Done, At: time.Now().UTC(), Call: call}
 	e.side.users = append(e.side.users, turn)
 	e.side.mu.Unlock()
-	out, _ := json.Marshal(map[string]int{"index": turn.Index})
+	out, _ := json.Marshal(map[string]any{"index": turn.Index, "content": turn.Content, "done": turn.Done})
 	writeJSON(w, http.StatusOK, out)
 }
 

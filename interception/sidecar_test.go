@@ -122,7 +122,7 @@ func TestTaskAndUserTurns(t *testing.T) {
 
 	status, body = sideCall(t, http.MethodPost, f.slot.LocalURL+"/user", f.slot.Secret, `{"content":"and now four?"}`)
 	require.Equal(t, http.StatusOK, status, body)
-	assert.JSONEq(t, `{"index":1}`, body)
+	assert.JSONEq(t, `{"index":1,"content":"and now four?","done":false}`, body)
 	status, _ = sideCall(t, http.MethodPost, f.slot.LocalURL+"/user", f.slot.Secret, `{"content":"thanks","done":true}`)
 	require.Equal(t, http.StatusOK, status)
 	status, _ = sideCall(t, http.MethodPost, f.slot.LocalURL+"/user", f.slot.Secret, `{"done":true}`)

@@ -146,4 +146,6 @@ type UserTurn struct {
 	// Done is set on the turn that ended the conversation.
 	Done bool      `json:"done,omitempty"`
 	At   time.Time `json:"at"`
+	// Call is the model call of a persona user; nil for a user command.
+	Call *Turn `json:"call,omitempty"`
 }
