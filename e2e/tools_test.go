@@ -162,13 +162,18 @@ func requireGone(t *testing.T, pid int, what string) {
 	}, 10*time.Second, 10*time.Millisecond, "%s (pid %d) is still running after the rollout", what, pid)
 }
 
-// counterTasks are two tasks with the counter server: one the agent
-// counts to three in, one whose model call fails after one increment.
+// counterTasks are three tasks with the counter server: one the agent
+// counts to three in over stdio, one over streamable HTTP, and one whose
+// model call fails after one increment.
 func counterTasks(t *testing.T, dir string) (tasks, script, rubric string) {
 	bin := counterServer(t)
 	tools := []map[string]any{{"name": "counter", "command": []string{bin}}}
+	port := freePort(t)
+	httpTools := []map[string]any{{"name": "counter", "transport": "http", "port": port,
+		"command": []string{bin, "--http", fmt.Sprintf("127.0.0.1:%d", port)}}}
 	tasks = writeFile(t, dir, "tasks.jsonl", jsonLines(t,
 		map[string]any{"id": "count", "prompt": "Count to three with the counter tool.", "tools": tools},
+		map[string]any{"id": "count-http", "prompt": "Count to three with the counter tool, over HTTP.", "tools": httpTools},
 		map[string]any{"id": "count-then-fail", "prompt": "Count once, then fail.", "tools": tools},
 	), 0o644)
 	increment := map[string]any{"tool_calls": []map[string]any{{"name": "counter__increment", "arguments": map[string]any{}}}}
@@ -205,6 +210,13 @@ func TestToolServerKeepsCounterInState(t *testing.T) {
 			"the tool's answer reached the model")
 	}
 	requireGone(t, st.PID, "the tool server of a finished rollout")
+
+	hrec, htr := out.records["count-http"], out.traces["count-http"]
+	require.Equal(t, rollout.StatusOK, hrec.Status, "%+v", hrec)
+	assert.Equal(t, 1.0, hrec.Reward, "the HTTP server's counter")
+	hst := stateOf(t, htr)
+	assert.Equal(t, 3, hst.Counter)
+	requireGone(t, hst.PID, "the HTTP tool server of a finished rollout")
 
 	failed, ftr := out.records["count-then-fail"], out.traces["count-then-fail"]
 	assert.Equal(t, rollout.StatusError, failed.Status)
