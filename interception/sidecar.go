@@ -94,8 +94,9 @@ func (s *Server) getState(w http.ResponseWriter, _ *http.Request, e *entry, _ di
 	writeJSON(w, http.StatusOK, state)
 }
 
-// readObject reads a request body that must be a JSON object, answering
-// in d's shape when it is not.
+// readObject reads a request body that must be a JSON object whose
+// numbers every consumer can decode (finite doubles), answering in d's
+// shape when it is not.
 func (s *Server) readObject(w http.ResponseWriter, r *http.Request, d dialects.Dialect) (map[string]json.RawMessage, bool) {
 	body, status, code, msg := readBounded(w, r, min(s.cfg.MaxBodyBytes, StateLimit), s.cfg.BodyReadTimeout)
 	if status != 0 {
@@ -105,6 +106,10 @@ func (s *Server) readObject(w http.ResponseWriter, r *http.Request, d dialects.D
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
 		d.WriteError(w, http.StatusBadRequest, "invalid_state", "The body must be a JSON object.")
+		return nil, false
+	}
+	if err := json.Unmarshal(body, new(map[string]any)); err != nil {
+		d.WriteError(w, http.StatusBadRequest, "invalid_state", "The body's numbers must be finite doubles.")
 		return nil, false
 	}
 	return obj, true

@@ -51,7 +51,7 @@ func TestStateGetPutPatch(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	assert.JSONEq(t, `{"counter":2,"notes":{"b":2,"c":3},"new":"x"}`, body)
 
-	for _, bad := range []string{`[1,2]`, `"x"`, `not json`, ``, `null`} {
+	for _, bad := range []string{`[1,2]`, `"x"`, `not json`, ``, `null`, `{"n":1e400}`} {
 		status, body = sideCall(t, http.MethodPut, url, f.slot.Secret, bad)
 		assert.Equal(t, http.StatusBadRequest, status, "PUT %q", bad)
 		assert.Contains(t, body, `"error"`, "PUT %q answers in the OpenAI shape", bad)
