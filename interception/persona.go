@@ -35,9 +35,14 @@ type sideTask struct {
 		Content string `json:"content"`
 	} `json:"messages"`
 	User *struct {
-		Persona string `json:"persona"`
+		Persona  string `json:"persona"`
+		MaxTurns int    `json:"max_turns"`
 	} `json:"user"`
 }
+
+// defaultPersonaTurns bounds a persona's turns when the task sets none
+// (tasksets.DefaultUserTurns).
+const defaultPersonaTurns = 8
 
 // personaMessage is one message of the conversation a harness posts.
 type personaMessage struct {
@@ -48,8 +53,9 @@ type personaMessage struct {
 // persona answers a user turn with the task's persona, run through the
 // server's upstream with the rollout's model: its prompt template filled
 // with the task's prompt and the conversation. The call is the user's,
-// not the agent's: it counts against none of the rollout's limits and is
-// kept on the user turn.
+// not the agent's: it counts against none of the rollout's limits, is
+// kept on the user turn, and is refused past the user's max_turns, so
+// that a harness cannot spend the provider's tokens through it.
 func (s *Server) persona(ctx context.Context, e *entry, conversation []personaMessage) (string, bool, *trace.Turn, error) {
 	e.side.mu.Lock()
 	raw := e.side.task
@@ -57,6 +63,16 @@ func (s *Server) persona(ctx context.Context, e *entry, conversation []personaMe
 	var task sideTask
 	if raw == nil || json.Unmarshal(raw, &task) != nil || task.User == nil || task.User.Persona == "" {
 		return "", false, nil, errNoPersona
+	}
+	limit := task.User.MaxTurns
+	if limit <= 0 {
+		limit = defaultPersonaTurns
+	}
+	e.side.mu.Lock()
+	used := len(e.side.users)
+	e.side.mu.Unlock()
+	if used >= limit {
+		return "", false, nil, errPersonaTurns
 	}
 	prompt := renderPersona(task.User.Persona, taskPrompt(task), conversation)
 	req := dialects.Request{Model: e.rollout.Model, Messages: []dialects.Message{
@@ -74,7 +90,10 @@ func (s *Server) persona(ctx context.Context, e *entry, conversation []personaMe
 	return text, done || text == "", turn, nil
 }
 
-var errNoPersona = errors.New("the rollout's task has no persona user")
+var (
+	errNoPersona    = errors.New("the rollout's task has no persona user")
+	errPersonaTurns = errors.New("the persona has had its turns")
+)
 
 func (s *Server) askUpstream(ctx context.Context, turn *trace.Turn) (string, error) {
 	body, err := s.up.EncodeRequest(turn.Request)

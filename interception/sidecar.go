@@ -231,6 +231,9 @@ func (s *Server) postUser(w http.ResponseWriter, r *http.Request, e *entry, d di
 		case errors.Is(err, errNoPersona):
 			d.WriteError(w, http.StatusBadRequest, "no_persona", "The rollout's task has no persona user: post the user's \"content\".")
 			return
+		case errors.Is(err, errPersonaTurns):
+			d.WriteError(w, http.StatusTooManyRequests, "user_turns_used", "The persona has had its max_turns turns.")
+			return
 		case err != nil:
 			d.WriteError(w, http.StatusBadGateway, "persona_failed", "The persona's model call failed: "+err.Error())
 			return

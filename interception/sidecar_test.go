@@ -136,3 +136,28 @@ func TestTaskAndUserTurns(t *testing.T) {
 	assert.Equal(t, 2, side.Users[1].Index)
 	assert.True(t, side.Users[1].Done)
 }
+
+// A persona answers at most its max_turns turns: a harness cannot spend
+// the provider's tokens through it.
+func TestPersonaTurnsAreBounded(t *testing.T) {
+	f := newFixture(t, strings.TrimSuffix(mockUpstream(t), "/v1"), nil)
+	status, body := sideCall(t, http.MethodPost, f.slot.LocalURL+"/user", f.slot.Secret, `{"messages":[{"role":"user","content":"hi"}]}`)
+	assert.Equal(t, http.StatusBadRequest, status, "no persona before the task names one: %s", body)
+	assert.Contains(t, body, "no_persona")
+
+	require.True(t, f.pool.SetTask(f.slot.Key, json.RawMessage(`{"id":"t","prompt":"What is 2+2?","user":{"persona":"You are a student. {{prompt}}","max_turns":2}}`)))
+	for i := range 2 {
+		status, body = sideCall(t, http.MethodPost, f.slot.LocalURL+"/user", f.slot.Secret, `{"messages":[{"role":"user","content":"What is 2+2?"},{"role":"assistant","content":"4"}]}`)
+		require.Equal(t, http.StatusOK, status, "turn %d: %s", i+1, body)
+	}
+	status, body = sideCall(t, http.MethodPost, f.slot.LocalURL+"/user", f.slot.Secret, `{"messages":[]}`)
+	assert.Equal(t, http.StatusTooManyRequests, status, body)
+	side, _ := f.pool.Side(f.slot.Key)
+	require.Len(t, side.Users, 2)
+	for _, u := range side.Users {
+		require.NotNil(t, u.Call)
+		assert.Equal(t, http.StatusOK, u.Call.Status)
+		assert.Contains(t, u.Call.Request.Messages[0].Text(), "You are a student. What is 2+2?")
+		assert.Equal(t, u.Call.Response.Message.Text(), u.Content, "the persona's reply is the user's turn")
+	}
+}
