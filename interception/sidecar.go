@@ -2,8 +2,8 @@ package interception
 
 import (
 	"bytes"
-	"errors"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
