@@ -55,24 +55,25 @@ var allowed = map[string][]string{
 	"wiring": {"activities", "dialects", "harness", "harness/agent", "harness/packaged", "interception", "metrics", "providers",
 		"providers/mock", "results", "rollout", "tasksets", "tunnel", "workflows"},
 	// Binaries and tools sit on top; nothing imports them.
-	"starter":             {"*"},
-	"worker":              {"*"},
-	"cmd/evalflow-agent":  {"*"},
-	"bench":               {"*"},
-	"bench/cmd/bench":     {"*"},
-	"bench/loadgen":       {"*"},
-	"bench/orchestration": {"*"},
-	"bench/targets":       {"*"},
-	"bench/upstream":      {"*"},
-	"tunnel/tunneltest":   {"tunnel"},
-	"e2e":                 {},
-	"faults":              {},
-	"deploy":              {},
-	"":                    {},
+	"starter":                  {"*"},
+	"worker":                   {"*"},
+	"cmd/evalflow-agent":       {"*"},
+	"cmd/evalflow-mcp-counter": {"*"},
+	"bench":                    {"*"},
+	"bench/cmd/bench":          {"*"},
+	"bench/loadgen":            {"*"},
+	"bench/orchestration":      {"*"},
+	"bench/targets":            {"*"},
+	"bench/upstream":           {"*"},
+	"tunnel/tunneltest":        {"tunnel"},
+	"e2e":                      {},
+	"faults":                   {},
+	"deploy":                   {},
+	"":                         {},
 }
 
 // top are the packages nothing else may import.
-var top = []string{"starter", "worker", "cmd/evalflow-agent", "e2e", "faults", "bench/cmd/bench"}
+var top = []string{"starter", "worker", "cmd/evalflow-agent", "cmd/evalflow-mcp-counter", "e2e", "faults", "bench/cmd/bench"}
 
 type listed struct {
 	ImportPath string
