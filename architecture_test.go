@@ -82,10 +82,12 @@ var allowed = map[string][]string{
 	"faults":               {},
 	"deploy":               {},
 	"":                     {},
+
+	"cmd/evalflow-mcp-counter": {"*"},
 }
 
 // top are the packages nothing else may import.
-var top = []string{"starter", "worker", "cmd/evalflow-agent", "e2e", "faults", "bench/cmd/bench", "bench/cmd/storebench"}
+var top = []string{"starter", "worker", "cmd/evalflow-agent", "cmd/evalflow-mcp-counter", "e2e", "faults", "bench/cmd/bench", "bench/cmd/storebench"}
 
 type listed struct {
 	ImportPath string

@@ -198,6 +198,8 @@ type outcome struct {
 	started, stopped time.Time
 	// notes are what preparing the workspace could not reproduce.
 	notes []string
+	// side is what the task's tool servers and user left (side.go).
+	side interception.Side
 }
 
 // runHarness runs the harness against the slot's server, heartbeating, and
@@ -208,6 +210,7 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 	if ws != nil {
 		out.notes = ws.Notes
 	}
+	a.shareTask(j)
 	stop := heartbeat(ctx, "harness running")
 	// A harness whose tunnel the pool finds dead is stopped at once: it has
 	// lost its way to the model and would otherwise run until its timeout.
@@ -253,6 +256,7 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 		out.tunnel = a.Pool.CheckTunnel(ctx, j.key)
 	}
 	out.turns = a.releaseTurns(j.key)
+	out.side = a.sideOf(j.key, slot.Secret)
 	out.stopped = time.Now()
 	out.res = redacted(out.res, slot.Secret)
 	return out
@@ -339,7 +343,7 @@ func (j job) trace(out outcome) trace.Rollout {
 			ExitCode: out.res.ExitCode, TimedOut: out.res.TimedOut, Stdout: out.res.Stdout, Stderr: out.res.Stderr,
 			Answer: out.res.Answer, Duration: out.res.Duration, SessionLogs: sessionLogs(out.res.SessionLogs),
 		},
-		Workspace: out.notes,
+		Workspace: out.notes, State: out.side.State, Users: out.side.Users,
 		StartedAt: out.started.UTC(), EndedAt: out.stopped.UTC(),
 	}
 }

@@ -39,7 +39,7 @@ func (a *Activities) score(ctx context.Context, j job, out outcome, in rubrics.I
 		return rec, &tr, nil
 	}
 
-	in.Task, in.Answer, in.Transcript = j.task, answer, transcript(out.turns)
+	in.Task, in.Answer, in.Transcript, in.State = j.task, answer, transcript(out.turns), out.side.State
 	if in.Env == nil {
 		in.Env = withoutCredentials(os.Environ())
 	}

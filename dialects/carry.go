@@ -444,12 +444,14 @@ func effortOf(r *ReasoningConfig) string {
 }
 
 // thinkingBudgetOf is the Anthropic thinking budget of r: its own, or its
-// effort's; 0 for effort none.
+// effort's; 0 for effort none, and for reasoning settings that name no
+// effort (a Responses caller asking only for a summary, as codex does):
+// thinking is turned on only by a caller that asks for it.
 func thinkingBudgetOf(r *ReasoningConfig) (int, error) {
 	if r.BudgetTokens > 0 {
 		return r.BudgetTokens, nil
 	}
-	if r.Effort == "none" {
+	if r.Effort == "none" || r.Effort == "" {
 		return 0, nil
 	}
 	b, ok := effortBudget[r.Effort]

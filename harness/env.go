@@ -16,6 +16,10 @@ const (
 	AnswerFile = "answer.txt"
 )
 
+// RolloutSecretEnv holds the rollout's secret for the task's tool servers
+// and user, in a harness's environment when its task has any.
+const RolloutSecretEnv = "EVALFLOW_ROLLOUT_SECRET"
+
 // secretSuffixes name the variables a harness must not inherit from the worker:
 // the worker's real provider credentials and anything else that looks like one.
 var secretSuffixes = []string{"_API_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY", "_ACCESS_KEY", "_PASSWORD"}
@@ -44,8 +48,11 @@ func IsSecretName(name string) bool {
 // The contract: OPENAI_BASE_URL={BaseURL}/v1, ANTHROPIC_BASE_URL={BaseURL},
 // OPENAI_API_KEY and ANTHROPIC_API_KEY = the rollout secret, OPENAI_MODEL and
 // ANTHROPIC_MODEL = the model, EVALFLOW_TASK_FILE, EVALFLOW_PROMPT,
-// EVALFLOW_ANSWER_FILE, EVALFLOW_MAX_TURNS and EVALFLOW_WORKDIR, and
-// EVALFLOW_SOLUTION when spec.Solution is set (the oracle's).
+// EVALFLOW_ANSWER_FILE, EVALFLOW_MAX_TURNS and EVALFLOW_WORKDIR,
+// EVALFLOW_BASE_URL={BaseURL}, EVALFLOW_STATE_URL={BaseURL}/state and
+// EVALFLOW_TASK_URL={BaseURL}/task for the task's tool servers and user
+// (tools.go) with EVALFLOW_ROLLOUT_SECRET (the rollout secret again) when
+// the task has any, and EVALFLOW_SOLUTION when spec.Solution is set (the oracle's).
 func Env(parent []string, spec Spec, workdir string) []string {
 	return contractEnv(parent, spec, envPaths{workdir: workdir, files: workdir, solution: spec.Solution})
 }
@@ -81,7 +88,14 @@ func contractEnv(parent []string, spec Spec, p envPaths) []string {
 		"EVALFLOW_ANSWER_FILE="+path.Join(p.files, AnswerFile),
 		"EVALFLOW_MAX_TURNS="+strconv.Itoa(spec.MaxTurns),
 		"EVALFLOW_WORKDIR="+p.workdir,
+		"EVALFLOW_BASE_URL="+spec.BaseURL,
+		"EVALFLOW_STATE_URL="+spec.BaseURL+"/state",
+		"EVALFLOW_TASK_URL="+spec.BaseURL+"/task",
 	)
+	if len(spec.Task.Tools) > 0 || spec.Task.User != nil {
+		// For the task's tool servers and user, which the harness starts.
+		env = append(env, RolloutSecretEnv+"="+spec.Secret)
+	}
 	if p.workspace != "" {
 		env = append(env, "EVALFLOW_WORKSPACE="+p.workspace, "EVALFLOW_LOGS="+p.logs)
 	}

@@ -58,9 +58,16 @@ func TestEnv(t *testing.T) {
 		"EVALFLOW_ANSWER_FILE": "/w/r1/answer.txt",
 		"EVALFLOW_MAX_TURNS":   "7",
 		"EVALFLOW_WORKDIR":     "/w/r1",
+		"EVALFLOW_BASE_URL":    "http://127.0.0.1:4000",
+		"EVALFLOW_STATE_URL":   "http://127.0.0.1:4000/state",
+		"EVALFLOW_TASK_URL":    "http://127.0.0.1:4000/task",
 		"EXTRA":                "1",
 	}
 	assert.Equal(t, want, got)
+
+	spec.Task.Tools = []tasksets.ToolServer{{Name: "counter", Command: []string{"counter"}}}
+	got = envMap(t, Env(parent, spec, "/w/r1"))
+	assert.Equal(t, "rollout-secret", got[RolloutSecretEnv], "a task with tool servers: their secret")
 }
 
 func TestIsSecretName(t *testing.T) {

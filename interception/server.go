@@ -281,7 +281,7 @@ func Routes() []Route {
 	var rs []Route
 	for _, rt := range (&Server{}).routes() {
 		rs = append(rs, Route{Method: rt.method, Path: rt.path, Dialect: rt.dialect,
-			Public: rt.open != nil, Body: rt.method == http.MethodPost})
+			Public: rt.open != nil, Body: rt.method != http.MethodGet})
 	}
 	for _, a := range gatewayActions {
 		rs = append(rs, Route{Method: a.method, Path: gatewayPrefix + "{id}/" + a.name,
@@ -301,7 +301,7 @@ func (s *Server) routes() []route {
 	for _, d := range dialects.All {
 		rs = append(rs, route{method: http.MethodPost, path: "/v1" + d.Path(), dialect: d, serve: s.model})
 	}
-	return rs
+	return append(rs, s.sideRoutes()...)
 }
 
 func healthz(w http.ResponseWriter, _ *http.Request) {

@@ -35,6 +35,8 @@ type entry struct {
 	used usage
 	// idempotencyKeys are the Idempotency-Key headers of its calls so far.
 	idempotencyKeys map[string]struct{}
+	// side is what its tool servers and user share (sidecar.go).
+	side side
 }
 
 // begin numbers a turn when its call arrives, so turns keep the order of

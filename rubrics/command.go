@@ -31,6 +31,13 @@ const (
 	CommandAnswerEnv = "EVALFLOW_ANSWER_FILE"
 	// CommandTaskIDEnv is the task's id.
 	CommandTaskIDEnv = "EVALFLOW_TASK_ID"
+	// CommandStateEnv is a file holding the rollout's shared state (what
+	// its tool servers and user left at {base}/state) as a JSON object.
+	CommandStateEnv = "EVALFLOW_STATE_FILE"
+	// CommandTranscriptEnv is a file holding the conversation (Input's
+	// Transcript, the simulated user's turns included) as a JSON array of
+	// {"role", "text"}.
+	CommandTranscriptEnv = "EVALFLOW_TRANSCRIPT_FILE"
 )
 
 // DefaultCommandTimeout bounds a command part's run unless its spec says
@@ -78,7 +85,17 @@ func (c command) score(parent context.Context, in Input) (Score, error) {
 		return Score{}, &ScoringError{Reason: "cannot write the task as JSON", Err: err}
 	}
 	taskFile, answerFile := filepath.Join(dir, "task.json"), filepath.Join(dir, "answer.txt")
-	if err := errors.Join(os.WriteFile(taskFile, task, 0o600), os.WriteFile(answerFile, []byte(in.Answer), 0o600)); err != nil {
+	state := in.State
+	if len(state) == 0 {
+		state = []byte("{}")
+	}
+	transcript, err := json.Marshal(in.Transcript)
+	if err != nil {
+		return Score{}, &ScoringError{Reason: "cannot write the transcript as JSON", Err: err}
+	}
+	stateFile, transcriptFile := filepath.Join(dir, "state.json"), filepath.Join(dir, "transcript.json")
+	if err := errors.Join(os.WriteFile(taskFile, task, 0o600), os.WriteFile(answerFile, []byte(in.Answer), 0o600),
+		os.WriteFile(stateFile, state, 0o600), os.WriteFile(transcriptFile, transcript, 0o600)); err != nil {
 		return Score{}, &ScoringError{Reason: "cannot prepare the command's files", Err: err}
 	}
 
@@ -94,6 +111,8 @@ func (c command) score(parent context.Context, in Input) (Score, error) {
 		CommandTaskEnv+"="+taskFile,
 		CommandAnswerEnv+"="+answerFile,
 		CommandTaskIDEnv+"="+in.Task.ID,
+		CommandStateEnv+"="+stateFile,
+		CommandTranscriptEnv+"="+transcriptFile,
 	)
 	cmd.Stdin = strings.NewReader(in.Answer)
 	var stdout, stderr limitedBuffer

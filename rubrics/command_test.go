@@ -112,6 +112,8 @@ cp "$EVALFLOW_ANSWER_FILE" "$OUT/answer.txt"
 cat > "$OUT/stdin.txt"
 printf '%s' "$EVALFLOW_WORKSPACE" > "$OUT/workspace"
 printf '%s' "$EVALFLOW_TASK_ID" > "$OUT/id"
+cp "$EVALFLOW_STATE_FILE" "$OUT/state.json"
+cp "$EVALFLOW_TRANSCRIPT_FILE" "$OUT/transcript.json"
 pwd > "$OUT/pwd"
 echo 1
 `
@@ -120,7 +122,9 @@ echo 1
 	require.NoError(t, err)
 	task := tasksets.Task{ID: "fix-bug", Prompt: "Fix it.", Answer: "42", Verify: "bash /tests/test.sh"}
 	answer := "It is 42.\nSecond line."
-	_, err = p.Score(context.Background(), Input{Task: task, Answer: answer, Workspace: workspace})
+	transcript := []Message{{Role: "user", Text: "Fix it."}, {Role: "assistant", Text: "Done?"}, {Role: "user", Text: "Check again."}}
+	_, err = p.Score(context.Background(), Input{Task: task, Answer: answer, Workspace: workspace,
+		State: json.RawMessage(`{"counter":3}`), Transcript: transcript})
 	require.NoError(t, err)
 
 	read := func(name string) string {
@@ -135,6 +139,10 @@ echo 1
 	assert.Equal(t, answer, read("stdin.txt"))
 	assert.Equal(t, workspace, read("workspace"))
 	assert.Equal(t, "fix-bug", read("id"))
+	assert.JSONEq(t, `{"counter":3}`, read("state.json"), "the rollout's shared state")
+	var gotTranscript []Message
+	require.NoError(t, json.Unmarshal([]byte(read("transcript.json")), &gotTranscript))
+	assert.Equal(t, transcript, gotTranscript, "the whole conversation")
 	wd, err := os.Getwd()
 	require.NoError(t, err)
 	assert.Equal(t, wd+"\n", read("pwd"))

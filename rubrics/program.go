@@ -2,6 +2,7 @@ package rubrics
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -23,6 +24,10 @@ type Input struct {
 	Verdict *Verdict
 	// Transcript is the conversation as a judge may be shown it.
 	Transcript []Message
+	// State is the rollout's shared state at the end (what its tool
+	// servers and user left at {base}/state), a JSON object; nil when
+	// nothing wrote it.
+	State json.RawMessage
 	// Judge asks a model; nil when the worker has none.
 	Judge Judge
 	// Env is the environment command parts run with, before the variables

@@ -37,7 +37,8 @@ const harborFileLimit = 4 << 20
 //
 //	task-name/
 //	  instruction.md     the prompt (required, not empty)
-//	  task.toml          [metadata], [agent], [verifier], [environment] (required)
+//	  task.toml          [metadata], [agent], [verifier], [environment] (required);
+//	                     [[tools]] and [user] as in JSONL (tools.go)
 //	  environment/       Dockerfile and build context, or plain files (optional)
 //	  tests/test.sh      the verifier, run as "bash /tests/test.sh" (required)
 //	  solution/solve.sh  the reference solution, for the oracle (optional)
@@ -220,7 +221,7 @@ func fileProblem(path string, err error) error {
 // parseHarborConfig reads task.toml into t: timeouts and the verifier's
 // environment into their fields, everything else (metadata, environment,
 // task, keys of its own) into Info as JSON. [verifier.env] stays out of
-// Info, which the agent sees.
+// Info, which the agent sees; [[tools]] and [user] go to their fields.
 func parseHarborConfig(data []byte, t *Task) error {
 	doc := map[string]any{}
 	if err := toml.Unmarshal(data, &doc); err != nil {
@@ -257,6 +258,9 @@ func parseHarborConfig(data []byte, t *Task) error {
 			}
 			delete(v, "env")
 		}
+	}
+	if err := toolsFromTOML(doc, t); err != nil {
+		return err
 	}
 	for _, table := range []string{"metadata", "environment", "task"} {
 		if v, ok := doc[table]; ok {

@@ -170,6 +170,9 @@ type taskLine struct {
 	AgentTimeoutSec    *float64          `json:"agent_timeout_sec"`
 	VerifierTimeoutSec *float64          `json:"verifier_timeout_sec"`
 	VerifierEnv        map[string]string `json:"verifier_env"`
+
+	Tools []ToolServer `json:"tools"`
+	User  *User        `json:"user"`
 }
 
 // decodeTask validates and decodes one non-blank line, raw as read (with its
@@ -216,6 +219,10 @@ func decodeTask(raw []byte, dir string) (Task, error) {
 		return Task{}, errors.New(`"tests" needs a "verify" command to run them`)
 	}
 	t.Verify = tl.Verify
+	if err := checkTools(tl.Tools, tl.User); err != nil {
+		return Task{}, err
+	}
+	t.Tools, t.User = tl.Tools, tl.User
 	t.VerifierEnv = tl.VerifierEnv
 	if len(t.VerifierEnv) == 0 {
 		t.VerifierEnv = nil

@@ -48,6 +48,11 @@ type Task struct {
 	VerifierTimeout time.Duration `json:"verifier_timeout,omitempty"`
 	// VerifierEnv is set for the verifier only (Harbor's [verifier.env]).
 	VerifierEnv map[string]string `json:"verifier_env,omitempty"`
+
+	// Tools are the MCP tool servers the agent gets (tools.go).
+	Tools []ToolServer `json:"tools,omitempty"`
+	// User is the simulated user the agent talks with; nil for none.
+	User *User `json:"user,omitempty"`
 }
 
 // Verified reports whether the task is scored by running a verifier.
@@ -56,7 +61,7 @@ func (t Task) Verified() bool { return t.Verify != "" }
 // ForHarness is the task as the agent may see it: what it is asked, never
 // the reference answer, the tests or the solution.
 func (t Task) ForHarness() Task {
-	return Task{ID: t.ID, Prompt: t.Prompt, Messages: t.Messages, Info: t.Info}
+	return Task{ID: t.ID, Prompt: t.Prompt, Messages: t.Messages, Info: t.Info, Tools: t.Tools, User: t.User}
 }
 
 // Taskset is an index-addressable source of tasks. Task(i) is the same on every

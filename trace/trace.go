@@ -3,6 +3,7 @@
 package trace
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/evalflow/evalflow/dialects"
@@ -131,7 +132,27 @@ type Rollout struct {
 	// reproduce outside Docker; absent for a task without one.
 	Workspace []string `json:"workspace_notes,omitempty"`
 	// Verifier is how the task's verifier ran; nil for a task without one.
-	Verifier  *Verifier `json:"verifier,omitempty"`
-	StartedAt time.Time `json:"started_at"`
-	EndedAt   time.Time `json:"ended_at"`
+	Verifier *Verifier `json:"verifier,omitempty"`
+	// State is the rollout's shared state (/state) at the end, as its tool
+	// servers and user left it; absent when nothing wrote it.
+	State json.RawMessage `json:"state,omitempty"`
+	// Users are the turns of the task's simulated user, in order.
+	Users     []UserTurn `json:"user_turns,omitempty"`
+	StartedAt time.Time  `json:"started_at"`
+	EndedAt   time.Time  `json:"ended_at"`
+}
+
+// UserTurn is one turn of a task's simulated user: its reply to the
+// agent's answer before it.
+type UserTurn struct {
+	// Index numbers the user's turns from 1.
+	Index int `json:"index"`
+	// AfterTurn is how many model calls the agent had made before it.
+	AfterTurn int    `json:"after_turn"`
+	Content   string `json:"content"`
+	// Done is set on the turn that ended the conversation.
+	Done bool      `json:"done,omitempty"`
+	At   time.Time `json:"at"`
+	// Call is the model call of a persona user; nil for a user command.
+	Call *Turn `json:"call,omitempty"`
 }

@@ -119,7 +119,10 @@ func (c Interception) Validate() error {
 
 // Tunnel builds the tunnel for a runtime: loopback when the runtime is local
 // (whatever the configured type, nothing is created), else the configured
-// tunnel.
+// tunnel. The runtime's consumers of the interception server are its
+// harnesses and, beside them in the same runtime, their tasks' tool servers
+// and users (the /state and /task routes): one base URL serves them all,
+// so the decision holds for every consumer.
 func (c Interception) Tunnel(rt harness.Runtime) (tunnel.Tunnel, error) {
 	t, err := c.tunnel(false)
 	if err != nil {

@@ -189,8 +189,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	a := &agent{session: newSession(*dialect, e, *maxRetries, msgs, !*noStream), tools: tb, out: stdout}
+	u, err := startSide(ctx, t, a.session, tb, msgs, stderr)
+	defer tb.mcp.close()
+	if err != nil {
+		return fail(err)
+	}
 	bound := SafetyTurns(e.maxTurns)
-	answer, err := a.run(ctx, bound)
+	answer, err := a.converse(ctx, bound, u)
 	if errors.Is(err, errTurnLimit) {
 		fmt.Fprintf(stderr, "agent: %v after %d turns\n", err, bound)
 		return ExitTurnLimit

@@ -79,4 +79,25 @@
 // A tool's failure (bad arguments, an unknown tool, a missing file, a
 // timeout) is a tool result starting with "error:", an Anthropic tool_result
 // with is_error set; it never stops the agent.
+//
+// # Tool servers and the user
+//
+// A task's MCP tool servers (tasksets.ToolServer) are started by the agent,
+// which is their client on the official Go SDK: a stdio server's command
+// through the SDK's CommandTransport, an HTTP server's command beside it,
+// reached by the streamable HTTP transport once its port answers. Their
+// tools are offered as SERVER__TOOL next to the four above, and every
+// server is stopped when the agent exits. They get the agent's
+// environment without the model keys: EVALFLOW_STATE_URL,
+// EVALFLOW_TASK_URL, EVALFLOW_BASE_URL and EVALFLOW_ROLLOUT_SECRET (which
+// shell commands do not get).
+//
+// With a task's user (tasksets.User), each final answer of the model gets
+// the user's reply as the next user message, until the reply holds
+// tasksets.UserDone or is empty, or the user has had its turns: a user
+// command runs once per turn with the conversation on its stdin; a persona
+// is asked through the interception server's /user, which runs it. Every
+// user turn is posted to /user, so that the trace holds it. Each stretch
+// of the model's work between two user turns has its own
+// EVALFLOW_MAX_TURNS.
 package agent

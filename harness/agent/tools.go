@@ -92,6 +92,8 @@ type tools struct {
 	outputLimit int
 	// env is the commands' environment.
 	env []string
+	// mcp are the task's tool servers; nil for none.
+	mcp *mcpTools
 }
 
 // run executes one tool call.
@@ -139,6 +141,9 @@ func (tb *tools) run(ctx context.Context, name, arguments string) result {
 			return r
 		}
 		return calculate(args.Expression)
+	}
+	if r, ok := tb.mcp.call(ctx, name, arguments); ok {
+		return r
 	}
 	return failed("unknown tool %q", name)
 }
@@ -229,12 +234,12 @@ func workspace() (string, error) {
 }
 
 // commandEnv is the environment of shell commands: the agent's, without
-// the keys it calls the model with.
+// the keys it calls the model with and the secret of its tool servers.
 func commandEnv(environ []string) []string {
 	env := make([]string, 0, len(environ))
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if name == "OPENAI_API_KEY" || name == "ANTHROPIC_API_KEY" {
+		if name == "OPENAI_API_KEY" || name == "ANTHROPIC_API_KEY" || name == rolloutSecretEnv {
 			continue
 		}
 		env = append(env, kv)

@@ -34,6 +34,9 @@ const claudeResult = "result.json"
 const claudeScript = `"$@" >"$EVALFLOW_CLAUDE_RESULT"; s=$?; cat "$EVALFLOW_CLAUDE_RESULT"; exit $s`
 
 func claudeSetup(bin, session string, spec harness.Spec) ([]string, []string, error) {
+	if err := checkSide("claude-code", spec.Task); err != nil {
+		return nil, nil, err
+	}
 	home, config := filepath.Join(session, "home"), filepath.Join(session, "claude-config")
 	for _, dir := range []string{home, config} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -49,6 +52,11 @@ func claudeSetup(bin, session string, spec harness.Spec) ([]string, []string, er
 		// and the rollout ends as limit:turns.
 		command = append(command, "--max-turns", strconv.Itoa(2*spec.MaxTurns+8))
 	}
+	mcpArgs, err := claudeMCP(session, spec.Task)
+	if err != nil {
+		return nil, nil, err
+	}
+	command = append(command, mcpArgs...)
 	command = append(command, "--", harness.Prompt(spec.Task))
 	env := []string{
 		"HOME=" + home,

@@ -29,6 +29,9 @@ var Codex = Harness{
 const codexScript = `exec "$@" --output-last-message "$EVALFLOW_ANSWER_FILE" -- "$EVALFLOW_PROMPT"`
 
 func codexSetup(bin, session string, spec harness.Spec) ([]string, []string, error) {
+	if err := checkSide("codex", spec.Task); err != nil {
+		return nil, nil, err
+	}
 	home := filepath.Join(session, "codex-home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, nil, err
@@ -44,7 +47,7 @@ name = "evalflow interception"
 base_url = %s
 env_key = "OPENAI_API_KEY"
 wire_api = "responses"
-`, strconv.Quote(spec.Model), strconv.Quote(spec.BaseURL+"/v1"))
+`, strconv.Quote(spec.Model), strconv.Quote(spec.BaseURL+"/v1")) + codexMCP(spec.Task)
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
 		return nil, nil, err
 	}
