@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -16,7 +17,17 @@ import (
 // v1 mode. Every parser here decodes with it; the request shapes (in
 // each <dialect>_request.go) model the same rules, and FuzzRequestShape
 // holds the two together.
-func unmarshal(data []byte, v any) error { return jsonv1.Unmarshal(data, v) }
+//
+// Most documents take fastDecode's one pass instead (fastjson.go); what it
+// leaves, v1 mode decodes from a zero value again. v must point to a zero
+// value, as at every call here.
+func unmarshal(data []byte, v any) error {
+	if fastDecode(data, v) {
+		return nil
+	}
+	reflect.ValueOf(v).Elem().SetZero()
+	return jsonv1.Unmarshal(data, v)
+}
 
 // unquote decodes a JSON string that an enclosing Unmarshal has already
 // validated. Without escapes and with valid UTF-8, the bytes between the
