@@ -54,12 +54,12 @@ func sameAsV1(t *testing.T, data []byte) {
 var unmarshalCases = []string{
 	`{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.5,"seed":3,"max_tokens":16,"stream":true}`,
 	`{"model":"m","messages":[{"role":"user","content":"line\nbreak \"quoted\" \u00e9 \ud83d\ude00 \ud800 x"}]}`,
-	`{"MODEL":"a","model":"b"}`,           // a key matching by case
-	`{"model":"a","model":"b"}`,           // a repeated field
-	`{"max_tokens":1,"max_Tokens":2}`,     // repeated through case
-	`{"model":7}`,                         // a type error: v1 keeps decoding past it
+	`{"MODEL":"a","model":"b"}`,       // a key matching by case
+	`{"model":"a","model":"b"}`,       // a repeated field
+	`{"max_tokens":1,"max_Tokens":2}`, // repeated through case
+	`{"model":7}`,                     // a type error: v1 keeps decoding past it
 	`{"messages":[{"role":1},{"role":"user","content":"ok"}],"model":"m"}`,
-	`{"model":"m","messages":[]}`,         // empty, not nil
+	`{"model":"m","messages":[]}`, // empty, not nil
 	`{"model":"m","messages":null,"temperature":null,"model":null}`,
 	`{"model":"m"} trailing`,
 	`{"model":"m",`,

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"syscall"
 	"time"
@@ -204,25 +207,56 @@ func peerStream(ctx context.Context) *PeerStream {
 		return &PeerStream{Target: tPortkey, Error: "start: " + err.Error()}
 	}
 	defer func() { _ = spk.Close() }()
-	c := loadgen.NewClient(1)
 	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	r, err := c.Stream(sctx, spk.Target(tPortkey, targets.Body(targets.Chat, 1<<10, true)), events)
-	s := &PeerStream{Target: tPortkey, Events: r.Events}
-	if err != nil {
-		s.Error = err.Error()
-	} else if r.Events < events {
-		s.Error = fmt.Sprintf("%d of %d events arrived", r.Events, events)
+	s := &PeerStream{Target: tPortkey}
+	s.Events, s.Error = streamOnce(sctx, spk.Target(tPortkey, targets.Body(targets.Chat, 1<<10, true)))
+	if s.Error == "" && s.Events < events {
+		s.Error = fmt.Sprintf("%d of %d events arrived", s.Events, events)
 	}
 	if s.Error != "" {
-		s.Output = lastLines(spk.Output(), 3)
+		s.Output = errorLines(spk.Output(), 3)
 	}
 	return s
 }
 
-// lastLines is the last n lines of s.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
+// streamOnce sends one streaming call to t and counts the content events
+// of its answer; a failed call's error says what the peer answered.
+func streamOnce(ctx context.Context, t loadgen.Target) (events int, failure string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(t.Body))
+	if err != nil {
+		return 0, err.Error()
+	}
+	req.Header = t.Header()
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Sprintf("status %d: %s", resp.StatusCode, bytes.TrimSpace(body))
+	}
+	for line := range bytes.SplitSeq(body, []byte("\n")) {
+		if bytes.HasPrefix(line, []byte("data:")) && bytes.Contains(line, []byte(`"content"`)) {
+			events++
+		}
+	}
+	if err != nil {
+		return events, "read answer: " + err.Error()
+	}
+	return events, ""
+}
+
+// errorLines is the last n lines of a log that speak of an error.
+func errorLines(log string, n int) string {
+	var lines []string
+	for line := range strings.SplitSeq(log, "\n") {
+		if strings.Contains(strings.ToLower(line), "error") {
+			lines = append(lines, strings.TrimSpace(line))
+		}
+	}
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
