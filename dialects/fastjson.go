@@ -182,19 +182,20 @@ func isPlainName(s string) bool {
 // foldName lowers ASCII letters and drops '_' and '-': any key whose fold
 // is a field's, but that is not the field's exact name, is left to v1
 // mode, whatever its rules for case and delimiters.
-func foldName(s string) string {
-	var b strings.Builder
-	for i := range len(s) {
-		c := s[i]
+func foldName(s string) string { return string(appendFold(nil, []byte(s))) }
+
+// appendFold appends the fold of s (foldName) to dst.
+func appendFold(dst, s []byte) []byte {
+	for _, c := range s {
 		switch {
 		case c == '_' || c == '-':
 		case c >= 'A' && c <= 'Z':
-			b.WriteByte(c + 'a' - 'A')
+			dst = append(dst, c+'a'-'A')
 		default:
-			b.WriteByte(c)
+			dst = append(dst, c)
 		}
 	}
-	return b.String()
+	return dst
 }
 
 // fastDecoder reads one document.
@@ -305,16 +306,21 @@ func (d *fastDecoder) array(p *plan, v reflect.Value, depth int) bool {
 		return false
 	}
 	d.i++
-	s := reflect.MakeSlice(p.typ, 0, 0) // [] is an empty slice, not nil
 	d.space()
 	if d.i < len(d.b) && d.b[d.i] == ']' {
 		d.i++
-		v.Set(s)
+		v.Set(reflect.MakeSlice(p.typ, 0, 0)) // [] is an empty slice, not nil
 		return true
 	}
-	for {
-		s = reflect.Append(s, reflect.Zero(p.typ.Elem()))
-		if !d.value(p.elem, s.Index(s.Len()-1), depth+1) {
+	// Elements are decoded in place, growing v itself: no slice header
+	// is allocated per element.
+	v.SetZero()
+	for n := 0; ; n++ {
+		if n == v.Cap() {
+			v.Grow(1)
+		}
+		v.SetLen(n + 1)
+		if !d.value(p.elem, v.Index(n), depth+1) {
 			return false
 		}
 		d.space()
@@ -327,7 +333,6 @@ func (d *fastDecoder) array(p *plan, v reflect.Value, depth int) bool {
 			d.space()
 		case ']':
 			d.i++
-			v.Set(s)
 			return true
 		default:
 			return false
@@ -341,6 +346,7 @@ func (d *fastDecoder) object(p *plan, v reflect.Value, depth int) bool {
 	}
 	d.i++
 	var seen uint64 // fields set, by index (structs here have fewer than 64)
+	var fold [64]byte
 	d.space()
 	if d.i < len(d.b) && d.b[d.i] == '}' {
 		d.i++
@@ -370,7 +376,7 @@ func (d *fastDecoder) object(p *plan, v reflect.Value, depth int) bool {
 			if !d.value(f.plan, v.Field(f.index), depth+1) {
 				return false
 			}
-		case p.folded[foldName(string(key))] || !isPlainName(string(key)):
+		case !isPlainName(string(key)) || len(key) > 64 || p.folded[string(appendFold(fold[:0], key))]:
 			return false // matches a field by case, or a name to fold
 		default:
 			if !d.skip(depth + 1) {

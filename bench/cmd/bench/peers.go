@@ -252,7 +252,8 @@ func streamOnce(ctx context.Context, t loadgen.Target) (events int, failure stri
 // errorLines is the last n lines of a log that speak of an error.
 func errorLines(log string, n int) string {
 	var lines []string
-	for line := range strings.SplitSeq(log, "\n") {
+	// A spinner rewrites its line with \r: each rewrite is a line.
+	for line := range strings.SplitSeq(strings.ReplaceAll(log, "\r", "\n"), "\n") {
 		if strings.Contains(strings.ToLower(line), "error") {
 			lines = append(lines, strings.TrimSpace(line))
 		}
