@@ -107,7 +107,13 @@ func StartPortkey(ctx context.Context, dir, base string) (*Portkey, error) {
 		return nil, err
 	}
 	p := &Portkey{URL: "http://127.0.0.1:" + strconv.Itoa(port), upstream: base + "/v1", out: &ringBuffer{max: 8 << 10}, done: make(chan struct{})}
-	p.cmd = exec.Command(node, script, "--port="+strconv.Itoa(port), "--headless")
+	// The gateway has no flag for its address and listens on every
+	// interface: a preload makes its server listen on loopback only.
+	preload := filepath.Join(dir, "evalflow-loopback.mjs")
+	if err := os.WriteFile(preload, []byte(loopbackPreload), 0o644); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrPeerUnavailable, err)
+	}
+	p.cmd = exec.Command(node, "--import", "file://"+preload, script, "--port="+strconv.Itoa(port), "--headless")
 	p.cmd.Dir = dir
 	// production: no log viewer or UI routes, as a deployed gateway runs.
 	p.cmd.Env = append(os.Environ(), "NODE_ENV=production")
@@ -126,6 +132,18 @@ func StartPortkey(ctx context.Context, dir, base string) (*Portkey, error) {
 	}
 	return p, nil
 }
+
+// loopbackPreload makes a Node server given a port and no host listen on
+// 127.0.0.1 instead of every interface.
+const loopbackPreload = `import net from "node:net";
+const listen = net.Server.prototype.listen;
+net.Server.prototype.listen = function (...args) {
+  if (typeof args[0] === "number" && (args[1] === undefined || typeof args[1] === "function")) {
+    if (args[1] === undefined) args[1] = "127.0.0.1"; else args.splice(1, 0, "127.0.0.1");
+  }
+  return listen.apply(this, args);
+};
+`
 
 // waitReady polls the gateway's root until it answers, the process ends,
 // or d passes.

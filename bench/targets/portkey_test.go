@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -51,4 +53,40 @@ func TestStartPortkeyWithoutNode(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	_, err := targets.StartPortkey(context.Background(), t.TempDir(), "http://127.0.0.1:1")
 	require.ErrorIs(t, err, targets.ErrPeerUnavailable)
+}
+
+func TestPortkeyListensOnLoopbackOnly(t *testing.T) {
+	base := mock(t, upstream.Config{BodyBytes: 100})
+	p := startPortkey(t, base)
+	port, err := strconv.Atoi(p.URL[strings.LastIndexByte(p.URL, ':')+1:])
+	require.NoError(t, err)
+	addrs := listening(t, port)
+	require.NotEmpty(t, addrs, "nothing listens on port %d", port)
+	for _, a := range addrs {
+		assert.Equal(t, "0100007F", a, "the gateway listens on %s, not 127.0.0.1", a)
+	}
+}
+
+// listening returns the local addresses (as /proc/net/tcp spells them) of
+// the sockets listening on port, IPv4 and IPv6.
+func listening(t *testing.T, port int) []string {
+	var addrs []string
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		require.NoError(t, err)
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) < 4 || fields[3] != "0A" { // 0A: LISTEN
+				continue
+			}
+			addr, hexPort, ok := strings.Cut(fields[1], ":")
+			if p, err := strconv.ParseInt(hexPort, 16, 32); ok && err == nil && int(p) == port {
+				addrs = append(addrs, addr)
+			}
+		}
+	}
+	return addrs
 }
