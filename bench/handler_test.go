@@ -159,7 +159,7 @@ func newServer(b *testing.B, up interception.Upstream) *interception.Server {
 var sizes = []struct {
 	name  string
 	bytes int
-}{{"4KB", 4 << 10}, {"1MB", 1 << 20}}
+}{{"4KB", 4 << 10}, {"64KB", 64 << 10}, {"1MB", 1 << 20}}
 
 // BenchmarkRelay is the relay arm per dialect, body size and answer kind:
 // the request and the JSON answer are of the size named; a stream carries

@@ -198,7 +198,7 @@ func anthropicBlocks(raw json.RawMessage) ([]anthropicBlock, error) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
-		s, err := unquote(raw)
+		s, err := unquoteOwned(raw) // raw is a decoded field
 		if err != nil {
 			return nil, fmt.Errorf("content: %w", err)
 		}

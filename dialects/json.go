@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	jsonv1 "github.com/go-json-experiment/json/v1"
 )
@@ -15,7 +17,17 @@ import (
 // v1 mode. Every parser here decodes with it; the request shapes (in
 // each <dialect>_request.go) model the same rules, and FuzzRequestShape
 // holds the two together.
-func unmarshal(data []byte, v any) error { return jsonv1.Unmarshal(data, v) }
+//
+// Most documents take fastDecode's one pass instead (fastjson.go); what it
+// leaves, v1 mode decodes from a zero value again. v must point to a zero
+// value, as at every call here.
+func unmarshal(data []byte, v any) error {
+	if fastDecode(data, v) {
+		return nil
+	}
+	reflect.ValueOf(v).Elem().SetZero()
+	return jsonv1.Unmarshal(data, v)
+}
 
 // unquote decodes a JSON string that an enclosing Unmarshal has already
 // validated. Without escapes and with valid UTF-8, the bytes between the
@@ -31,8 +43,21 @@ func unquote(raw []byte) (string, error) {
 	return s, err
 }
 
+// unquoteOwned is unquote for a value the caller owns and never changes
+// again, such as a json.RawMessage field just decoded (its decoder copied
+// it): a string without escapes shares its bytes instead of copying them,
+// so a long content costs one copy of its bytes per parse, not two.
+func unquoteOwned(raw []byte) (string, error) {
+	if len(raw) > 2 && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 &&
+		bytes.IndexByte(raw[1:len(raw)-1], '"') < 0 && utf8.Valid(raw) {
+		return unsafe.String(&raw[1], len(raw)-2), nil
+	}
+	return unquote(raw)
+}
+
 // scalarContent reads content given as null, absent or a JSON string; ok is
-// false when raw is something else (an array of parts).
+// false when raw is something else (an array of parts). raw is a decoded
+// json.RawMessage, which the string may share (unquoteOwned).
 func scalarContent(raw json.RawMessage) (parts []Part, ok bool, err error) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, true, nil
@@ -40,7 +65,7 @@ func scalarContent(raw json.RawMessage) (parts []Part, ok bool, err error) {
 	if raw[0] != '"' {
 		return nil, false, nil
 	}
-	s, err := unquote(raw)
+	s, err := unquoteOwned(raw)
 	if err != nil {
 		return nil, true, fmt.Errorf("content: %w", err)
 	}

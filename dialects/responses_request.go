@@ -150,7 +150,7 @@ func responsesInput(raw json.RawMessage) ([]Message, error) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
-		s, err := unquote(raw)
+		s, err := unquoteOwned(raw) // raw is a decoded field
 		if err != nil {
 			return nil, fmt.Errorf("input: %w", err)
 		}

@@ -225,6 +225,18 @@ func Marker(b []byte) (seq int, sent time.Time, ok bool) {
 	return n, time.Unix(0, ns), true
 }
 
+// IdleTimeout is how long the servers Listen starts keep an idle
+// keep-alive connection. Every client of them (the load generator, the
+// reverse proxy's transport, the providers' transports) drops its own idle
+// connections sooner (90 s), so a server never closes a connection a
+// client is about to reuse. Without it net/http would use the
+// ReadHeaderTimeout (10 s): on a loaded machine, a pause of 10 s between a
+// target's calls let the mock close the reverse proxy's idle connection
+// just as the proxy sent the next request on it, and the proxy, whose
+// request body is the caller's stream and cannot be sent again, failed the
+// call ("write: broken pipe", "use of closed network connection").
+const IdleTimeout = 2 * time.Minute
+
 // Listen serves h on a free loopback port, speaking HTTP/1.1 and, when h2c,
 // unencrypted HTTP/2 too. It returns the base URL (without /v1) and a
 // function that closes the server.
@@ -233,7 +245,7 @@ func Listen(h http.Handler, h2c bool) (string, func() error, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: IdleTimeout}
 	if h2c {
 		var p http.Protocols
 		p.SetHTTP1(true)

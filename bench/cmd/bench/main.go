@@ -26,7 +26,7 @@ import (
 
 // sections are the benchmark sections in the order they run; scale only
 // runs when asked.
-var sections = []string{"latency", "throughput", "streaming", "capacity", "orchestration"}
+var sections = []string{"latency", "peers", "throughput", "streaming", "capacity", "orchestration"}
 
 func main() {
 	if len(os.Args) > 1 {
@@ -103,6 +103,8 @@ func run(args []string, log io.Writer) error {
 		switch s {
 		case "latency":
 			res.Latency, err = latencySection(ctx, o, logf)
+		case "peers":
+			res.Peers, err = peersSection(ctx, o, logf)
 		case "throughput":
 			res.Throughput, err = throughputSection(ctx, o, logf)
 		case "streaming":

@@ -62,6 +62,7 @@ func markdown(r *Results) string {
 				verdict(relay1.Added.P99, 2000, "µs"))
 		}
 	}
+	b.WriteString(peersMarkdown(r))
 	if len(r.Throughput) > 0 {
 		p("### 2. Throughput, 4 KB, zero-latency mock\n\n")
 		p("`go run ./bench/cmd/bench -only throughput` — closed loop (each client sends as soon as answered), then the highest paced (open-loop) rate whose p99, counted from when each request was due, stays under 5 ms (binary search over five steps of 1.5 s, a step failing only when two windows fail, targets in turn). An interception target's window ends only once the server has parsed the turns it recorded in it (the trace's deferred parse), so its req/s pays for that work.\n\n")

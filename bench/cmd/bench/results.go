@@ -12,6 +12,7 @@ type Results struct {
 	GeneratedAt   string             `json:"generated_at"`
 	Machine       Machine            `json:"machine"`
 	Latency       []LatencyRow       `json:"latency"`
+	Peers         *Peers             `json:"peers,omitempty"`
 	Throughput    []ThroughputRow    `json:"throughput"`
 	Streaming     []StreamRow        `json:"streaming"`
 	Capacity      *Capacity          `json:"capacity"`

@@ -1,0 +1,352 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/evalflow/evalflow/bench/loadgen"
+	"github.com/evalflow/evalflow/bench/targets"
+	"github.com/evalflow/evalflow/bench/upstream"
+)
+
+// tPortkey names the Portkey gateway's target.
+const tPortkey = "portkey"
+
+// Peers is the peers section: evalflow's arms next to a bare reverse proxy
+// and a real LLM gateway (Portkey), at 4 KB and 64 KB, in one run.
+type Peers struct {
+	Rows []PeerRow `json:"rows"`
+	// Unavailable says why Portkey is missing from Rows, when it is.
+	Unavailable string `json:"unavailable,omitempty"`
+	// Streaming is what a stream through Portkey did.
+	Streaming *PeerStream `json:"streaming,omitempty"`
+}
+
+// PeerRow is one target at one body size.
+type PeerRow struct {
+	Size    string          `json:"size"`
+	Target  string          `json:"target"`
+	Latency loadgen.Summary `json:"latency"`
+	// Added is over the mock reached directly.
+	Added  loadgen.Added `json:"added"`
+	Failed int           `json:"failed_calls,omitempty"`
+	// Closed is the closed-loop load of Clients clients, summed over the
+	// target's windows.
+	Closed loadgen.LoadResult `json:"closed_loop"`
+	// CPU is the CPU time per call during the target's load windows: this
+	// process (load generator, mock, the Go targets, the trace's deferred
+	// parse) plus, for Portkey, the gateway's node process. AddedCPU is
+	// minus the direct target's, the target's own cost per call.
+	CPU      float64 `json:"cpu_us_per_call"`
+	AddedCPU float64 `json:"added_cpu_us_per_call"`
+}
+
+// PeerStream is one stream through a peer.
+type PeerStream struct {
+	Target string `json:"target"`
+	Events int    `json:"events"`
+	Error  string `json:"error,omitempty"`
+	// Output is the tail of the peer's log when the stream failed.
+	Output string `json:"output,omitempty"`
+}
+
+// peerClients is the closed-loop load of the peers section.
+const peerClients = 64
+
+func peersSection(ctx context.Context, o options, logf func(string, ...any)) (*Peers, error) {
+	sizes := []struct {
+		name    string
+		bytes   int
+		n, warm int
+	}{{"4KB", 4 << 10, 1000, 100}, {"64KB", 64 << 10, 600, 50}}
+	window, rounds := 1500*time.Millisecond, 3
+	if o.quick {
+		sizes[0].n, sizes[1].n = 200, 100
+		window, rounds = 500*time.Millisecond, 1
+	}
+	out := &Peers{}
+	for _, sz := range sizes {
+		a, err := newArms(upstream.Config{BodyBytes: sz.bytes})
+		if err != nil {
+			return nil, err
+		}
+		body := targets.Body(targets.Chat, sz.bytes, false)
+		ts := a.chatTargets(body)
+		var pk *targets.Portkey
+		if out.Unavailable == "" {
+			pk, err = targets.StartPortkey(ctx, targets.PortkeyDir(), a.base)
+			switch {
+			case errors.Is(err, targets.ErrPeerUnavailable):
+				out.Unavailable = err.Error()
+				logf("  portkey unavailable, left out: %v", err)
+			case err != nil:
+				out.Unavailable = "portkey did not start: " + err.Error()
+				logf("  %s", out.Unavailable)
+			default:
+				ts = append(ts, pk.Target(tPortkey, body))
+			}
+		}
+		rows, err := peerRows(ctx, sz.name, ts, pk, sz.n, sz.warm, window, rounds)
+		if err == nil && pk != nil && out.Streaming == nil {
+			out.Streaming = peerStream(ctx)
+		}
+		if pk != nil {
+			_ = pk.Close()
+		}
+		a.close()
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			logf("  %-5s %-13s p50 %8.1fµs added %7.1fµs | %d clients %7.0f rps | CPU %6.1fµs/call, added %6.1fµs",
+				r.Size, r.Target, r.Latency.P50, r.Added.P50, peerClients, r.Closed.RPS, r.CPU, r.AddedCPU)
+		}
+		out.Rows = append(out.Rows, rows...)
+	}
+	if s := out.Streaming; s != nil {
+		logf("  portkey stream: %d events, error: %q", s.Events, s.Error)
+	}
+	return out, nil
+}
+
+// peerRows measures the targets ts at one body size: latency one request
+// at a time, interleaved, then closed-loop windows of peerClients clients
+// taking turns, rounds times, with the CPU each window used.
+func peerRows(ctx context.Context, size string, ts []loadgen.Target, pk *targets.Portkey, n, warm int, window time.Duration, rounds int) ([]PeerRow, error) {
+	c := loadgen.NewClient(peerClients)
+	defer c.HTTP.CloseIdleConnections()
+	lat, failed, err := loadgen.Interleaved(ctx, c, ts, n, warm)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range ts { // warm every target's connections for the load
+		loadgen.Load(ctx, c, t, peerClients, 0, window/3)
+	}
+	type acc struct {
+		reqs, errs int
+		elapsed    time.Duration
+		cpu        time.Duration
+		lat        []loadgen.Summary
+	}
+	accs := make([]acc, len(ts))
+	for round := range rounds {
+		for j := range ts {
+			k := (j + round) % len(ts)
+			t := ts[k]
+			cpu0, start := processCPU(), time.Now()
+			var peer0 time.Duration
+			if t.Name == tPortkey {
+				peer0 = pk.CPU()
+			}
+			res := loadgen.Load(ctx, c, t, peerClients, 0, window)
+			accs[k].elapsed += time.Since(start)
+			accs[k].cpu += processCPU() - cpu0
+			if t.Name == tPortkey {
+				accs[k].cpu += pk.CPU() - peer0
+			}
+			accs[k].reqs += res.Requests
+			accs[k].errs += res.Errors
+			accs[k].lat = append(accs[k].lat, res.Latency)
+		}
+	}
+	direct := Summarize(lat[tDirect])
+	var rows []PeerRow
+	var directCPU float64
+	for k, t := range ts {
+		x := accs[k]
+		sum := Summarize(lat[t.Name])
+		row := PeerRow{Size: size, Target: t.Name, Latency: sum, Added: sum.AddedOver(direct), Failed: failed[t.Name],
+			Closed: loadgen.LoadResult{Clients: peerClients, Requests: x.reqs, Errors: x.errs, RPS: float64(x.reqs) / x.elapsed.Seconds(),
+				Latency: worstP99(x.lat)}}
+		if x.reqs > 0 {
+			row.CPU = float64(x.cpu.Microseconds()) / float64(x.reqs)
+		}
+		if t.Name == tDirect {
+			directCPU = row.CPU
+		}
+		rows = append(rows, row)
+	}
+	for i := range rows {
+		rows[i].AddedCPU = rows[i].CPU - directCPU
+	}
+	return rows, nil
+}
+
+// Summarize is loadgen.Summarize.
+var Summarize = loadgen.Summarize
+
+// worstP99 keeps the summary of the window with the highest p99.
+func worstP99(ss []loadgen.Summary) loadgen.Summary {
+	var w loadgen.Summary
+	for _, s := range ss {
+		if s.P99 >= w.P99 {
+			w = s
+		}
+	}
+	return w
+}
+
+// peerStream streams one chat completion through the gateway from a mock
+// of its own that streams, and says what happened.
+func peerStream(ctx context.Context) *PeerStream {
+	const events = 8
+	base, stop, err := upstream.Listen(upstream.New(upstream.Config{Events: events, Gap: time.Millisecond}), false)
+	if err != nil {
+		return &PeerStream{Target: tPortkey, Error: "mock: " + err.Error()}
+	}
+	defer func() { _ = stop() }()
+	spk, err := targets.StartPortkey(ctx, targets.PortkeyDir(), base)
+	if err != nil {
+		return &PeerStream{Target: tPortkey, Error: "start: " + err.Error()}
+	}
+	defer func() { _ = spk.Close() }()
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	s := &PeerStream{Target: tPortkey}
+	s.Events, s.Error = streamOnce(sctx, spk.Target(tPortkey, targets.Body(targets.Chat, 1<<10, true)))
+	if s.Error == "" && s.Events < events {
+		s.Error = fmt.Sprintf("%d of %d events arrived", s.Events, events)
+	}
+	if s.Error != "" {
+		s.Output = errorLines(spk.Output(), 3)
+	}
+	return s
+}
+
+// streamOnce sends one streaming call to t and counts the content events
+// of its answer; a failed call's error says what the peer answered.
+func streamOnce(ctx context.Context, t loadgen.Target) (events int, failure string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(t.Body))
+	if err != nil {
+		return 0, err.Error()
+	}
+	req.Header = t.Header()
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Sprintf("status %d: %s", resp.StatusCode, bytes.TrimSpace(body))
+	}
+	for line := range bytes.SplitSeq(body, []byte("\n")) {
+		if bytes.HasPrefix(line, []byte("data:")) && bytes.Contains(line, []byte(`"content"`)) {
+			events++
+		}
+	}
+	if err != nil {
+		return events, "read answer: " + err.Error()
+	}
+	return events, ""
+}
+
+// errorLines is the last n lines of a log that speak of an error.
+func errorLines(log string, n int) string {
+	var lines []string
+	// A spinner rewrites its line with \r: each rewrite is a line.
+	for line := range strings.SplitSeq(strings.ReplaceAll(log, "\r", "\n"), "\n") {
+		if strings.Contains(strings.ToLower(line), "error") {
+			lines = append(lines, strings.TrimSpace(line))
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// processCPU is this process's CPU time, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// peersMarkdown renders the peers section.
+func peersMarkdown(r *Results) string {
+	pe := r.Peers
+	if pe == nil {
+		return ""
+	}
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("### 1b. Peers: the relay next to a bare reverse proxy and the Portkey gateway\n\n")
+	p("`go run ./bench/cmd/bench -only peers` — chat completions, non-streaming, request and answer of the size given, one mock. Latency: one request at a time, every target in turn each round. Then closed-loop windows of %d clients, targets taking turns; CPU per call is this process's CPU time (load generator, mock, the Go targets, and the trace's deferred parse of every recorded turn) over the target's windows, plus for Portkey its node process's; added = minus the mock's (`direct`). `%s` runs from npm (`%s`) with the OpenAI provider and the mock as its custom host (`x-portkey-provider: openai`, `x-portkey-custom-host`).\n\n",
+		peerClients, tPortkey, targets.PortkeyPackage)
+	if pe.Unavailable != "" {
+		p("**Portkey is missing from this run**: %s\n\n", pe.Unavailable)
+	}
+	find := func(size, target string) *PeerRow {
+		for i := range pe.Rows {
+			if pe.Rows[i].Size == size && pe.Rows[i].Target == target {
+				return &pe.Rows[i]
+			}
+		}
+		return nil
+	}
+	p("| body | target | p50 µs | added p50 µs | added p50 vs reverseproxy | req/s, %d clients | vs reverseproxy | closed p99 µs | CPU µs/call | added CPU µs/call | added CPU vs reverseproxy | failed calls |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", peerClients)
+	for _, x := range pe.Rows {
+		rp := find(x.Size, tProxy)
+		vsLat, vsRPS, vsCPU := "—", "—", "—"
+		if x.Target != tDirect && x.Target != tProxy && rp != nil {
+			vsLat = fmt.Sprintf("%.2f×", x.Added.P50/rp.Added.P50)
+			vsRPS = fmt.Sprintf("%.0f%%", 100*x.Closed.RPS/rp.Closed.RPS)
+			vsCPU = fmt.Sprintf("%.2f×", x.AddedCPU/rp.AddedCPU)
+		}
+		p("| %s | %s | %.1f | %s | %s | %.0f | %s | %.0f | %.1f | %s | %s | %d |\n", x.Size, x.Target, x.Latency.P50, dash(x.Target, x.Added.P50),
+			vsLat, x.Closed.RPS, vsRPS, x.Closed.Latency.P99, x.CPU, dash(x.Target, x.AddedCPU), vsCPU, x.Failed+x.Closed.Errors)
+	}
+	p("\n")
+	if s := pe.Streaming; s != nil {
+		if s.Error == "" {
+			p("Streaming through Portkey: %d events arrived.\n\n", s.Events)
+		} else {
+			p("| peer | streaming chat completion | events arrived | error |\n|---|---|---:|---|\n| %s | **fails** | %d | %s |\n\n", s.Target, s.Events, mdCell(s.Error+"; gateway log: "+s.Output))
+		}
+	}
+	var goals []string
+	for _, size := range []string{"4KB", "64KB"} {
+		relay, rp := find(size, tRelay), find(size, tProxy)
+		if relay == nil || rp == nil {
+			continue
+		}
+		goals = append(goals, fmt.Sprintf("%s: relay added CPU per call ≤ 1.2× the reverse proxy's (%s)", size, ratioVerdict(relay.AddedCPU, rp.AddedCPU, 1.2)),
+			fmt.Sprintf("%s: relay req/s ≥ 90%% of the reverse proxy's (%s)", size, pctVerdict(relay.Closed.RPS, rp.Closed.RPS, 90)))
+		if size == "64KB" {
+			goals = append(goals, fmt.Sprintf("64KB: relay added p50 ≤ 1.1× the reverse proxy's (%s)", ratioVerdict(relay.Added.P50, rp.Added.P50, 1.1)))
+		}
+	}
+	if len(goals) > 0 {
+		p("Targets: %s.\n\n", strings.Join(goals, "; "))
+	}
+	return b.String()
+}
+
+// pctVerdict says whether got is at least min percent of base.
+func pctVerdict(got, base, min float64) string {
+	if base <= 0 {
+		return "n/a"
+	}
+	pct := 100 * got / base
+	if pct >= min {
+		return fmt.Sprintf("met: %.0f%%", pct)
+	}
+	return fmt.Sprintf("**missed**: %.0f%%", pct)
+}
+
+// mdCell makes s fit in one markdown table cell.
+func mdCell(s string) string {
+	s = strings.ReplaceAll(s, "|", "\\|")
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,642 @@
+package dialects
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	jsonv1 "github.com/go-json-experiment/json/v1"
+)
+
+// fastDecode decodes the common case of a provider's JSON in one pass that
+// skips the bytes of strings at memory speed (bytes.IndexByte), where the
+// encoding/json v2 engine reads them a byte at a time, twice in v1 mode.
+// It decodes only what has exactly one meaning under encoding/json's rules
+// and reports false on anything else (a key matching a field only by case,
+// a repeated field, invalid UTF-8, a number that is no integer for an int,
+// a null where v1 mode would keep a value, a type it has no plan for, a
+// syntax error): the caller then zeroes v and decodes in v1 mode, which
+// gives the same value or error. FuzzUnmarshal holds the two together.
+func fastDecode(data []byte, v any) bool {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return false
+	}
+	p := planOf(rv.Type().Elem())
+	if p == nil || !utf8.Valid(data) {
+		return false
+	}
+	d := fastDecoder{b: data}
+	d.space()
+	if !d.value(p, rv.Elem(), 0) {
+		return false
+	}
+	d.space()
+	return d.i == len(d.b)
+}
+
+// plan is how fastDecode fills a Go type.
+type plan struct {
+	kind reflect.Kind // of the type; reflect.Invalid for json.RawMessage
+	typ  reflect.Type
+	elem *plan // pointer and slice element
+	// fields of a struct, by exact JSON name; folded holds every name's
+	// fold, so that a key matching one only by case is left to v1 mode.
+	fields map[string]fieldPlan
+	folded map[string]bool
+}
+
+type fieldPlan struct {
+	index int
+	plan  *plan
+}
+
+var (
+	plansMu sync.Mutex
+	plans   = map[reflect.Type]*plan{} // under plansMu
+	// planCache holds planOf's answers for reading without the lock.
+	planCache sync.Map
+)
+
+// planOf returns the plan of t, nil when fastDecode cannot decode it.
+// Plans are built into a map of their own and kept only when t's is whole:
+// a recursive type refers to its own plan before that plan is known to
+// be whole, and a failing part fails every type that contains it.
+func planOf(t reflect.Type) *plan {
+	if p, ok := planCache.Load(t); ok {
+		return p.(*plan)
+	}
+	plansMu.Lock()
+	defer plansMu.Unlock()
+	p := buildTop(t)
+	planCache.Store(t, p)
+	return p
+}
+
+// buildTop is planOf under plansMu.
+func buildTop(t reflect.Type) *plan {
+	if p, ok := plans[t]; ok {
+		return p
+	}
+	built := map[reflect.Type]*plan{}
+	p := buildPlan(t, built)
+	if p == nil {
+		plans[t] = nil
+		return nil
+	}
+	for bt, bp := range built {
+		plans[bt] = bp
+	}
+	return p
+}
+
+// buildPlan builds t's plan into built; nil when some part of t cannot
+// be decoded here.
+func buildPlan(t reflect.Type, built map[reflect.Type]*plan) *plan {
+	if p, ok := plans[t]; ok && p != nil {
+		return p
+	}
+	if p, ok := built[t]; ok {
+		return p // done, or in progress up the stack (a recursive type)
+	}
+	p := &plan{kind: t.Kind(), typ: t}
+	if t == reflect.TypeFor[json.RawMessage]() {
+		p.kind = reflect.Invalid
+		built[t] = p
+		return p
+	}
+	if t.Implements(reflect.TypeFor[json.Unmarshaler]()) || reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) ||
+		t.Implements(reflect.TypeFor[interface{ UnmarshalText([]byte) error }]()) ||
+		reflect.PointerTo(t).Implements(reflect.TypeFor[interface{ UnmarshalText([]byte) error }]()) {
+		return nil
+	}
+	built[t] = p
+	ok := true
+	switch t.Kind() {
+	case reflect.String, reflect.Bool, reflect.Float64, reflect.Int, reflect.Int64:
+	case reflect.Pointer, reflect.Slice:
+		p.elem = buildPlan(t.Elem(), built)
+		ok = p.elem != nil
+	case reflect.Struct:
+		p.fields = map[string]fieldPlan{}
+		p.folded = map[string]bool{}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.Anonymous {
+				ok = false
+				break
+			}
+			if !f.IsExported() {
+				continue
+			}
+			tag := f.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, opts, _ := strings.Cut(tag, ",")
+			if opts != "" && opts != "omitempty" && opts != "omitzero" {
+				ok = false // ",string" and the like
+				break
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if _, dup := p.fields[name]; dup || !isPlainName(name) {
+				ok = false
+				break
+			}
+			fp := buildPlan(f.Type, built)
+			if fp == nil {
+				ok = false
+				break
+			}
+			p.fields[name] = fieldPlan{index: i, plan: fp}
+			p.folded[foldName(name)] = true
+		}
+	default:
+		ok = false
+	}
+	if !ok {
+		delete(built, t)
+		return nil
+	}
+	return p
+}
+
+// isPlainName reports whether a JSON name is ASCII letters, digits, '_'
+// and '-', whose case folding is plain ASCII.
+func isPlainName(s string) bool {
+	for i := range len(s) {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// foldName lowers ASCII letters and drops '_' and '-': any key whose fold
+// is a field's, but that is not the field's exact name, is left to v1
+// mode, whatever its rules for case and delimiters.
+func foldName(s string) string { return string(appendFold(nil, []byte(s))) }
+
+// appendFold appends the fold of s (foldName) to dst.
+func appendFold(dst, s []byte) []byte {
+	for _, c := range s {
+		switch {
+		case c == '_' || c == '-':
+		case c >= 'A' && c <= 'Z':
+			dst = append(dst, c+'a'-'A')
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+// fastDecoder reads one document.
+type fastDecoder struct {
+	b []byte
+	i int
+}
+
+// maxFastDepth bounds nesting; deeper documents go to v1 mode.
+const maxFastDepth = 512
+
+func (d *fastDecoder) space() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// value decodes the next value into v, of plan p.
+func (d *fastDecoder) value(p *plan, v reflect.Value, depth int) bool {
+	if d.i >= len(d.b) || depth > maxFastDepth {
+		return false
+	}
+	c := d.b[d.i]
+	if p.kind == reflect.Invalid { // json.RawMessage: the value's bytes
+		start := d.i
+		if !d.skip(depth) {
+			return false
+		}
+		v.SetBytes(append([]byte(nil), d.b[start:d.i]...))
+		return true
+	}
+	if c == 'n' {
+		if !d.literal("null") {
+			return false
+		}
+		switch p.kind {
+		case reflect.Pointer, reflect.Slice:
+			v.SetZero()
+			return true
+		}
+		return false // v1 mode keeps the value it had: left to it
+	}
+	switch p.kind {
+	case reflect.String:
+		if c != '"' {
+			return false
+		}
+		s, ok := d.str()
+		if !ok {
+			return false
+		}
+		v.SetString(s)
+		return true
+	case reflect.Bool:
+		switch {
+		case d.literal("true"):
+			v.SetBool(true)
+		case d.literal("false"):
+			v.SetBool(false)
+		default:
+			return false
+		}
+		return true
+	case reflect.Int, reflect.Int64:
+		lit, integer := d.number()
+		if lit == nil || !integer {
+			return false
+		}
+		n, err := strconv.ParseInt(string(lit), 10, 64)
+		if err != nil || v.OverflowInt(n) {
+			return false
+		}
+		v.SetInt(n)
+		return true
+	case reflect.Float64:
+		lit, _ := d.number()
+		if lit == nil {
+			return false
+		}
+		f, err := strconv.ParseFloat(string(lit), 64)
+		if err != nil {
+			return false
+		}
+		v.SetFloat(f)
+		return true
+	case reflect.Pointer:
+		e := reflect.New(p.typ.Elem())
+		if !d.value(p.elem, e.Elem(), depth+1) {
+			return false
+		}
+		v.Set(e)
+		return true
+	case reflect.Slice:
+		return d.array(p, v, depth)
+	case reflect.Struct:
+		return d.object(p, v, depth)
+	}
+	return false
+}
+
+func (d *fastDecoder) array(p *plan, v reflect.Value, depth int) bool {
+	if d.b[d.i] != '[' {
+		return false
+	}
+	d.i++
+	d.space()
+	if d.i < len(d.b) && d.b[d.i] == ']' {
+		d.i++
+		v.Set(reflect.MakeSlice(p.typ, 0, 0)) // [] is an empty slice, not nil
+		return true
+	}
+	// Elements are decoded in place, growing v itself: no slice header
+	// is allocated per element.
+	v.SetZero()
+	for n := 0; ; n++ {
+		if n == v.Cap() {
+			v.Grow(1)
+		}
+		v.SetLen(n + 1)
+		if !d.value(p.elem, v.Index(n), depth+1) {
+			return false
+		}
+		d.space()
+		if d.i >= len(d.b) {
+			return false
+		}
+		switch d.b[d.i] {
+		case ',':
+			d.i++
+			d.space()
+		case ']':
+			d.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (d *fastDecoder) object(p *plan, v reflect.Value, depth int) bool {
+	if d.b[d.i] != '{' {
+		return false
+	}
+	d.i++
+	var seen uint64 // fields set, by index (structs here have fewer than 64)
+	var fold [64]byte
+	d.space()
+	if d.i < len(d.b) && d.b[d.i] == '}' {
+		d.i++
+		return true
+	}
+	for {
+		if d.i >= len(d.b) || d.b[d.i] != '"' {
+			return false
+		}
+		key, ok := d.rawString()
+		if !ok || bytes.IndexByte(key, '\\') >= 0 {
+			return false
+		}
+		d.space()
+		if d.i >= len(d.b) || d.b[d.i] != ':' {
+			return false
+		}
+		d.i++
+		d.space()
+		f, known := p.fields[string(key)]
+		switch {
+		case known:
+			if f.index >= 64 || seen&(1<<f.index) != 0 {
+				return false // a repeated field: v1 mode merges
+			}
+			seen |= 1 << f.index
+			if !d.value(f.plan, v.Field(f.index), depth+1) {
+				return false
+			}
+		case !isPlainName(string(key)) || len(key) > 64 || p.folded[string(appendFold(fold[:0], key))]:
+			return false // matches a field by case, or a name to fold
+		default:
+			if !d.skip(depth + 1) {
+				return false
+			}
+		}
+		d.space()
+		if d.i >= len(d.b) {
+			return false
+		}
+		switch d.b[d.i] {
+		case ',':
+			d.i++
+			d.space()
+		case '}':
+			d.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// rawString reads a string and returns the bytes between its quotes,
+// escapes undecoded; the document is valid UTF-8 already.
+func (d *fastDecoder) rawString() ([]byte, bool) {
+	start := d.i + 1
+	i := start
+	for {
+		q := bytes.IndexByte(d.b[i:], '"')
+		if q < 0 {
+			return nil, false
+		}
+		end := i + q
+		// The quote ends the string unless an odd run of backslashes
+		// precedes it.
+		k := end
+		for k > start && d.b[k-1] == '\\' {
+			k--
+		}
+		if (end-k)%2 == 0 {
+			s := d.b[start:end]
+			if !validEscapes(s) {
+				return nil, false
+			}
+			d.i = end + 1
+			return s, true
+		}
+		i = end + 1
+	}
+}
+
+// validEscapes checks a string's contents: no control bytes, and every
+// backslash starts a valid escape.
+func validEscapes(s []byte) bool {
+	if indexControlByte(s) >= 0 {
+		return false
+	}
+	for i := 0; ; {
+		j := bytes.IndexByte(s[i:], '\\')
+		if j < 0 {
+			return true
+		}
+		i += j + 1
+		if i >= len(s) {
+			return false
+		}
+		switch s[i] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i++
+		case 'u':
+			if i+5 > len(s) {
+				return false
+			}
+			for _, h := range s[i+1 : i+5] {
+				if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+					return false
+				}
+			}
+			i += 5
+		default:
+			return false
+		}
+	}
+}
+
+// indexControlByte is the index of the first byte below 0x20 in s, -1 if
+// none; eight bytes at a time.
+func indexControlByte(s []byte) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		// A byte below 0x20 has (b - 0x20) borrow into its top bit while
+		// its own top bit is clear.
+		if (w-0x20*lo)&^w&hi != 0 {
+			break
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] < 0x20 {
+			return i
+		}
+	}
+	return -1
+}
+
+// str reads a string value.
+func (d *fastDecoder) str() (string, bool) {
+	raw, ok := d.rawString()
+	if !ok {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw), true
+	}
+	// Escapes (a newline in a message, mostly): decoded by the rules of
+	// v1 mode, on this string alone.
+	var s string
+	err := jsonv1.Unmarshal(d.b[d.i-len(raw)-2:d.i], &s)
+	return s, err == nil
+}
+
+// literal consumes lit if it is next.
+func (d *fastDecoder) literal(lit string) bool {
+	if !bytes.HasPrefix(d.b[d.i:], []byte(lit)) {
+		return false
+	}
+	d.i += len(lit)
+	return true
+}
+
+// number reads a JSON number; integer says it has no fraction or
+// exponent. nil when the bytes are no JSON number.
+func (d *fastDecoder) number() (lit []byte, integer bool) {
+	start, i := d.i, d.i
+	b := d.b
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return nil, false
+	}
+	integer = true
+	if i < len(b) && b[i] == '.' {
+		integer = false
+		i++
+		n := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == n {
+			return nil, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		integer = false
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		n := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == n {
+			return nil, false
+		}
+	}
+	d.i = i
+	return b[start:i], integer
+}
+
+// skip consumes one valid value of any type.
+func (d *fastDecoder) skip(depth int) bool {
+	if d.i >= len(d.b) || depth > maxFastDepth {
+		return false
+	}
+	switch c := d.b[d.i]; {
+	case c == '"':
+		_, ok := d.rawString()
+		return ok
+	case c == '{':
+		d.i++
+		d.space()
+		if d.i < len(d.b) && d.b[d.i] == '}' {
+			d.i++
+			return true
+		}
+		for {
+			if d.i >= len(d.b) || d.b[d.i] != '"' {
+				return false
+			}
+			if _, ok := d.rawString(); !ok {
+				return false
+			}
+			d.space()
+			if d.i >= len(d.b) || d.b[d.i] != ':' {
+				return false
+			}
+			d.i++
+			d.space()
+			if !d.skip(depth + 1) {
+				return false
+			}
+			d.space()
+			if d.i >= len(d.b) {
+				return false
+			}
+			if d.b[d.i] == '}' {
+				d.i++
+				return true
+			}
+			if d.b[d.i] != ',' {
+				return false
+			}
+			d.i++
+			d.space()
+		}
+	case c == '[':
+		d.i++
+		d.space()
+		if d.i < len(d.b) && d.b[d.i] == ']' {
+			d.i++
+			return true
+		}
+		for {
+			if !d.skip(depth + 1) {
+				return false
+			}
+			d.space()
+			if d.i >= len(d.b) {
+				return false
+			}
+			if d.b[d.i] == ']' {
+				d.i++
+				return true
+			}
+			if d.b[d.i] != ',' {
+				return false
+			}
+			d.i++
+			d.space()
+		}
+	case c == 't':
+		return d.literal("true")
+	case c == 'f':
+		return d.literal("false")
+	case c == 'n':
+		return d.literal("null")
+	default:
+		lit, _ := d.number()
+		return lit != nil
+	}
+}

@@ -1,0 +1,138 @@
+package dialects
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	jsonv1 "github.com/go-json-experiment/json/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// decodeTargets are the types the parsers decode documents into, each as a
+// function making a fresh zero value.
+var decodeTargets = map[string]func() any{
+	"chatRequest":       func() any { return new(chatRequest) },
+	"chatResponse":      func() any { return new(chatResponse) },
+	"chatChunk":         func() any { return new(chatChunk) },
+	"[]chatPart":        func() any { return new([]chatPart) },
+	"[]string":          func() any { return new([]string) },
+	"string":            func() any { return new(string) },
+	"responsesRequest":  func() any { return new(responsesRequest) },
+	"responsesResponse": func() any { return new(responsesResponse) },
+	"responsesEvent":    func() any { return new(responsesEvent) },
+	"[]responsesItem":   func() any { return new([]responsesItem) },
+	"anthropicRequest":  func() any { return new(anthropicRequest) },
+	"anthropicResponse": func() any { return new(anthropicResponse) },
+	"anthropicEvent":    func() any { return new(anthropicEvent) },
+	"[]anthropicBlock":  func() any { return new([]anthropicBlock) },
+	"[]reasoningDetail": func() any { return new([]reasoningDetail) },
+}
+
+// sameAsV1 checks that unmarshal decodes data into every target as
+// encoding/json v2's v1 mode does: the same value, and the same error or
+// none.
+func sameAsV1(t *testing.T, data []byte) {
+	for name, zero := range decodeTargets {
+		got, want := zero(), zero()
+		gotErr := unmarshal(data, got)
+		wantErr := jsonv1.Unmarshal(data, want)
+		if wantErr == nil {
+			require.NoError(t, gotErr, "unmarshal(%q) into %s", data, name)
+		} else {
+			require.EqualError(t, gotErr, wantErr.Error(), "unmarshal(%q) into %s", data, name)
+		}
+		require.True(t, reflect.DeepEqual(want, got), "unmarshal(%q) into %s = %#v, want %#v", data, name, got, want)
+	}
+}
+
+// unmarshalCases are documents where the one-pass decode and v1 mode could
+// part: each must decode alike.
+var unmarshalCases = []string{
+	`{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.5,"seed":3,"max_tokens":16,"stream":true}`,
+	`{"model":"m","messages":[{"role":"user","content":"line\nbreak \"quoted\" \u00e9 \ud83d\ude00 \ud800 x"}]}`,
+	`{"MODEL":"a","model":"b"}`,       // a key matching by case
+	`{"model":"a","model":"b"}`,       // a repeated field
+	`{"max_tokens":1,"max_Tokens":2}`, // repeated through case
+	`{"model":7}`,                     // a type error: v1 keeps decoding past it
+	`{"messages":[{"role":1},{"role":"user","content":"ok"}],"model":"m"}`,
+	`{"model":"m","messages":[]}`, // empty, not nil
+	`{"model":"m","messages":null,"temperature":null,"model":null}`,
+	`{"model":"m"} trailing`,
+	`{"model":"m",`,
+	`{"max_tokens":1e400}`,
+	`{"max_tokens":1.0}`,
+	`{"max_tokens":99999999999999999999}`,
+	`{"temperature":-0,"top_p":1E-3,"seed":-12}`,
+	`{"temperature":01}`,
+	`{"temperature":1.}`,
+	"{\"model\":\"bad \xff utf8\"}",
+	"{\"model\":\"ctl \x01\"}",
+	`{"model":"bad \x escape"}`,
+	`{"unknown":{"deep":[1,2,{"x":null}],"s":"\"}"},"model":"m"}`,
+	`{"tool_choice":{"type":"function","function":{"name":"f"}},"stop":["a","b"],"parallel_tool_calls":false}`,
+	`{"tool_choice":null,"stop":null}`,
+	`{"m\u006fdel":"escaped key"}`,
+	`{"modèl":"non-ASCII key"}`,
+	`{"ſtream":true}`,
+	` {"model" : "spaced" , "messages" : [ ] } `,
+	`{"choices":[{"index":0,"message":{"role":"assistant","content":"x","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"completion_tokens_details":{"reasoning_tokens":1}}}`,
+	`["a",2,"c"]`,
+	`["a","b"]`,
+	`[]`,
+	`null`,
+	`"a \u00e9 string"`,
+	`"plain"`,
+	`{}`,
+	``,
+	`{"model":"m"}{}`,
+	`[{"type":"text","text":"t"},{"type":"image_url","image_url":{"url":"u"}},{"type":"image_url","image_url":null}]`,
+	strings.Repeat(`[`, 600) + strings.Repeat(`]`, 600),
+}
+
+func TestUnmarshalSameAsV1(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "golden", "*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		require.NoError(t, err)
+		sameAsV1(t, b)
+	}
+	for _, doc := range unmarshalCases {
+		sameAsV1(t, []byte(doc))
+	}
+}
+
+// The common documents take the one pass, not the fallback.
+func TestFastDecodeTakesCommonDocuments(t *testing.T) {
+	var req chatRequest
+	require.True(t, fastDecode([]byte(`{"model":"m","messages":[{"role":"user","content":"hi\nthere"}],"temperature":0.5,"stream":false}`), &req))
+	assert.Equal(t, "m", req.Model)
+	var resp chatResponse
+	require.True(t, fastDecode([]byte(`{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`), &resp))
+	require.Len(t, resp.Choices, 1)
+	assert.Equal(t, `"ok"`, string(resp.Choices[0].Message.Content))
+	assert.False(t, fastDecode([]byte(`{"Model":"m"}`), new(chatRequest)), "a key matching by case must go to v1 mode")
+}
+
+func FuzzUnmarshal(f *testing.F) {
+	files, err := filepath.Glob(filepath.Join("testdata", "golden", "*.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, doc := range unmarshalCases {
+		f.Add([]byte(doc))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { sameAsV1(t, data) })
+}
