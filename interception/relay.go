@@ -238,10 +238,14 @@ func relaySSE(w http.ResponseWriter, upstream io.Reader, onEvent func(data []byt
 			field := bytes.TrimRight(line, "\r\n")
 			switch {
 			case len(field) == 0:
+				// The event is handed on before it is flushed: when it is
+				// the terminal one, the turn counts as delivered before the
+				// caller can have its whole answer (and read the trace).
+				last := dispatch()
 				if err := rc.Flush(); err != nil {
 					return fmt.Errorf("flush to caller: %w", err)
 				}
-				if dispatch() {
+				if last {
 					return nil
 				}
 			case bytes.HasPrefix(field, []byte("data:")):
@@ -254,8 +258,8 @@ func relaySSE(w http.ResponseWriter, upstream io.Reader, onEvent func(data []byt
 			}
 		}
 		if readErr != nil {
-			_ = rc.Flush()
 			dispatch() // a last event without its blank line
+			_ = rc.Flush()
 			if readErr == io.EOF {
 				return nil
 			}
