@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,19 +16,16 @@ import (
 	"github.com/evalflow/evalflow/bench/upstream"
 )
 
-// startPortkey starts the gateway installed in the bench's cache, in front
-// of the mock at base; the test is skipped where it is not installed (an
-// install needs the npm registry, which a unit test does not reach for).
+// startPortkey starts the gateway in front of the mock at base, installing
+// it from npm into the bench's cache first when it is not there (as the
+// packaged-harness tests install codex and claude-code): a machine without
+// npm or the registry fails the test, it does not skip it.
 func startPortkey(t *testing.T, base string) *targets.Portkey {
 	t.Helper()
 	dir := targets.PortkeyDir()
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@portkey-ai", "gateway")); err != nil {
-		t.Skipf("portkey not installed in %s (go run ./bench/cmd/bench -only peers installs it)", dir)
-	}
+	_, err := targets.InstallPortkey(context.Background(), dir)
+	require.NoError(t, err, "install %s into %s", targets.PortkeyPackage, dir)
 	p, err := targets.StartPortkey(context.Background(), dir, base)
-	if errors.Is(err, targets.ErrPeerUnavailable) {
-		t.Skip(err)
-	}
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close() })
 	return p
