@@ -31,7 +31,7 @@ func (anthropicDialect) Secret(h http.Header) string {
 // tool messages ahead of the rest of the turn.
 func (anthropicDialect) ParseRequest(body []byte) (Request, error) {
 	var ar anthropicRequest
-	if err := unmarshal(body, &ar); err != nil {
+	if err := unmarshalOwned(body, &ar); err != nil {
 		return Request{}, fmt.Errorf("decode anthropic request: %w", err)
 	}
 	req := Request{

@@ -5,7 +5,7 @@ import "fmt"
 // ParseResponse reads a Message object.
 func (anthropicDialect) ParseResponse(body []byte) (Response, error) {
 	var ar anthropicResponse
-	if err := unmarshal(body, &ar); err != nil {
+	if err := unmarshalOwned(body, &ar); err != nil {
 		return Response{}, fmt.Errorf("decode anthropic response: %w", err)
 	}
 	if ar.Type == "error" {

@@ -104,7 +104,7 @@ var chatRequestShape = jsonshape.Of(reflect.TypeFor[chatRequest](),
 // vocabulary. Content parts it has no type for (audio, files) are skipped.
 func ParseChatRequest(body []byte) (Request, error) {
 	var cr chatRequest
-	if err := unmarshal(body, &cr); err != nil {
+	if err := unmarshalOwned(body, &cr); err != nil {
 		return Request{}, fmt.Errorf("decode chat request: %w", err)
 	}
 	req := Request{

@@ -44,7 +44,7 @@ func (u *chatUsage) usage() Usage {
 // the first choice is kept.
 func ParseChatResponse(body []byte) (Response, error) {
 	var cr chatResponse
-	if err := unmarshal(body, &cr); err != nil {
+	if err := unmarshalOwned(body, &cr); err != nil {
 		return Response{}, fmt.Errorf("decode chat response: %w", err)
 	}
 	resp := Response{ID: cr.ID, Model: cr.Model, Usage: cr.Usage.usage()}

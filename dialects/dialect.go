@@ -40,7 +40,8 @@ type Wire interface {
 // Codec reads and writes a dialect's bodies: requests, responses, streams
 // and upstream errors, to and from the typed vocabulary.
 type Codec interface {
-	// ParseRequest reads a request body.
+	// ParseRequest reads a request body. The request's long strings may
+	// share body's memory: body must not change afterwards.
 	ParseRequest(body []byte) (Request, error)
 	// Overlay checks body (valid JSON of the shape ParseRequest reads: what
 	// ParseRequest refuses, Overlay refuses) and sets model and the sampling
@@ -50,7 +51,8 @@ type Codec interface {
 	// EncodeRequest writes a request for an upstream of this dialect.
 	EncodeRequest(req Request) ([]byte, error)
 
-	// ParseResponse reads a non-streaming response body.
+	// ParseResponse reads a non-streaming response body. Like
+	// ParseRequest's, its long strings may share body's memory.
 	ParseResponse(body []byte) (Response, error)
 	// EncodeResponse writes a non-streaming response for a caller.
 	EncodeResponse(resp Response) ([]byte, error)

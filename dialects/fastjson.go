@@ -2,12 +2,14 @@ package dialects
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"reflect"
 	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	jsonv1 "github.com/go-json-experiment/json/v1"
 )
@@ -21,7 +23,11 @@ import (
 // a null where v1 mode would keep a value, a type it has no plan for, a
 // syntax error): the caller then zeroes v and decodes in v1 mode, which
 // gives the same value or error. FuzzUnmarshal holds the two together.
-func fastDecode(data []byte, v any) bool {
+func fastDecode(data []byte, v any) bool { return fastDecodeInto(data, v, false) }
+
+// fastDecodeInto is fastDecode; with share, long strings and raw values
+// share data's memory instead of copying it (see unmarshalOwned).
+func fastDecodeInto(data []byte, v any, share bool) bool {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return false
@@ -30,7 +36,7 @@ func fastDecode(data []byte, v any) bool {
 	if p == nil || !utf8.Valid(data) {
 		return false
 	}
-	d := fastDecoder{b: data}
+	d := fastDecoder{b: data, share: share}
 	d.space()
 	if !d.value(p, rv.Elem(), 0) {
 		return false
@@ -202,6 +208,24 @@ func appendFold(dst, s []byte) []byte {
 type fastDecoder struct {
 	b []byte
 	i int
+	// share is set when b is the caller's to keep and never changes again:
+	// a string or raw value of at least shareMin bytes then points into b
+	// instead of being copied.
+	share bool
+}
+
+// shareMin is the least length of a shared string or raw value. Shorter
+// ones are copied, so that an id or a role does not keep a whole answer in
+// memory once its long content is gone; a long value is most of its
+// document, which sharing keeps alive in place of a copy.
+const shareMin = 256
+
+// bytesOf is b[i:j] as a value to keep: shared or copied.
+func (d *fastDecoder) bytesOf(i, j int) []byte {
+	if d.share && j-i >= shareMin {
+		return d.b[i:j:j]
+	}
+	return append([]byte(nil), d.b[i:j]...)
 }
 
 // maxFastDepth bounds nesting; deeper documents go to v1 mode.
@@ -229,7 +253,7 @@ func (d *fastDecoder) value(p *plan, v reflect.Value, depth int) bool {
 		if !d.skip(depth) {
 			return false
 		}
-		v.SetBytes(append([]byte(nil), d.b[start:d.i]...))
+		v.SetBytes(d.bytesOf(start, d.i))
 		return true
 	}
 	if c == 'n' {
@@ -464,16 +488,15 @@ func validEscapes(s []byte) bool {
 }
 
 // indexControlByte is the index of the first byte below 0x20 in s, -1 if
-// none; eight bytes at a time.
+// none; sixteen bytes at a time.
 func indexControlByte(s []byte) int {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
 	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+	for ; i+16 <= len(s); i += 16 {
+		a, b := binary.LittleEndian.Uint64(s[i:]), binary.LittleEndian.Uint64(s[i+8:])
 		// A byte below 0x20 has (b - 0x20) borrow into its top bit while
 		// its own top bit is clear.
-		if (w-0x20*lo)&^w&hi != 0 {
+		if ((a-0x20*lo)&^a|(b-0x20*lo)&^b)&hi != 0 {
 			break
 		}
 	}
@@ -492,13 +515,53 @@ func (d *fastDecoder) str() (string, bool) {
 		return "", false
 	}
 	if bytes.IndexByte(raw, '\\') < 0 {
+		if d.share && len(raw) >= shareMin {
+			return unsafe.String(&raw[0], len(raw)), true
+		}
 		return string(raw), true
 	}
-	// Escapes (a newline in a message, mostly): decoded by the rules of
-	// v1 mode, on this string alone.
+	if s, ok := unescape(raw); ok {
+		return s, true
+	}
+	// \u escapes: decoded by the rules of v1 mode (surrogates), on this
+	// string alone.
 	var s string
 	err := jsonv1.Unmarshal(d.b[d.i-len(raw)-2:d.i], &s)
 	return s, err == nil
+}
+
+// unescape decodes the contents of a string whose escapes are valid
+// (validEscapes) and not \u: a newline or a quote in a message, mostly.
+// It reports false on a \u escape.
+func unescape(raw []byte) (string, bool) {
+	out := make([]byte, 0, len(raw))
+	for {
+		j := bytes.IndexByte(raw, '\\')
+		if j < 0 {
+			out = append(out, raw...)
+			return unsafe.String(unsafe.SliceData(out), len(out)), true
+		}
+		out = append(out, raw[:j]...)
+		var c byte
+		switch raw[j+1] {
+		case '"', '\\', '/':
+			c = raw[j+1]
+		case 'b':
+			c = '\b'
+		case 'f':
+			c = '\f'
+		case 'n':
+			c = '\n'
+		case 'r':
+			c = '\r'
+		case 't':
+			c = '\t'
+		default: // 'u'
+			return "", false
+		}
+		out = append(out, c)
+		raw = raw[j+2:]
+	}
 }
 
 // literal consumes lit if it is next.

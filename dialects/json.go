@@ -29,6 +29,19 @@ func unmarshal(data []byte, v any) error {
 	return jsonv1.Unmarshal(data, v)
 }
 
+// unmarshalOwned is unmarshal for a document the caller keeps and never
+// changes again, such as a request or answer read for the trace: long
+// strings and raw values of the result share data's memory instead of
+// copying it, so a long content costs a scan, not an allocation and a
+// copy.
+func unmarshalOwned(data []byte, v any) error {
+	if fastDecodeInto(data, v, true) {
+		return nil
+	}
+	reflect.ValueOf(v).Elem().SetZero()
+	return jsonv1.Unmarshal(data, v)
+}
+
 // unquote decodes a JSON string that an enclosing Unmarshal has already
 // validated. Without escapes and with valid UTF-8, the bytes between the
 // quotes are the string: a prompt of a megabyte is then copied once
@@ -43,10 +56,10 @@ func unquote(raw []byte) (string, error) {
 	return s, err
 }
 
-// unquoteOwned is unquote for a value the caller owns and never changes
-// again, such as a json.RawMessage field just decoded (its decoder copied
-// it): a string without escapes shares its bytes instead of copying them,
-// so a long content costs one copy of its bytes per parse, not two.
+// unquoteOwned is unquote for a value nobody changes again, such as a
+// json.RawMessage field just decoded (its decoder copied it, or it shares
+// a document that is kept: unmarshalOwned): a string without escapes
+// shares its bytes instead of copying them.
 func unquoteOwned(raw []byte) (string, error) {
 	if len(raw) > 2 && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 &&
 		bytes.IndexByte(raw[1:len(raw)-1], '"') < 0 && utf8.Valid(raw) {

@@ -26,7 +26,7 @@ func (responsesDialect) Secret(h http.Header) string { return chatDialect{}.Secr
 // messages, function calls) folds into one assistant message.
 func (responsesDialect) ParseRequest(body []byte) (Request, error) {
 	var rr responsesRequest
-	if err := unmarshal(body, &rr); err != nil {
+	if err := unmarshalOwned(body, &rr); err != nil {
 		return Request{}, fmt.Errorf("decode responses request: %w", err)
 	}
 	req := Request{Model: rr.Model, Stream: rr.Stream,

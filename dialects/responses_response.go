@@ -5,7 +5,7 @@ import "fmt"
 // ParseResponse reads a Response object. A failed response is an error.
 func (responsesDialect) ParseResponse(body []byte) (Response, error) {
 	var rr responsesResponse
-	if err := unmarshal(body, &rr); err != nil {
+	if err := unmarshalOwned(body, &rr); err != nil {
 		return Response{}, fmt.Errorf("decode responses response: %w", err)
 	}
 	return responsesResponseOf(rr)

@@ -4,8 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/stretchr/testify/assert"
@@ -32,21 +34,67 @@ var decodeTargets = map[string]func() any{
 	"[]reasoningDetail": func() any { return new([]reasoningDetail) },
 }
 
-// sameAsV1 checks that unmarshal decodes data into every target as
-// encoding/json v2's v1 mode does: the same value, and the same error or
-// none.
+// sameAsV1 checks that unmarshal and unmarshalOwned decode data into
+// every target as encoding/json v2's v1 mode does: the same value, and
+// the same error or none.
 func sameAsV1(t *testing.T, data []byte) {
 	for name, zero := range decodeTargets {
-		got, want := zero(), zero()
-		gotErr := unmarshal(data, got)
+		want := zero()
 		wantErr := jsonv1.Unmarshal(data, want)
-		if wantErr == nil {
-			require.NoError(t, gotErr, "unmarshal(%q) into %s", data, name)
-		} else {
-			require.EqualError(t, gotErr, wantErr.Error(), "unmarshal(%q) into %s", data, name)
+		for _, f := range []struct {
+			name string
+			fn   func([]byte, any) error
+		}{{"unmarshal", unmarshal}, {"unmarshalOwned", unmarshalOwned}} {
+			got := zero()
+			gotErr := f.fn(slices.Clone(data), got)
+			if wantErr == nil {
+				require.NoError(t, gotErr, "%s(%q) into %s", f.name, data, name)
+			} else {
+				require.EqualError(t, gotErr, wantErr.Error(), "%s(%q) into %s", f.name, data, name)
+			}
+			require.True(t, reflect.DeepEqual(want, got), "%s(%q) into %s = %#v, want %#v", f.name, data, name, got, want)
 		}
-		require.True(t, reflect.DeepEqual(want, got), "unmarshal(%q) into %s = %#v, want %#v", data, name, got, want)
 	}
+}
+
+// unmarshalOwned shares the memory of long strings and raw values with
+// the document, and copies short ones, so that an id does not keep a
+// whole answer alive.
+func TestUnmarshalOwnedSharesLongValues(t *testing.T) {
+	long := strings.Repeat("x", shareMin)
+	doc := []byte(`{"id":"short","choices":[{"index":0,"message":{"role":"assistant","content":"` + long + `"},"finish_reason":"stop"}]}`)
+	inDoc := func(p *byte) bool {
+		a := uintptr(unsafe.Pointer(p))
+		return a >= uintptr(unsafe.Pointer(&doc[0])) && a < uintptr(unsafe.Pointer(&doc[len(doc)-1]))
+	}
+	var cr chatResponse
+	require.NoError(t, unmarshalOwned(doc, &cr))
+	require.Len(t, cr.Choices, 1)
+	assert.True(t, inDoc(&cr.Choices[0].Message.Content[0]), "a long raw value is shared")
+	assert.False(t, inDoc(unsafe.StringData(cr.ID)), "a short string is copied")
+	var s string
+	require.NoError(t, unmarshalOwned([]byte(`"`+long+`"`), &s))
+	assert.Equal(t, long, s)
+
+	var copied chatResponse
+	require.NoError(t, unmarshal(doc, &copied))
+	assert.False(t, inDoc(&copied.Choices[0].Message.Content[0]), "unmarshal copies")
+}
+
+// Strings with newlines and quotes, the common escapes, are decoded in the
+// one pass; \u escapes go to v1 mode's rules.
+func TestUnescape(t *testing.T) {
+	for raw, want := range map[string]string{
+		`a\nb\"c\\d\/e\tf\rg\bh\fi`: "a\nb\"c\\d/e\tf\rg\bh\fi",
+		`plain`:                        "plain",
+		`\n`:                           "\n",
+	} {
+		got, ok := unescape([]byte(raw))
+		require.True(t, ok, raw)
+		assert.Equal(t, want, got, raw)
+	}
+	_, ok := unescape([]byte(`\u00e9`))
+	assert.False(t, ok)
 }
 
 // unmarshalCases are documents where the one-pass decode and v1 mode could
@@ -91,6 +139,9 @@ var unmarshalCases = []string{
 	`{"model":"m"}{}`,
 	`[{"type":"text","text":"t"},{"type":"image_url","image_url":{"url":"u"}},{"type":"image_url","image_url":null}]`,
 	strings.Repeat(`[`, 600) + strings.Repeat(`]`, 600),
+	`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("long ", 80) + `"}]}`,
+	`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("long\n\"line\" ", 40) + `"}]}`,
+	`{"model":"` + strings.Repeat("é", 200) + `","tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","description":"` + strings.Repeat("d", 300) + `"}}}]}`,
 }
 
 func TestUnmarshalSameAsV1(t *testing.T) {

@@ -13,8 +13,10 @@ type LoadResult struct {
 	Rate     float64 `json:"offered_rps,omitempty"`
 	Requests int     `json:"requests"`
 	Errors   int     `json:"errors"`
-	RPS      float64 `json:"rps"`
-	Latency  Summary `json:"latency"`
+	// FirstError is what the first failed request said.
+	FirstError string  `json:"first_error,omitempty"`
+	RPS        float64 `json:"rps"`
+	Latency    Summary `json:"latency"`
 }
 
 // Load runs clients concurrent clients against t for d. With rate 0 each
@@ -25,14 +27,15 @@ type LoadResult struct {
 // The window ends when every client is done and t.Settle has run.
 func Load(ctx context.Context, c Doer, t Target, clients int, rate float64, d time.Duration) LoadResult {
 	var (
-		next   atomic.Int64
-		errs   atomic.Int64
-		mu     sync.Mutex
-		lat    []time.Duration
-		wg     sync.WaitGroup
-		start  = time.Now()
-		end    = start.Add(d)
-		period time.Duration
+		next     atomic.Int64
+		errs     atomic.Int64
+		firstErr atomic.Pointer[string]
+		mu       sync.Mutex
+		lat      []time.Duration
+		wg       sync.WaitGroup
+		start    = time.Now()
+		end      = start.Add(d)
+		period   time.Duration
 	)
 	if rate > 0 {
 		period = time.Duration(float64(time.Second) / rate)
@@ -60,6 +63,8 @@ func Load(ctx context.Context, c Doer, t Target, clients int, rate float64, d ti
 				}
 				if _, err := c.Do(ctx, t); err != nil {
 					errs.Add(1)
+					msg := err.Error()
+					firstErr.CompareAndSwap(nil, &msg)
 					continue
 				}
 				local = append(local, time.Since(began))
@@ -74,10 +79,14 @@ func Load(ctx context.Context, c Doer, t Target, clients int, rate float64, d ti
 		t.Settle()
 	}
 	elapsed := time.Since(start)
-	return LoadResult{
+	res := LoadResult{
 		Clients: clients, Rate: rate, Requests: len(lat), Errors: int(errs.Load()),
 		RPS: float64(len(lat)) / elapsed.Seconds(), Latency: Summarize(lat),
 	}
+	if e := firstErr.Load(); e != nil {
+		res.FirstError = *e
+	}
+	return res
 }
 
 // Doer sends one request to a target; *Client is one.

@@ -112,29 +112,61 @@ func ReverseProxy(base string) (*Server, error) {
 }
 
 // Interception is an interception server in front of the mock, its upstream
-// speaking upDialect. Its rollout rotates every Rotate requests or
-// rotateBytes request bytes (the last three stay registered for requests in
-// flight), as rollouts come and go, so that recorded turns do not pile up.
+// speaking upDialect. Its calls are spread over Rollouts rollouts in
+// flight at once, as a worker serves them: each call goes to the next one
+// in turn, and a rollout ends after Rotate turns or rolloutBytes request
+// bytes, when another takes its place. The first rollouts end early by
+// steps, so that rollouts end one at a time rather than all at once, and
+// the memory their recorded turns hold stays level as it does on a worker
+// whose rollouts come and go. An ended rollout is read (its turns parsed)
+// and unregistered in the background once the calls sent to it since are
+// certainly done.
 type Interception struct {
 	Srv *interception.Server
-	// Rotate is how many requests a rollout serves; 4096 when 0.
+	// Rollouts is how many rollouts take calls at once; 64 when 0.
+	Rollouts int
+	// Rotate is how many turns a rollout takes; 32 when 0.
 	Rotate int
 
-	mu     sync.Mutex
-	calls  int
-	bytes  int // request bytes since the last rotation
-	keys   []string
-	secret string
-	serial int
+	mu      sync.Mutex
+	calls   int
+	slots   []slot
+	ended   []endedRollout // oldest first
+	serial  int
+	started bool
 
-	// drops unregister rotated-out rollouts in the background: reading
-	// their turns parses them (issue 6), a cost the process still pays
-	// but no client waits for.
+	// drops unregister ended rollouts in the background: reading their
+	// turns parses them (issue 6), a cost the process still pays but no
+	// client waits for.
 	drops   sync.WaitGroup
 	countMu sync.Mutex
 	turns   int
 	errored int
 }
+
+// slot is one of the rollouts in flight.
+type slot struct {
+	key, secret string
+	// left is how many turns it takes still; bytes how many request
+	// bytes it may carry still.
+	left, bytes int
+}
+
+// endedRollout is a rollout that takes no more calls, and the call count
+// when it ended.
+type endedRollout struct {
+	key  string
+	call int
+}
+
+// rolloutBytes bounds the request bytes of a rollout, so that large turns
+// do not pile up: a rollout of 1 MB requests ends after two.
+const rolloutBytes = 2 << 20
+
+// dropAfter is how many calls after its end a rollout is read and
+// unregistered: every call sent to it is done by then (a closed loop has
+// at most a few hundred calls in flight).
+const dropAfter = 256
 
 // Upstream is the upstream client of dialect at base (without /v1); with
 // h2c it speaks unencrypted HTTP/2 so that many streams share a few
@@ -160,30 +192,37 @@ func NewInterception(up interception.Upstream) (*Interception, error) {
 	if err != nil {
 		return nil, err
 	}
-	i := &Interception{Srv: srv}
-	if err := i.rotate(); err != nil {
-		_ = srv.Close()
-		return nil, err
-	}
-	return i, nil
+	return &Interception{Srv: srv}, nil
 }
 
-func (i *Interception) rotate() error {
+// register registers a rollout for a slot.
+func (i *Interception) register() (slot, error) {
 	i.serial++
-	i.bytes = 0
 	key := fmt.Sprintf("bench/0/%d/0", i.serial)
 	secret, err := i.Srv.Register(interception.Rollout{Key: key, Model: "bench"})
-	if err != nil {
-		return err
+	return slot{key: key, secret: secret, left: max(i.Rotate, 1), bytes: rolloutBytes}, err
+}
+
+// start fills the slots; the first rollout of slot k takes only about
+// (k+1)/Rollouts of its turns, so that they end one at a time.
+func (i *Interception) start() {
+	if i.Rotate <= 0 {
+		i.Rotate = 32
 	}
-	i.keys = append(i.keys, key)
-	i.secret = secret
-	if len(i.keys) > 3 {
-		key := i.keys[0]
-		i.drops.Go(func() { i.drop(key) })
-		i.keys = i.keys[1:]
+	if i.Rollouts <= 0 {
+		i.Rollouts = 64
 	}
-	return nil
+	i.slots = make([]slot, i.Rollouts)
+	for k := range i.slots {
+		s, err := i.register()
+		if err != nil {
+			panic(err) // Register fails only when the random source does
+		}
+		s.left = max(1, (k+1)*i.Rotate/i.Rollouts)
+		s.bytes = max(1, (k+1)*rolloutBytes/i.Rollouts)
+		i.slots[k] = s
+	}
+	i.started = true
 }
 
 // drop unregisters a rollout and counts its turns.
@@ -202,51 +241,73 @@ func (i *Interception) drop(key string) {
 	i.errored += errored
 }
 
-// Header returns the headers of the next call, rotating the rollout when due.
+// Header returns the headers of the next call.
 func (i *Interception) Header() http.Header { return i.header(0) }
 
-// rotateBytes also rotates a rollout once its calls carried this many
-// request bytes, so that large turns do not pile up either.
-const rotateBytes = 32 << 20
-
-// header is Header for a call carrying n request bytes.
+// header is Header for a call carrying n request bytes: the next slot's
+// rollout takes it, and ends if it has taken its last.
 func (i *Interception) header(n int) http.Header {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	if !i.started {
+		i.start()
+	}
 	i.calls++
-	i.bytes += n
-	rot := i.Rotate
-	if rot <= 0 {
-		rot = 4096
-	}
-	if i.calls%rot == 0 || i.bytes >= rotateBytes {
-		if err := i.rotate(); err != nil {
-			panic(err) // Register fails only when the random source does
+	s := &i.slots[i.calls%len(i.slots)]
+	secret := s.secret
+	s.left--
+	s.bytes -= n
+	if s.left <= 0 || s.bytes <= 0 {
+		i.ended = append(i.ended, endedRollout{key: s.key, call: i.calls})
+		next, err := i.register()
+		if err != nil {
+			panic(err)
 		}
+		*s = next
 	}
-	return authHeader(i.secret)()
+	for len(i.ended) > 0 && i.calls-i.ended[0].call >= dropAfter {
+		key := i.ended[0].key
+		i.drops.Go(func() { i.drop(key) })
+		i.ended = i.ended[1:]
+	}
+	return authHeader(secret)()
 }
 
-// Target is a target on the server's route of dialect.
+// Target is a target on the server's route of dialect. Its Settle reads
+// the rollouts that have ended, so that a load window pays for parsing
+// about as many turns as it served, while the rollouts in flight keep
+// their turns (and the memory they hold) into the next window, as on a
+// worker that runs for hours.
 func (i *Interception) Target(name, dialect string, body []byte) loadgen.Target {
 	return loadgen.Target{Name: name, URL: i.Srv.LocalURL() + Path(dialect), Body: body,
 		Header: func() http.Header { return i.header(len(body)) },
-		Settle: func() { i.Turns() }}
+		Settle: i.settle}
+}
+
+// settle reads and unregisters every ended rollout. Call it when no load
+// runs.
+func (i *Interception) settle() {
+	i.mu.Lock()
+	for _, e := range i.ended {
+		key := e.key
+		i.drops.Go(func() { i.drop(key) })
+	}
+	i.ended = nil
+	i.mu.Unlock()
+	i.drops.Wait()
 }
 
 // Turns unregisters every rollout and returns how many turns were recorded
-// and how many of them record an error or a status other than 200, once
-// the rollouts rotated out earlier are dropped too. Call it when no load
-// runs.
+// and how many of them record an error or a status other than 200, those
+// of the rollouts dropped earlier included. Call it when no load runs.
 func (i *Interception) Turns() (turns, errored int) {
+	i.settle()
 	i.mu.Lock()
-	for _, k := range i.keys {
-		i.drop(k)
+	for _, s := range i.slots {
+		i.drop(s.key)
 	}
-	i.keys = nil
-	_ = i.rotate()
+	i.slots, i.started = nil, false
 	i.mu.Unlock()
-	i.drops.Wait()
 	i.countMu.Lock()
 	defer i.countMu.Unlock()
 	return i.turns, i.errored

@@ -137,7 +137,7 @@ func TestTurnsCountsRotatedRollouts(t *testing.T) {
 	const calls = 40
 	base := mock(t, upstream.Config{BodyBytes: 200})
 	i := relay(t, targets.Chat, base)
-	i.Rotate = 3
+	i.Rollouts, i.Rotate = 2, 3
 	c := loadgen.NewClient(4)
 	tg := i.Target("relay", targets.Chat, targets.Body(targets.Chat, 200, false))
 	for range calls {

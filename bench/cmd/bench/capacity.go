@@ -41,7 +41,7 @@ func serveMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "serve:", err)
 		return 1
 	}
-	i.Rotate = 1 << 30 // one rollout holds every stream; its turns are the check
+	i.Rollouts, i.Rotate = 1, 1<<30 // one rollout holds every stream; its turns are the check
 	h := i.Header()
 	fmt.Printf("%s %s\n", i.Srv.LocalURL(), h.Get("X-Api-Key"))
 	_, _ = io.Copy(io.Discard, os.Stdin)

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -37,6 +39,9 @@ type PeerRow struct {
 	// Added is over the mock reached directly.
 	Added  loadgen.Added `json:"added"`
 	Failed int           `json:"failed_calls,omitempty"`
+	// FirstError is what the target's first failed call said, in any
+	// phase (warm-up included).
+	FirstError string `json:"first_error,omitempty"`
 	// Closed is the closed-loop load of Clients clients, summed over the
 	// target's windows.
 	Closed loadgen.LoadResult `json:"closed_loop"`
@@ -120,14 +125,19 @@ func peersSection(ctx context.Context, o options, logf func(string, ...any)) (*P
 // at a time, interleaved, then closed-loop windows of peerClients clients
 // taking turns, rounds times, with the CPU each window used.
 func peerRows(ctx context.Context, size string, ts []loadgen.Target, pk *targets.Portkey, n, warm int, window time.Duration, rounds int) ([]PeerRow, error) {
-	c := loadgen.NewClient(peerClients)
-	defer c.HTTP.CloseIdleConnections()
+	hc := loadgen.NewClient(peerClients)
+	defer hc.HTTP.CloseIdleConnections()
+	c := &errorLog{Doer: hc, first: map[string]string{}, count: map[string]int{}}
 	lat, failed, err := loadgen.Interleaved(ctx, c, ts, n, warm)
 	if err != nil {
 		return nil, err
 	}
 	for _, t := range ts { // warm every target's connections for the load
 		loadgen.Load(ctx, c, t, peerClients, 0, window/3)
+	}
+	warmFailed := maps.Clone(c.count)
+	for name, n := range failed {
+		warmFailed[name] -= n // Interleaved's are counted by it
 	}
 	type acc struct {
 		reqs, errs int
@@ -162,7 +172,8 @@ func peerRows(ctx context.Context, size string, ts []loadgen.Target, pk *targets
 	for k, t := range ts {
 		x := accs[k]
 		sum := Summarize(lat[t.Name])
-		row := PeerRow{Size: size, Target: t.Name, Latency: sum, Added: sum.AddedOver(direct), Failed: failed[t.Name],
+		row := PeerRow{Size: size, Target: t.Name, Latency: sum, Added: sum.AddedOver(direct), Failed: failed[t.Name] + warmFailed[t.Name],
+			FirstError: c.first[t.Name],
 			Closed: loadgen.LoadResult{Clients: peerClients, Requests: x.reqs, Errors: x.errs, RPS: float64(x.reqs) / x.elapsed.Seconds(),
 				Latency: worstP99(x.lat)}}
 		if x.reqs > 0 {
@@ -177,6 +188,28 @@ func peerRows(ctx context.Context, size string, ts []loadgen.Target, pk *targets
 		rows[i].AddedCPU = rows[i].CPU - directCPU
 	}
 	return rows, nil
+}
+
+// errorLog is a Doer that keeps each target's first error and counts
+// them all.
+type errorLog struct {
+	loadgen.Doer
+	mu    sync.Mutex
+	first map[string]string
+	count map[string]int
+}
+
+func (e *errorLog) Do(ctx context.Context, t loadgen.Target) (time.Duration, error) {
+	d, err := e.Doer.Do(ctx, t)
+	if err != nil {
+		e.mu.Lock()
+		e.count[t.Name]++
+		if _, ok := e.first[t.Name]; !ok {
+			e.first[t.Name] = err.Error()
+		}
+		e.mu.Unlock()
+	}
+	return d, err
 }
 
 // Summarize is loadgen.Summarize.
@@ -306,6 +339,12 @@ func peersMarkdown(r *Results) string {
 		}
 		p("| %s | %s | %.1f | %s | %s | %.0f | %s | %.0f | %.1f | %s | %s | %d |\n", x.Size, x.Target, x.Latency.P50, dash(x.Target, x.Added.P50),
 			vsLat, x.Closed.RPS, vsRPS, x.Closed.Latency.P99, x.CPU, dash(x.Target, x.AddedCPU), vsCPU, x.Failed+x.Closed.Errors)
+	}
+	p("\n")
+	for _, x := range pe.Rows {
+		if x.FirstError != "" {
+			p("- %s %s: %d failed, the first said: %s\n", x.Size, x.Target, x.Failed+x.Closed.Errors, mdCell(x.FirstError))
+		}
 	}
 	p("\n")
 	if s := pe.Streaming; s != nil {
