@@ -49,8 +49,11 @@ type PeerRow struct {
 	// process (load generator, mock, the Go targets, the trace's deferred
 	// parse) plus, for Portkey, the gateway's node process. AddedCPU is
 	// minus the direct target's, the target's own cost per call.
-	CPU      float64 `json:"cpu_us_per_call"`
-	AddedCPU float64 `json:"added_cpu_us_per_call"`
+	CPU float64 `json:"cpu_us_per_call"`
+	// RoundRPS is the req/s of each of the target's load windows, in
+	// the order they ran.
+	RoundRPS []float64 `json:"round_rps,omitempty"`
+	AddedCPU float64   `json:"added_cpu_us_per_call"`
 }
 
 // PeerStream is one stream through a peer.
@@ -144,6 +147,7 @@ func peerRows(ctx context.Context, size string, ts []loadgen.Target, pk *targets
 		elapsed    time.Duration
 		cpu        time.Duration
 		lat        []loadgen.Summary
+		rps        []float64
 	}
 	accs := make([]acc, len(ts))
 	for round := range rounds {
@@ -156,7 +160,9 @@ func peerRows(ctx context.Context, size string, ts []loadgen.Target, pk *targets
 				peer0 = pk.CPU()
 			}
 			res := loadgen.Load(ctx, c, t, peerClients, 0, window)
-			accs[k].elapsed += time.Since(start)
+			elapsed := time.Since(start)
+			accs[k].elapsed += elapsed
+			accs[k].rps = append(accs[k].rps, float64(res.Requests)/elapsed.Seconds())
 			accs[k].cpu += processCPU() - cpu0
 			if t.Name == tPortkey {
 				accs[k].cpu += pk.CPU() - peer0
@@ -173,7 +179,7 @@ func peerRows(ctx context.Context, size string, ts []loadgen.Target, pk *targets
 		x := accs[k]
 		sum := Summarize(lat[t.Name])
 		row := PeerRow{Size: size, Target: t.Name, Latency: sum, Added: sum.AddedOver(direct), Failed: failed[t.Name] + warmFailed[t.Name],
-			FirstError: c.first[t.Name],
+			FirstError: c.first[t.Name], RoundRPS: x.rps,
 			Closed: loadgen.LoadResult{Clients: peerClients, Requests: x.reqs, Errors: x.errs, RPS: float64(x.reqs) / x.elapsed.Seconds(),
 				Latency: worstP99(x.lat)}}
 		if x.reqs > 0 {

@@ -44,6 +44,7 @@ func markdown(r *Results) string {
 	p("Machine: %d CPUs (GOMAXPROCS %d), %s, %s, %s; load average when the run began / ended: %s / %s. Generated %s. Everything on loopback, in one process unless said.\n\n",
 		m.CPUs, m.GOMAXPROCS, m.CPU, m.Go, m.OS, m.LoadBefore, m.LoadAfter, r.GeneratedAt)
 
+	b.WriteString(goalsMarkdown(r))
 	if len(r.Latency) > 0 {
 		p("### 1. Added latency, non-streaming\n\n")
 		p("`go run ./bench/cmd/bench -only latency` — one request at a time, every target in turn each round; request and answer bodies of the size given. Added = this target's percentile minus the mock's (`direct`) on the same dialect. Failed calls were tried again (the sample is the next try's). Every 16 rounds, untimed, the interception servers parse the turns they recorded (the trace's deferred parse): a latency here is what the caller waits for; the parse's cost is in section 2's req/s and section 6.\n\n")

@@ -53,3 +53,33 @@ func TestVerdict(t *testing.T) {
 		assert.Equal(t, tt.want, verdict(tt.got, tt.limit, "µs"), "verdict(%v, %v)", tt.got, tt.limit)
 	}
 }
+
+// The targets table reads its figures from the run, shows the spread of
+// the rounds, and gives what bounds a figure only when it misses.
+func TestGoalsMarkdown(t *testing.T) {
+	r := &Results{
+		Peers: &Peers{Rows: []PeerRow{
+			{Size: "4KB", Target: tProxy, AddedCPU: 100, Closed: loadgen.LoadResult{RPS: 1000}, RoundRPS: []float64{1000, 1000}},
+			{Size: "4KB", Target: tRelay, AddedCPU: 110, Closed: loadgen.LoadResult{RPS: 950}, RoundRPS: []float64{900, 1000}},
+			{Size: "64KB", Target: tProxy, AddedCPU: 100, Added: loadgen.Added{P50: 100}},
+			{Size: "64KB", Target: tRelay, AddedCPU: 150, Added: loadgen.Added{P50: 105}},
+		}},
+		Orchestration: []OrchestrationRow{{System: "temporal", Rollouts: 1000, WallSeconds: 30}, {System: "errgroup", Rollouts: 1000, WallSeconds: 10}},
+	}
+	md := goalsMarkdown(r)
+	line := func(prefix string) string {
+		for l := range strings.SplitSeq(md, "\n") {
+			if strings.HasPrefix(l, "| "+prefix) {
+				return l
+			}
+		}
+		t.Fatalf("no row %q in\n%s", prefix, md)
+		return ""
+	}
+	assert.Contains(t, line("relay 4 KB: added CPU"), "| 1.10× (110 vs 100 µs) | ≤ 1.2× | met |  |")
+	assert.Contains(t, line("relay 4 KB: req/s"), "95% (rounds 90–100%)")
+	assert.Contains(t, line("relay 64 KB: added CPU"), "| 1.50× (150 vs 100 µs) | ≤ 1.2× | **missed** | The relay is store-and-forward")
+	assert.Contains(t, line("relay 64 KB: added p50"), "| met |")
+	assert.Contains(t, line("orchestration, 1,000"), "| 3.00× (30.00 vs 10.00 s) | ≤ 2× | **missed** | two activities")
+	assert.Contains(t, line("orchestration, 128"), "not measured in this run")
+}
