@@ -33,7 +33,7 @@ func fastDecodeInto(data []byte, v any, share bool) bool {
 		return false
 	}
 	p := planOf(rv.Type().Elem())
-	if p == nil || !utf8.Valid(data) {
+	if p == nil {
 		return false
 	}
 	d := fastDecoder{b: data, share: share}
@@ -380,8 +380,8 @@ func (d *fastDecoder) object(p *plan, v reflect.Value, depth int) bool {
 		if d.i >= len(d.b) || d.b[d.i] != '"' {
 			return false
 		}
-		key, ok := d.rawString()
-		if !ok || bytes.IndexByte(key, '\\') >= 0 {
+		key, escaped, ok := d.rawString()
+		if !ok || escaped {
 			return false
 		}
 		d.space()
@@ -425,14 +425,16 @@ func (d *fastDecoder) object(p *plan, v reflect.Value, depth int) bool {
 }
 
 // rawString reads a string and returns the bytes between its quotes,
-// escapes undecoded; the document is valid UTF-8 already.
-func (d *fastDecoder) rawString() ([]byte, bool) {
+// escapes undecoded, and whether it has any. Strings are where a document
+// may hold other than ASCII (anywhere else such a byte is a syntax error
+// to the decoder), so checking each string's UTF-8 checks the document's.
+func (d *fastDecoder) rawString() (raw []byte, escaped, ok bool) {
 	start := d.i + 1
 	i := start
 	for {
 		q := bytes.IndexByte(d.b[i:], '"')
 		if q < 0 {
-			return nil, false
+			return nil, false, false
 		}
 		end := i + q
 		// The quote ends the string unless an odd run of backslashes
@@ -443,46 +445,66 @@ func (d *fastDecoder) rawString() ([]byte, bool) {
 		}
 		if (end-k)%2 == 0 {
 			s := d.b[start:end]
-			if !validEscapes(s) {
-				return nil, false
+			escaped, ok := validString(s)
+			if !ok {
+				return nil, false, false
 			}
 			d.i = end + 1
-			return s, true
+			return s, escaped, true
 		}
 		i = end + 1
 	}
 }
 
-// validEscapes checks a string's contents: no control bytes, and every
-// backslash starts a valid escape.
-func validEscapes(s []byte) bool {
-	if indexControlByte(s) >= 0 {
-		return false
+// validString checks a string's contents: valid UTF-8, no control bytes,
+// and every backslash starting a valid escape; escaped says there is one.
+// Printable ASCII, most of any document, is checked sixteen bytes at a
+// time in one pass.
+func validString(s []byte) (escaped, ok bool) {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+16 <= len(s); i += 16 {
+		a, b := binary.LittleEndian.Uint64(s[i:]), binary.LittleEndian.Uint64(s[i+8:])
+		// A byte below 0x20 has (b - 0x20) borrow into its top bit while
+		// its own top bit is clear; a byte from 0x80 has its top bit set.
+		if ((a-0x20*lo)&^a|(b-0x20*lo)&^b|a|b)&hi != 0 {
+			break
+		}
 	}
+	if rest := s[i:]; len(rest) > 0 && (indexControlByte(rest) >= 0 || !utf8.Valid(rest)) {
+		return false, false
+	}
+	return validEscapes(s)
+}
+
+// validEscapes checks that every backslash of s starts a valid escape;
+// escaped says there is one.
+func validEscapes(s []byte) (escaped, ok bool) {
 	for i := 0; ; {
 		j := bytes.IndexByte(s[i:], '\\')
 		if j < 0 {
-			return true
+			return escaped, true
 		}
+		escaped = true
 		i += j + 1
 		if i >= len(s) {
-			return false
+			return true, false
 		}
 		switch s[i] {
 		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			i++
 		case 'u':
 			if i+5 > len(s) {
-				return false
+				return true, false
 			}
 			for _, h := range s[i+1 : i+5] {
 				if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
-					return false
+					return true, false
 				}
 			}
 			i += 5
 		default:
-			return false
+			return true, false
 		}
 	}
 }
@@ -510,11 +532,11 @@ func indexControlByte(s []byte) int {
 
 // str reads a string value.
 func (d *fastDecoder) str() (string, bool) {
-	raw, ok := d.rawString()
+	raw, escaped, ok := d.rawString()
 	if !ok {
 		return "", false
 	}
-	if bytes.IndexByte(raw, '\\') < 0 {
+	if !escaped {
 		if d.share && len(raw) >= shareMin {
 			return unsafe.String(&raw[0], len(raw)), true
 		}
@@ -531,7 +553,7 @@ func (d *fastDecoder) str() (string, bool) {
 }
 
 // unescape decodes the contents of a string whose escapes are valid
-// (validEscapes) and not \u: a newline or a quote in a message, mostly.
+// (validString) and not \u: a newline or a quote in a message, mostly.
 // It reports false on a \u escape.
 func unescape(raw []byte) (string, bool) {
 	out := make([]byte, 0, len(raw))
@@ -628,7 +650,7 @@ func (d *fastDecoder) skip(depth int) bool {
 	}
 	switch c := d.b[d.i]; {
 	case c == '"':
-		_, ok := d.rawString()
+		_, _, ok := d.rawString()
 		return ok
 	case c == '{':
 		d.i++
@@ -641,7 +663,7 @@ func (d *fastDecoder) skip(depth int) bool {
 			if d.i >= len(d.b) || d.b[d.i] != '"' {
 				return false
 			}
-			if _, ok := d.rawString(); !ok {
+			if _, _, ok := d.rawString(); !ok {
 				return false
 			}
 			d.space()

@@ -47,8 +47,8 @@ func unmarshalOwned(data []byte, v any) error {
 // quotes are the string: a prompt of a megabyte is then copied once
 // instead of being scanned twice more.
 func unquote(raw []byte) (string, error) {
-	if len(raw) >= 2 && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 &&
-		bytes.IndexByte(raw[1:len(raw)-1], '"') < 0 && utf8.Valid(raw) {
+	// Valid JSON, the string has no quote inside but behind a backslash.
+	if len(raw) >= 2 && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 && utf8.Valid(raw) {
 		return string(raw[1 : len(raw)-1]), nil
 	}
 	var s string
@@ -61,8 +61,7 @@ func unquote(raw []byte) (string, error) {
 // a document that is kept: unmarshalOwned): a string without escapes
 // shares its bytes instead of copying them.
 func unquoteOwned(raw []byte) (string, error) {
-	if len(raw) > 2 && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 &&
-		bytes.IndexByte(raw[1:len(raw)-1], '"') < 0 && utf8.Valid(raw) {
+	if len(raw) > 2 && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 && utf8.Valid(raw) {
 		return unsafe.String(&raw[1], len(raw)-2), nil
 	}
 	return unquote(raw)

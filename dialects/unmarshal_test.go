@@ -86,8 +86,8 @@ func TestUnmarshalOwnedSharesLongValues(t *testing.T) {
 func TestUnescape(t *testing.T) {
 	for raw, want := range map[string]string{
 		`a\nb\"c\\d\/e\tf\rg\bh\fi`: "a\nb\"c\\d/e\tf\rg\bh\fi",
-		`plain`:                        "plain",
-		`\n`:                           "\n",
+		`plain`:                     "plain",
+		`\n`:                        "\n",
 	} {
 		got, ok := unescape([]byte(raw))
 		require.True(t, ok, raw)

@@ -372,9 +372,9 @@ func isHex(ch byte) bool {
 // indexControl is the index of the first byte below 0x20 in s, or -1.
 func indexControl(s []byte) int {
 	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		x := binary.LittleEndian.Uint64(s[i:])
-		if (x-0x2020202020202020)&^x&0x8080808080808080 != 0 {
+	for ; i+16 <= len(s); i += 16 {
+		x, y := binary.LittleEndian.Uint64(s[i:]), binary.LittleEndian.Uint64(s[i+8:])
+		if ((x-0x2020202020202020)&^x|(y-0x2020202020202020)&^y)&0x8080808080808080 != 0 {
 			break
 		}
 	}
