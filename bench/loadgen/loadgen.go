@@ -26,6 +26,9 @@ type Target struct {
 	// Header returns the headers of one call; nil sends only Content-Type.
 	// It is called per request so that credentials may rotate.
 	Header func() http.Header
+	// Done, when set, is told of every call's end (answered or failed),
+	// with the headers Header gave it.
+	Done func(http.Header)
 	// Settle, when set, finishes the work the target deferred while it was
 	// answering (the interception server parses its trace after the
 	// caller has the answer). Load runs it after a window and counts its
@@ -72,6 +75,9 @@ func (c *Client) Do(ctx context.Context, t Target) (time.Duration, error) {
 	req, err := t.request(ctx)
 	if err != nil {
 		return 0, err
+	}
+	if t.Done != nil {
+		defer t.Done(req.Header)
 	}
 	start := time.Now()
 	resp, err := c.HTTP.Do(req)

@@ -40,6 +40,9 @@ func (c *Client) Stream(ctx context.Context, t Target, events int) (StreamResult
 	if err != nil {
 		return StreamResult{}, err
 	}
+	if t.Done != nil {
+		defer t.Done(req.Header)
+	}
 	start := time.Now()
 	resp, err := c.HTTP.Do(req)
 	if err != nil {

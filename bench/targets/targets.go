@@ -119,8 +119,7 @@ func ReverseProxy(base string) (*Server, error) {
 // steps, so that rollouts end one at a time rather than all at once, and
 // the memory their recorded turns hold stays level as it does on a worker
 // whose rollouts come and go. An ended rollout is read (its turns parsed)
-// and unregistered in the background once the calls sent to it since are
-// certainly done.
+// and unregistered in the background as soon as its last call is answered.
 type Interception struct {
 	Srv *interception.Server
 	// Rollouts is how many rollouts take calls at once; 64 when 0.
@@ -128,45 +127,36 @@ type Interception struct {
 	// Rotate is how many turns a rollout takes; 32 when 0.
 	Rotate int
 
-	mu      sync.Mutex
-	calls   int
-	slots   []slot
-	ended   []endedRollout // oldest first
-	serial  int
-	started bool
+	mu       sync.Mutex
+	slots    []*benchRollout
+	bySecret map[string]*benchRollout
+	serial   int
+	next     int
 
-	// drops unregister ended rollouts in the background: reading their
-	// turns parses them (issue 6), a cost the process still pays but no
-	// client waits for.
+	// drops read and unregister ended rollouts in the background: reading
+	// their turns parses them (issue 6), a cost the process still pays
+	// but no client waits for.
 	drops   sync.WaitGroup
 	countMu sync.Mutex
 	turns   int
 	errored int
 }
 
-// slot is one of the rollouts in flight.
-type slot struct {
+// benchRollout is one of the target's rollouts.
+type benchRollout struct {
 	key, secret string
 	// left is how many turns it takes still; bytes how many request
 	// bytes it may carry still.
 	left, bytes int
-}
-
-// endedRollout is a rollout that takes no more calls, and the call count
-// when it ended.
-type endedRollout struct {
-	key  string
-	call int
+	// inflight counts its calls not answered yet; ended is set once it
+	// takes no more.
+	inflight int
+	ended    bool
 }
 
 // rolloutBytes bounds the request bytes of a rollout, so that large turns
-// do not pile up: a rollout of 1 MB requests ends after two.
-const rolloutBytes = 2 << 20
-
-// dropAfter is how many calls after its end a rollout is read and
-// unregistered: every call sent to it is done by then (a closed loop has
-// at most a few hundred calls in flight).
-const dropAfter = 256
+// do not pile up: a rollout of 1 MB requests ends after one.
+const rolloutBytes = 1 << 20
 
 // Upstream is the upstream client of dialect at base (without /v1); with
 // h2c it speaks unencrypted HTTP/2 so that many streams share a few
@@ -192,19 +182,25 @@ func NewInterception(up interception.Upstream) (*Interception, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Interception{Srv: srv}, nil
+	return &Interception{Srv: srv, bySecret: map[string]*benchRollout{}}, nil
 }
 
-// register registers a rollout for a slot.
-func (i *Interception) register() (slot, error) {
+// register registers a rollout; i.mu is held.
+func (i *Interception) register() *benchRollout {
 	i.serial++
 	key := fmt.Sprintf("bench/0/%d/0", i.serial)
 	secret, err := i.Srv.Register(interception.Rollout{Key: key, Model: "bench"})
-	return slot{key: key, secret: secret, left: max(i.Rotate, 1), bytes: rolloutBytes}, err
+	if err != nil {
+		panic(err) // Register fails only when the random source does
+	}
+	r := &benchRollout{key: key, secret: secret, left: i.Rotate, bytes: rolloutBytes}
+	i.bySecret[secret] = r
+	return r
 }
 
 // start fills the slots; the first rollout of slot k takes only about
-// (k+1)/Rollouts of its turns, so that they end one at a time.
+// (k+1)/Rollouts of its turns, so that they end one at a time. i.mu is
+// held.
 func (i *Interception) start() {
 	if i.Rotate <= 0 {
 		i.Rotate = 32
@@ -212,20 +208,56 @@ func (i *Interception) start() {
 	if i.Rollouts <= 0 {
 		i.Rollouts = 64
 	}
-	i.slots = make([]slot, i.Rollouts)
+	i.slots = make([]*benchRollout, i.Rollouts)
 	for k := range i.slots {
-		s, err := i.register()
-		if err != nil {
-			panic(err) // Register fails only when the random source does
-		}
-		s.left = max(1, (k+1)*i.Rotate/i.Rollouts)
-		s.bytes = max(1, (k+1)*rolloutBytes/i.Rollouts)
-		i.slots[k] = s
+		r := i.register()
+		r.left = max(1, (k+1)*i.Rotate/i.Rollouts)
+		r.bytes = max(1, (k+1)*rolloutBytes/i.Rollouts)
+		i.slots[k] = r
 	}
-	i.started = true
 }
 
-// drop unregisters a rollout and counts its turns.
+// Header returns the headers of the next call.
+func (i *Interception) Header() http.Header { return i.header(0) }
+
+// header is Header for a call carrying n request bytes: the next slot's
+// rollout takes it, and ends if it has taken its last.
+func (i *Interception) header(n int) http.Header {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.slots == nil {
+		i.start()
+	}
+	k := i.next % len(i.slots)
+	i.next++
+	r := i.slots[k]
+	r.inflight++
+	r.left--
+	r.bytes -= n
+	if r.left <= 0 || r.bytes <= 0 {
+		r.ended = true
+		i.slots[k] = i.register()
+	}
+	return authHeader(r.secret)()
+}
+
+// done notes that the call sent with headers h is answered, and reads an
+// ended rollout whose last call it was.
+func (i *Interception) done(h http.Header) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	r := i.bySecret[h.Get("X-Api-Key")]
+	if r == nil {
+		return
+	}
+	r.inflight--
+	if r.ended && r.inflight == 0 {
+		delete(i.bySecret, r.secret)
+		i.drops.Go(func() { i.drop(r.key) })
+	}
+}
+
+// drop reads and unregisters a rollout, and counts its turns.
 func (i *Interception) drop(key string) {
 	turns, _ := i.Srv.Finish(key)
 	i.Srv.Unregister(key)
@@ -241,72 +273,37 @@ func (i *Interception) drop(key string) {
 	i.errored += errored
 }
 
-// Header returns the headers of the next call.
-func (i *Interception) Header() http.Header { return i.header(0) }
-
-// header is Header for a call carrying n request bytes: the next slot's
-// rollout takes it, and ends if it has taken its last.
-func (i *Interception) header(n int) http.Header {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if !i.started {
-		i.start()
-	}
-	i.calls++
-	s := &i.slots[i.calls%len(i.slots)]
-	secret := s.secret
-	s.left--
-	s.bytes -= n
-	if s.left <= 0 || s.bytes <= 0 {
-		i.ended = append(i.ended, endedRollout{key: s.key, call: i.calls})
-		next, err := i.register()
-		if err != nil {
-			panic(err)
-		}
-		*s = next
-	}
-	for len(i.ended) > 0 && i.calls-i.ended[0].call >= dropAfter {
-		key := i.ended[0].key
-		i.drops.Go(func() { i.drop(key) })
-		i.ended = i.ended[1:]
-	}
-	return authHeader(secret)()
-}
-
-// Target is a target on the server's route of dialect. Its Settle reads
-// the rollouts that have ended, so that a load window pays for parsing
-// about as many turns as it served, while the rollouts in flight keep
-// their turns (and the memory they hold) into the next window, as on a
-// worker that runs for hours.
+// Target is a target on the server's route of dialect. Its Settle waits
+// until the rollouts that have ended are read, so that a load window pays
+// for parsing about as many turns as it served, while the rollouts in
+// flight keep their turns (and the memory they hold) into the next
+// window, as on a worker that runs for hours.
 func (i *Interception) Target(name, dialect string, body []byte) loadgen.Target {
 	return loadgen.Target{Name: name, URL: i.Srv.LocalURL() + Path(dialect), Body: body,
 		Header: func() http.Header { return i.header(len(body)) },
-		Settle: i.settle}
+		Done:   i.done,
+		Settle: i.drops.Wait}
 }
 
-// settle reads and unregisters every ended rollout. Call it when no load
-// runs.
-func (i *Interception) settle() {
-	i.mu.Lock()
-	for _, e := range i.ended {
-		key := e.key
-		i.drops.Go(func() { i.drop(key) })
-	}
-	i.ended = nil
-	i.mu.Unlock()
-	i.drops.Wait()
+// Parsed is how many turns the rollouts read so far held.
+func (i *Interception) Parsed() int {
+	i.countMu.Lock()
+	defer i.countMu.Unlock()
+	return i.turns
 }
 
-// Turns unregisters every rollout and returns how many turns were recorded
-// and how many of them record an error or a status other than 200, those
-// of the rollouts dropped earlier included. Call it when no load runs.
+// Turns reads and unregisters every rollout and returns how many turns
+// were recorded and how many of them record an error or a status other
+// than 200, those of the rollouts read earlier included. Call it when no
+// load runs.
 func (i *Interception) Turns() (turns, errored int) {
-	i.settle()
+	i.drops.Wait()
 	i.mu.Lock()
-	for _, s := range i.slots {
-		i.drop(s.key)
+	for _, r := range i.bySecret {
+		i.drop(r.key)
 	}
-	i.slots, i.started = nil, false
+	clear(i.bySecret)
+	i.slots = nil
 	i.mu.Unlock()
 	i.countMu.Lock()
 	defer i.countMu.Unlock()
