@@ -4,6 +4,7 @@
 package targets
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/http"
@@ -119,19 +120,29 @@ func ReverseProxy(base string) (*Server, error) {
 // steps, so that rollouts end one at a time rather than all at once, and
 // the memory their recorded turns hold stays level as it does on a worker
 // whose rollouts come and go. An ended rollout is read (its turns parsed)
-// and unregistered in the background as soon as its last call is answered.
+// and unregistered once its last call is answered: in the background when
+// the ended rollouts waiting carried ReadyBytes of requests, else when the
+// target settles, so that one request at a time (the latency runs) never
+// shares the cores with a parse.
 type Interception struct {
 	Srv *interception.Server
 	// Rollouts is how many rollouts take calls at once; 64 when 0.
 	Rollouts int
 	// Rotate is how many turns a rollout takes; 32 when 0.
 	Rotate int
+	// ReadyBytes is how many request bytes of ended rollouts wait to be
+	// read before they are read in the background; 32 MB when 0.
+	ReadyBytes int
 
 	mu       sync.Mutex
 	slots    []*benchRollout
 	bySecret map[string]*benchRollout
 	serial   int
 	next     int
+	// ready are ended rollouts whose calls are all answered, carrying
+	// readyCarried request bytes.
+	ready        []*benchRollout
+	readyCarried int
 
 	// drops read and unregister ended rollouts in the background: reading
 	// their turns parses them (issue 6), a cost the process still pays
@@ -152,6 +163,8 @@ type benchRollout struct {
 	// takes no more.
 	inflight int
 	ended    bool
+	// carried is the request bytes of its calls.
+	carried int
 }
 
 // rolloutBytes bounds the request bytes of a rollout, so that large turns
@@ -234,6 +247,7 @@ func (i *Interception) header(n int) http.Header {
 	r.inflight++
 	r.left--
 	r.bytes -= n
+	r.carried += n
 	if r.left <= 0 || r.bytes <= 0 {
 		r.ended = true
 		i.slots[k] = i.register()
@@ -253,8 +267,28 @@ func (i *Interception) done(h http.Header) {
 	r.inflight--
 	if r.ended && r.inflight == 0 {
 		delete(i.bySecret, r.secret)
+		i.ready = append(i.ready, r)
+		i.readyCarried += r.carried
+		if i.readyCarried >= cmp.Or(i.ReadyBytes, 32<<20) {
+			i.readAll()
+		}
+	}
+}
+
+// readAll reads the ready rollouts in the background; i.mu is held.
+func (i *Interception) readAll() {
+	for _, r := range i.ready {
 		i.drops.Go(func() { i.drop(r.key) })
 	}
+	i.ready, i.readyCarried = nil, 0
+}
+
+// settle reads the ready rollouts and waits until every read is done.
+func (i *Interception) settle() {
+	i.mu.Lock()
+	i.readAll()
+	i.mu.Unlock()
+	i.drops.Wait()
 }
 
 // drop reads and unregisters a rollout, and counts its turns.
@@ -273,8 +307,8 @@ func (i *Interception) drop(key string) {
 	i.errored += errored
 }
 
-// Target is a target on the server's route of dialect. Its Settle waits
-// until the rollouts that have ended are read, so that a load window pays
+// Target is a target on the server's route of dialect. Its Settle reads
+// the rollouts that have ended and waits for every read, so that a load window pays
 // for parsing about as many turns as it served, while the rollouts in
 // flight keep their turns (and the memory they hold) into the next
 // window, as on a worker that runs for hours.
@@ -282,7 +316,7 @@ func (i *Interception) Target(name, dialect string, body []byte) loadgen.Target 
 	return loadgen.Target{Name: name, URL: i.Srv.LocalURL() + Path(dialect), Body: body,
 		Header: func() http.Header { return i.header(len(body)) },
 		Done:   i.done,
-		Settle: i.drops.Wait}
+		Settle: i.settle}
 }
 
 // Parsed is how many turns the rollouts read so far held.
@@ -297,7 +331,7 @@ func (i *Interception) Parsed() int {
 // than 200, those of the rollouts read earlier included. Call it when no
 // load runs.
 func (i *Interception) Turns() (turns, errored int) {
-	i.drops.Wait()
+	i.settle()
 	i.mu.Lock()
 	for _, r := range i.bySecret {
 		i.drop(r.key)

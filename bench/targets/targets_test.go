@@ -145,8 +145,7 @@ func TestTurnsCountsRotatedRollouts(t *testing.T) {
 		require.NoError(t, err)
 	}
 	tg.Settle()
-	// Rollouts that ended were read during the load: only the two in
-	// flight (at most three turns each) are left.
+	// Only the two in flight (at most three turns each) are left.
 	assert.GreaterOrEqual(t, i.Parsed(), calls-2*3)
 	turns, errored := i.Turns()
 	assert.Equal(t, calls, turns)

@@ -50,6 +50,10 @@ type PeerRow struct {
 	// parse) plus, for Portkey, the gateway's node process. AddedCPU is
 	// minus the direct target's, the target's own cost per call.
 	CPU float64 `json:"cpu_us_per_call"`
+	// Faults is this process's minor page faults per call in the
+	// target's windows: memory touched for the first time (or again after
+	// the runtime gave it back), which costs far more than reusing it.
+	Faults float64 `json:"minor_faults_per_call"`
 	// RoundRPS is the req/s of each of the target's load windows, in
 	// the order they ran.
 	RoundRPS []float64 `json:"round_rps,omitempty"`
@@ -148,13 +152,14 @@ func peerRows(ctx context.Context, size string, ts []loadgen.Target, pk *targets
 		cpu        time.Duration
 		lat        []loadgen.Summary
 		rps        []float64
+		faults     int64
 	}
 	accs := make([]acc, len(ts))
 	for round := range rounds {
 		for j := range ts {
 			k := (j + round) % len(ts)
 			t := ts[k]
-			cpu0, start := processCPU(), time.Now()
+			cpu0, faults0, start := processCPU(), minorFaults(), time.Now()
 			var peer0 time.Duration
 			if t.Name == tPortkey {
 				peer0 = pk.CPU()
@@ -164,6 +169,7 @@ func peerRows(ctx context.Context, size string, ts []loadgen.Target, pk *targets
 			accs[k].elapsed += elapsed
 			accs[k].rps = append(accs[k].rps, float64(res.Requests)/elapsed.Seconds())
 			accs[k].cpu += processCPU() - cpu0
+			accs[k].faults += minorFaults() - faults0
 			if t.Name == tPortkey {
 				accs[k].cpu += pk.CPU() - peer0
 			}
@@ -184,6 +190,7 @@ func peerRows(ctx context.Context, size string, ts []loadgen.Target, pk *targets
 				Latency: worstP99(x.lat)}}
 		if x.reqs > 0 {
 			row.CPU = float64(x.cpu.Microseconds()) / float64(x.reqs)
+			row.Faults = float64(x.faults) / float64(x.reqs)
 		}
 		if t.Name == tDirect {
 			directCPU = row.CPU
@@ -303,6 +310,15 @@ func errorLines(log string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// minorFaults is this process's minor page faults so far.
+func minorFaults() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Minflt
+}
+
 // processCPU is this process's CPU time, user and system.
 func processCPU() time.Duration {
 	var ru syscall.Rusage
@@ -334,7 +350,7 @@ func peersMarkdown(r *Results) string {
 		}
 		return nil
 	}
-	p("| body | target | p50 µs | added p50 µs | added p50 vs reverseproxy | req/s, %d clients | vs reverseproxy | closed p99 µs | CPU µs/call | added CPU µs/call | added CPU vs reverseproxy | failed calls |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", peerClients)
+	p("| body | target | p50 µs | added p50 µs | added p50 vs reverseproxy | req/s, %d clients | vs reverseproxy | closed p99 µs | CPU µs/call | added CPU µs/call | added CPU vs reverseproxy | page faults/call | failed calls |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", peerClients)
 	for _, x := range pe.Rows {
 		rp := find(x.Size, tProxy)
 		vsLat, vsRPS, vsCPU := "—", "—", "—"
@@ -343,8 +359,8 @@ func peersMarkdown(r *Results) string {
 			vsRPS = fmt.Sprintf("%.0f%%", 100*x.Closed.RPS/rp.Closed.RPS)
 			vsCPU = fmt.Sprintf("%.2f×", x.AddedCPU/rp.AddedCPU)
 		}
-		p("| %s | %s | %.1f | %s | %s | %.0f | %s | %.0f | %.1f | %s | %s | %d |\n", x.Size, x.Target, x.Latency.P50, dash(x.Target, x.Added.P50),
-			vsLat, x.Closed.RPS, vsRPS, x.Closed.Latency.P99, x.CPU, dash(x.Target, x.AddedCPU), vsCPU, x.Failed+x.Closed.Errors)
+		p("| %s | %s | %.1f | %s | %s | %.0f | %s | %.0f | %.1f | %s | %s | %.1f | %d |\n", x.Size, x.Target, x.Latency.P50, dash(x.Target, x.Added.P50),
+			vsLat, x.Closed.RPS, vsRPS, x.Closed.Latency.P99, x.CPU, dash(x.Target, x.AddedCPU), vsCPU, x.Faults, x.Failed+x.Closed.Errors)
 	}
 	p("\n")
 	for _, x := range pe.Rows {
