@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // EncodeRequest writes a non-streaming Messages request. System and
@@ -74,9 +76,9 @@ func (anthropicDialect) EncodeRequest(req Request) ([]byte, error) {
 		case RoleAssistant:
 			add(RoleAssistant, anthropicAssistantBlocks(m, false))
 		case RoleTool:
-			content, _ := json.Marshal(anthropicParts(m.Content))
+			content, _ := jsonv1.Marshal(anthropicParts(m.Content))
 			if len(m.Content) == 1 && m.Content[0].Type == PartText || len(m.Content) == 0 {
-				content, _ = json.Marshal(textOf(m.Content))
+				content, _ = jsonv1.Marshal(textOf(m.Content))
 			}
 			add(RoleUser, []anthropicBlock{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: content}})
 		default:
@@ -108,7 +110,7 @@ func (anthropicDialect) EncodeRequest(req Request) ([]byte, error) {
 		}
 		out.Tools = append(out.Tools, anthropicTool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
-	b, err := json.Marshal(out)
+	b, err := jsonv1.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("encode anthropic request: %w", err)
 	}
@@ -118,7 +120,7 @@ func (anthropicDialect) EncodeRequest(req Request) ([]byte, error) {
 // EncodeResponse writes a Message object. Reasoning without a signature is
 // sent as an unsigned thinking block, so the caller shows it and echoes it.
 func (anthropicDialect) EncodeResponse(resp Response) ([]byte, error) {
-	b, err := json.Marshal(anthropicMessageOf(resp, anthropicAssistantBlocks(resp.Message, true)))
+	b, err := jsonv1.Marshal(anthropicMessageOf(resp, anthropicAssistantBlocks(resp.Message, true)))
 	if err != nil {
 		return nil, fmt.Errorf("encode anthropic response: %w", err)
 	}

@@ -3,6 +3,8 @@ package dialects
 import (
 	"encoding/json"
 	"fmt"
+
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // EncodeRequest writes a non-streaming chat completions request.
@@ -49,7 +51,7 @@ func (chatDialect) EncodeRequest(req Request) ([]byte, error) {
 	if len(out.Tools) > 0 { // OpenAI refuses parallel_tool_calls without tools
 		out.Parallel = req.ParallelToolCalls
 	}
-	b, err := json.Marshal(out)
+	b, err := jsonv1.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("encode chat request: %w", err)
 	}
@@ -74,7 +76,7 @@ func (chatDialect) EncodeResponse(resp Response) ([]byte, error) {
 		}},
 		"usage": chatOutUsageOf(resp.Usage),
 	}
-	b, err := json.Marshal(out)
+	b, err := jsonv1.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("encode chat response: %w", err)
 	}

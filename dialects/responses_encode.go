@@ -1,8 +1,9 @@
 package dialects
 
 import (
-	"encoding/json"
 	"fmt"
+
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // EncodeRequest writes a non-streaming Responses request. System messages
@@ -69,7 +70,7 @@ func (responsesDialect) EncodeRequest(req Request) ([]byte, error) {
 			out["include"] = include
 		}
 	}
-	b, err := json.Marshal(out)
+	b, err := jsonv1.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("encode responses request: %w", err)
 	}
@@ -78,7 +79,7 @@ func (responsesDialect) EncodeRequest(req Request) ([]byte, error) {
 
 // EncodeResponse writes a Response object.
 func (responsesDialect) EncodeResponse(resp Response) ([]byte, error) {
-	b, err := json.Marshal(responsesObject(resp, "completed", responsesOutput(resp)))
+	b, err := jsonv1.Marshal(responsesObject(resp, "completed", responsesOutput(resp)))
 	if err != nil {
 		return nil, fmt.Errorf("encode responses response: %w", err)
 	}

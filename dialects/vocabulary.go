@@ -177,6 +177,9 @@ type Response struct {
 
 // textOf joins the text parts of parts.
 func textOf(parts []Part) string {
+	if len(parts) == 1 && parts[0].Type == PartText {
+		return parts[0].Text // one part, most messages: no copy
+	}
 	var b strings.Builder
 	for _, p := range parts {
 		if p.Type == PartText {
