@@ -337,7 +337,7 @@ func peersMarkdown(r *Results) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("### 1b. Peers: the relay next to a bare reverse proxy and the Portkey gateway\n\n")
-	p("`go run ./bench/cmd/bench -only peers` — chat completions, non-streaming, request and answer of the size given, one mock. Latency: one request at a time, every target in turn each round. Then closed-loop windows of %d clients, targets taking turns; CPU per call is this process's CPU time (load generator, mock, the Go targets, and the trace's deferred parse of every recorded turn) over the target's windows, plus for Portkey its node process's; added = minus the mock's (`direct`). `%s` runs from npm (`%s`) with the OpenAI provider and the mock as its custom host (`x-portkey-provider: openai`, `x-portkey-custom-host`).\n\n",
+	p("`go run ./bench/cmd/bench -only peers` — chat completions, non-streaming, request and answer of the size given, one mock. Latency: one request at a time, every target in turn each round. Then closed-loop windows of %d clients, targets taking turns; CPU per call is this process's CPU time (load generator, mock, the Go targets, and the trace's deferred parse of every recorded turn) over the target's windows, plus for Portkey its node process's; added = minus the mock's (`direct`). Page faults per call are this process's minor faults only (Portkey's node process is not counted: its row shows 0). `%s` runs from npm (`%s`) with the OpenAI provider and the mock as its custom host (`x-portkey-provider: openai`, `x-portkey-custom-host`).\n\n",
 		peerClients, tPortkey, targets.PortkeyPackage)
 	if pe.Unavailable != "" {
 		p("**Portkey is missing from this run**: %s\n\n", pe.Unavailable)
