@@ -1,0 +1,143 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Image is what the engine says of an image.
+type Image struct {
+	ID     string `json:"Id"`
+	Config struct {
+		WorkingDir string
+		Env        []string
+		User       string
+	}
+}
+
+// InspectImage reads an image by name or ID; a missing one is IsNotFound.
+func (c *Client) InspectImage(ctx context.Context, name string) (Image, error) {
+	var img Image
+	err := c.call(ctx, http.MethodGet, "/images/"+url.PathEscape(name)+"/json", nil, nil, &img)
+	return img, err
+}
+
+// RemoveImage removes an image, forcibly.
+func (c *Client) RemoveImage(ctx context.Context, name string) error {
+	return c.call(ctx, http.MethodDelete, "/images/"+url.PathEscape(name), url.Values{"force": {"1"}}, nil, nil)
+}
+
+// BuildOptions is one image build.
+type BuildOptions struct {
+	// Tag names the image built.
+	Tag string
+	// Dockerfile is the Dockerfile's path in the context; "" is Dockerfile.
+	Dockerfile string
+	// HostNetwork runs the build's RUN lines on the host's network
+	// (Podman's rootful default network needs no more set-up than that).
+	HostNetwork bool
+	// Labels are set on the image.
+	Labels map[string]string
+	// Output receives the build's output as it comes; nil discards it.
+	Output io.Writer
+}
+
+// BuildError is a build that the engine ran and that failed: the
+// Dockerfile's fault, not the engine's.
+type BuildError struct {
+	Message string
+}
+
+func (e *BuildError) Error() string { return "image build failed: " + e.Message }
+
+// Build builds an image from context, a tar stream of the build context.
+func (c *Client) Build(ctx context.Context, context io.Reader, opts BuildOptions) error {
+	q := url.Values{"t": {opts.Tag}, "rm": {"1"}, "forcerm": {"1"}}
+	if opts.Dockerfile != "" {
+		q.Set("dockerfile", opts.Dockerfile)
+	}
+	if opts.HostNetwork {
+		q.Set("networkmode", "host")
+	}
+	if len(opts.Labels) > 0 {
+		data, err := json.Marshal(opts.Labels)
+		if err != nil {
+			return err
+		}
+		q.Set("labels", string(data))
+	}
+	resp, err := c.request(ctx, http.MethodPost, "/build", q, context, "application/x-tar")
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) && e.Status < 500 {
+			return &BuildError{Message: e.Message}
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	return readProgress(resp.Body, opts.Output, func(msg string) error { return &BuildError{Message: msg} })
+}
+
+// Pull pulls an image (name[:tag]) from its registry.
+func (c *Client) Pull(ctx context.Context, name string, output io.Writer) error {
+	ref, tag := name, "latest"
+	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
+		ref, tag = name[:i], name[i+1:]
+	}
+	if i := strings.Index(ref, "@"); i >= 0 {
+		ref, tag = name, ""
+	}
+	q := url.Values{"fromImage": {ref}}
+	if tag != "" {
+		q.Set("tag", tag)
+	}
+	resp, err := c.request(ctx, http.MethodPost, "/images/create", q, nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return readProgress(resp.Body, output, func(msg string) error { return fmt.Errorf("pull %s: %s", name, msg) })
+}
+
+// readProgress reads the engine's JSON progress messages, writing their
+// text to out, until the stream ends or carries an error.
+func readProgress(r io.Reader, out io.Writer, fail func(string) error) error {
+	if out == nil {
+		out = io.Discard
+	}
+	dec := json.NewDecoder(r)
+	for {
+		var m struct {
+			Stream      string `json:"stream"`
+			Status      string `json:"status"`
+			Progress    string `json:"progress"`
+			Error       string `json:"error"`
+			ErrorDetail struct {
+				Message string `json:"message"`
+			} `json:"errorDetail"`
+		}
+		if err := dec.Decode(&m); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("read the engine's progress: %w", err)
+		}
+		switch {
+		case m.Error != "" || m.ErrorDetail.Message != "":
+			msg := m.ErrorDetail.Message
+			if msg == "" {
+				msg = m.Error
+			}
+			return fail(strings.TrimSpace(msg))
+		case m.Stream != "":
+			io.WriteString(out, m.Stream)
+		case m.Status != "":
+			io.WriteString(out, m.Status+" "+m.Progress+"\n")
+		}
+	}
+}
