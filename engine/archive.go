@@ -3,7 +3,6 @@ package engine
 import (
 	"archive/tar"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -13,8 +12,6 @@ import (
 	"path"
 	"path/filepath"
 )
-
-func jsonEncode(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
 
 // CopyIn extracts a tar stream into the container at dir, which must exist.
 func (c *Client) CopyIn(ctx context.Context, id, dir string, archive io.Reader) error {

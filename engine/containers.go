@@ -35,6 +35,8 @@ type HostConfig struct {
 	NanoCPUs int64 `json:"NanoCpus,omitempty"`
 	// Init runs an init process as PID 1 that reaps orphans.
 	Init bool `json:"Init,omitempty"`
+	// AutoRemove has the engine remove the container once it ends.
+	AutoRemove bool `json:"AutoRemove,omitempty"`
 	// ExtraHosts are host:ip lines added to /etc/hosts.
 	ExtraHosts []string `json:"ExtraHosts,omitempty"`
 }

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -60,10 +62,15 @@ func (c *Client) Exec(ctx context.Context, id string, cfg ExecConfig, stdout, st
 	return *state.ExitCode, nil
 }
 
+// requestJSON sends in as a JSON body of known length: an engine that
+// takes the connection over for its answer (exec start) must have read
+// the whole request first.
 func (c *Client) requestJSON(ctx context.Context, method, path string, in any) (*http.Response, error) {
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(jsonEncode(pw, in)) }()
-	return c.request(ctx, method, path, nil, pr, "application/json")
+	data, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	return c.request(ctx, method, path, nil, bytes.NewReader(data), "application/json")
 }
 
 func orDiscard(w io.Writer) io.Writer {

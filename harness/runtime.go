@@ -15,6 +15,8 @@ import (
 type Spec struct {
 	// Key is the rollout's key, for logs and workdir names.
 	Key string
+	// Attempt is the attempt's number, for a sandbox's labels.
+	Attempt int
 	// Command is the harness command line, run through no shell: argv[0] and args.
 	Command []string
 	// BaseURL is the interception server root (no trailing slash) the harness
@@ -47,6 +49,9 @@ type Spec struct {
 type Result struct {
 	ExitCode int
 	TimedOut bool
+	// OOMKilled is set when the harness was killed for its sandbox's
+	// memory limit (the task's memory_mb): the agent's failure.
+	OOMKilled bool
 	// Answer is what the harness wrote to EVALFLOW_ANSWER_FILE, if anything.
 	Answer   string
 	Stdout   string

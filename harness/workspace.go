@@ -34,6 +34,8 @@ type Workspace struct {
 	cwd   string // the agent's directory inside Dir, slash-separated ("" is Dir)
 	image string // the task's [environment] docker_image
 	build string // the task's environment directory, when it holds a Dockerfile
+
+	sandbox Sandbox // the live sandbox of a sandbox runtime (sandbox.go)
 }
 
 // Mount is where the workspace is seen inside a sandbox: /app, or the
@@ -291,14 +293,18 @@ func dockerImage(info json.RawMessage) string {
 	return v.Environment.DockerImage
 }
 
-// Remove removes the workspace, even when the agent left read-only
-// directories in it.
+// Remove stops the workspace's sandbox, if one is attached, and removes
+// the workspace, even when the agent left read-only directories in it.
 func (w *Workspace) Remove() error {
-	if w == nil || w.root == "" {
+	if w == nil {
 		return nil
 	}
+	stopErr := w.stopSandbox()
+	if w.root == "" {
+		return stopErr
+	}
 	if os.RemoveAll(w.root) == nil {
-		return nil
+		return stopErr
 	}
 	_ = filepath.WalkDir(w.root, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
@@ -309,7 +315,7 @@ func (w *Workspace) Remove() error {
 	if err := os.RemoveAll(w.root); err != nil {
 		return fmt.Errorf("remove workspace: %w", err)
 	}
-	return nil
+	return stopErr
 }
 
 // scratch makes a fresh directory for one run's own files (the task file,

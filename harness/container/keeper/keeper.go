@@ -1,0 +1,146 @@
+// Package keeper is the process that keeps a rollout's sandbox alive:
+// `evalflow-agent sandbox keep` runs in the container beside the agent. It
+// ends the sandbox after its hard lifetime, so that a sandbox whose worker
+// died does not outlive it by long, and, in a sandbox without a network, it
+// is the agent's one way out: it listens on the interception's loopback
+// address inside the sandbox and carries each connection over a unix
+// socket that the worker serves in a directory mounted into the sandbox.
+package keeper
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Command is the subcommand of evalflow-agent that runs Main.
+const Command = "sandbox"
+
+// Main runs `sandbox keep [--listen host:port --socket path [--ready
+// path]] --lifetime d`, or `sandbox oom-kills` (how many processes the
+// kernel killed for the sandbox's memory limit), and returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && args[0] == "oom-kills" {
+		fmt.Fprintln(stdout, OOMKills())
+		return 0
+	}
+	if len(args) == 0 || args[0] != "keep" {
+		fmt.Fprintln(stderr, "usage: evalflow-agent sandbox keep [--listen HOST:PORT --socket PATH [--ready PATH]] [--lifetime DURATION]\n       evalflow-agent sandbox oom-kills")
+		return 2
+	}
+	fs := flag.NewFlagSet("sandbox keep", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "", "address inside the sandbox to accept the agent's connections on")
+	socket := fs.String("socket", "", "unix socket the worker serves, where each connection is carried")
+	ready := fs.String("ready", "", "unix socket to connect to once listening")
+	lifetime := fs.Duration("lifetime", 0, "end the sandbox after this long; 0 is never")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if (*listen == "") != (*socket == "") {
+		fmt.Fprintln(stderr, "sandbox keep: --listen and --socket go together")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if *lifetime > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *lifetime)
+		defer cancel()
+	}
+	if *listen != "" {
+		ln, err := net.Listen("tcp", *listen)
+		if err != nil {
+			fmt.Fprintln(stderr, "sandbox keep:", err)
+			return 1
+		}
+		go func() { <-ctx.Done(); ln.Close() }()
+		go Forward(ln, func(ctx context.Context) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", *socket)
+		})
+		if *ready != "" {
+			c, err := net.Dial("unix", *ready)
+			if err != nil {
+				fmt.Fprintln(stderr, "sandbox keep:", err)
+				return 1
+			}
+			c.Close()
+		}
+	}
+	<-ctx.Done()
+	return 0
+}
+
+// Forward accepts connections on ln until it is closed and carries each
+// to a connection dial opens, both ways.
+func Forward(ln net.Listener, dial func(context.Context) (net.Conn, error)) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			up, err := dial(ctx)
+			cancel()
+			if err != nil {
+				return
+			}
+			defer up.Close()
+			pipe(c, up)
+		}()
+	}
+}
+
+// pipe copies a to b and b to a until both directions end; a direction
+// that ends closes its writing half, so a half-closed request still gets
+// its answer.
+func pipe(a, b net.Conn) {
+	done := make(chan struct{}, 2)
+	half := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		} else {
+			_ = dst.Close()
+		}
+		done <- struct{}{}
+	}
+	go half(a, b)
+	go half(b, a)
+	<-done
+	<-done
+}
+
+// OOMKills is the memory cgroup's count of processes killed for its limit
+// (cgroup v2 memory.events, else v1 memory.oom_control), 0 when unknown.
+func OOMKills() int {
+	for _, f := range []string{"/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, " "); ok && k == "oom_kill" {
+				n, _ := strconv.Atoi(strings.TrimSpace(v))
+				return n
+			}
+		}
+	}
+	return 0
+}

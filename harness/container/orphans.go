@@ -1,0 +1,127 @@
+package container
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/evalflow/evalflow/harness"
+)
+
+// Labels every sandbox carries.
+const (
+	labelSandbox  = "evalflow.sandbox"
+	labelRun      = "evalflow.run"
+	labelRollout  = "evalflow.rollout"
+	labelAttempt  = "evalflow.attempt"
+	labelWorker   = "evalflow.worker"
+	labelHost     = "evalflow.host"
+	labelPID      = "evalflow.pid"
+	labelPIDStart = "evalflow.pid-start"
+)
+
+// LabelRun is the label naming a sandbox's run, for finding a run's
+// sandboxes on the engine.
+const LabelRun = labelRun
+
+// owner is the worker process that owns a sandbox: its host, its pid and
+// the pid's start time (a pid reused by another process is not the owner).
+type owner struct {
+	host, pid, start string
+}
+
+func self() owner {
+	host, _ := os.Hostname()
+	pid := os.Getpid()
+	return owner{host: host, pid: strconv.Itoa(pid), start: processStart(pid)}
+}
+
+// processStart is the start time of process pid in clock ticks since boot
+// (/proc/PID/stat's 22nd field), "" when unknown.
+func processStart(pid int) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// The command name may hold spaces; the fields after it do not.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}
+
+// alive reports whether o is a running process of this host.
+func (o owner) alive() bool {
+	pid, err := strconv.Atoi(o.pid)
+	if err != nil || pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && err != syscall.EPERM {
+		return false
+	}
+	return o.start == "" || processStart(pid) == o.start
+}
+
+func (r *Runtime) owner() owner {
+	if r.host.pid == "" {
+		r.host = self()
+	}
+	return r.host
+}
+
+// labels are a rollout attempt's sandbox labels.
+func (r *Runtime) labels(spec harness.Spec) map[string]string {
+	o := r.owner()
+	run, _, _ := strings.Cut(spec.Key, "/")
+	return map[string]string{
+		labelSandbox: "rollout", labelRun: run, labelRollout: spec.Key, labelAttempt: strconv.Itoa(spec.Attempt),
+		labelWorker: r.Worker, labelHost: o.host, labelPID: o.pid, labelPIDStart: o.start,
+	}
+}
+
+// RemoveOrphans removes the sandboxes that a worker of this host which no
+// longer runs left behind (killed before it could remove them), and
+// returns how many.
+func (r *Runtime) RemoveOrphans(ctx context.Context) (int, error) {
+	list, err := r.Engine.ListContainers(ctx, labelSandbox+"=rollout", labelHost+"="+r.owner().host)
+	if err != nil {
+		return 0, fmt.Errorf("list sandboxes: %w", err)
+	}
+	n := 0
+	for _, c := range list {
+		o := owner{host: c.Labels[labelHost], pid: c.Labels[labelPID], start: c.Labels[labelPIDStart]}
+		if o.alive() {
+			continue
+		}
+		if err := r.Engine.RemoveContainer(ctx, c.ID); err != nil {
+			return n, fmt.Errorf("remove orphaned sandbox %s: %w", c.ID, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// Close removes the sandboxes this worker process still has: a worker
+// that stops leaves none.
+func (r *Runtime) Close(ctx context.Context) error {
+	o := r.owner()
+	list, err := r.Engine.ListContainers(ctx, labelSandbox+"=rollout", labelHost+"="+o.host, labelPID+"="+o.pid)
+	if err != nil {
+		return fmt.Errorf("list sandboxes: %w", err)
+	}
+	for _, c := range list {
+		if err := r.Engine.RemoveContainer(ctx, c.ID); err != nil {
+			return fmt.Errorf("remove sandbox %s: %w", c.ID, err)
+		}
+	}
+	return nil
+}

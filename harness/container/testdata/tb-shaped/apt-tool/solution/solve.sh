@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+jq '[.items[].price] | add' /app/data.json > /app/total.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+[ -s /app/count.txt ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt
