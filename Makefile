@@ -4,7 +4,13 @@ GO      ?= go
 TASKS   ?= 128
 ARGS    ?=
 
-.PHONY: run build test faults test-short lint bench bench-scale compose-check clean FORCE
+.PHONY: run build test faults test-short lint bench bench-scale compose-check clean engine FORCE
+
+# The container engine the container runtime and its tests use: Podman's
+# Docker API socket (scripts/engine.sh installs and serves it). Another
+# engine: set DOCKER_HOST.
+DOCKER_HOST ?= unix:///run/podman/podman.sock
+export DOCKER_HOST
 
 # The built-in agent is built first: rollouts run this small program rather
 # than the starter, which links the Temporal server (wiring/agent.go).
@@ -20,15 +26,20 @@ bin/evalflow-agent: FORCE
 
 FORCE:
 
+# Podman from Debian, serving the Docker Engine API, with a Debian base
+# image built from Debian's packages; idempotent (a few seconds once set up).
+engine:
+	bash scripts/engine.sh
+
 # Every package with the race detector, then the fault suite on its own: it
 # loads both cores on purpose, and a test beside it would be starved.
-test:
+test: engine
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/faults$$')
 	$(MAKE) faults
 
 # The fault suite (real processes killed, a misbehaving provider, malformed
 # input, load): prints its figures as "figure:" lines; RELIABILITY.md has them.
-faults:
+faults: engine
 	$(GO) test -count=1 -v -timeout 30m ./faults/
 
 # Unit tests only: skips the end-to-end runs on the embedded server.
@@ -41,7 +52,7 @@ lint:
 
 # Benchmarks, each against its baselines in the same run (a few minutes on 2
 # cores): writes bench/results.json and the results section of BENCHMARKS.md.
-bench:
+bench: engine
 	$(GO) test -run '^$$' -bench . -benchmem ./bench/ ./dialects/ > bench/gobench.txt && cat bench/gobench.txt
 	$(GO) run ./bench/cmd/bench -gobench bench/gobench.txt
 

@@ -64,7 +64,16 @@ var allowed = map[string][]string{
 	"viewer": {"results", "rollout", "workflows"},
 	// Drives a headless Chromium for the viewer's browser tests.
 	"viewer/viewertest": {},
-	"wiring": {"activities", "dialects", "harness", "harness/agent", "harness/packaged", "interception", "metrics", "providers",
+	// The Docker Engine API client, and a test engine that fails a test
+	// when it does not answer.
+	"engine":            {},
+	"engine/enginetest": {"engine"},
+	// The container runtime, its keeper (linked into the built-in agent,
+	// so the standard library only), and its test set-up.
+	"harness/container":               {"engine", "harness", "harness/container/keeper", "tasksets"},
+	"harness/container/keeper":        {},
+	"harness/container/containertest": {"engine", "engine/enginetest", "harness", "harness/container", "harness/container/keeper", "tasksets"},
+	"wiring": {"activities", "dialects", "engine", "harness", "harness/agent", "harness/container", "harness/container/keeper", "harness/packaged", "interception", "metrics", "providers",
 		"providers/mock", "results", "results/postgres", "rollout", "tasksets", "tunnel", "workflows"},
 	// Binaries and tools sit on top; nothing imports them.
 	"starter":              {"*"},

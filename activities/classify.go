@@ -30,6 +30,8 @@ func classify(res harness.Result, turns []trace.Turn, maxTurns int) (kind, msg s
 	switch {
 	case res.TimedOut:
 		return rollout.KindTimeout, "harness timed out"
+	case res.OOMKilled:
+		return rollout.KindOOM, "harness killed for using more than its task's memory"
 	case res.ExitCode != 0 && maxTurns > 0 && len(turns) >= maxTurns:
 		return rollout.KindMaxTurns, fmt.Sprintf("harness stopped after %d model calls, the turn limit", len(turns))
 	case res.ExitCode != 0:

@@ -227,6 +227,7 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 	}
 	out.res, out.err = a.Runtime.Run(runCtx, harness.Spec{
 		Key:      j.key,
+		Attempt:  j.ref.Attempt,
 		Command:  j.command,
 		BaseURL:  baseURL,
 		Secret:   slot.Secret,

@@ -28,7 +28,10 @@ func TestMain(m *testing.M) {
 		bin := filepath.Join(dir, "evalflow-agent")
 		// Not under -race: the agent is not the code under test here, and a
 		// lean binary starts fast when a hundred rollouts run at once.
-		out, err := exec.Command("go", "build", "-o", bin, "../cmd/evalflow-agent").CombinedOutput()
+		// Static, as the container runtime mounts it into sandboxes.
+		build := exec.Command("go", "build", "-o", bin, "../cmd/evalflow-agent")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := build.CombinedOutput()
 		if err == nil {
 			agentCommand = []string{bin}
 		} else {

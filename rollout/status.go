@@ -10,8 +10,11 @@ const (
 // KindInfra and KindVerifier are the agent's outcome; KindInfra is a
 // rollout whose infrastructure kept failing until its attempts ran out.
 const (
-	KindHarnessExit   = "harness_exit"
-	KindTimeout       = "timeout"
+	KindHarnessExit = "harness_exit"
+	KindTimeout     = "timeout"
+	// KindOOM is a harness killed for its sandbox's memory limit (the
+	// task's memory_mb): the agent's outcome.
+	KindOOM           = "oom"
 	KindContextLength = "context_length"
 	KindRefusal       = "refusal"
 	// KindMaxTurns is a harness that failed after as many model calls as

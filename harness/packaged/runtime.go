@@ -32,6 +32,9 @@ type Runtime struct {
 	Unsupported string
 }
 
+// Unwrap is the wrapped runtime.
+func (r *Runtime) Unwrap() harness.Runtime { return r.Runtime }
+
 // Remote reports whether the wrapped runtime is remote.
 func (r *Runtime) Remote() bool { return harness.IsRemote(r.Runtime) }
 

@@ -1,0 +1,81 @@
+package faults
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/evalflow/evalflow/engine"
+	"github.com/evalflow/evalflow/engine/enginetest"
+	"github.com/evalflow/evalflow/harness/container"
+	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/workflows"
+)
+
+// TestWorkerKilledLeavesNoSandbox: a worker of the container runtime is
+// SIGKILLed while its rollouts' harnesses run in their sandboxes. The
+// worker started again on the same host removes the sandboxes it left,
+// the rollouts run again there, and once the run ends no container of the
+// run remains on the engine.
+func TestWorkerKilledLeavesNoSandbox(t *testing.T) {
+	eng := enginetest.Client(t)
+	root := t.TempDir()
+	const tasks = 4
+	for _, name := range []string{"sandbox-a", "sandbox-b", "sandbox-c", "sandbox-d"} {
+		dir := filepath.Join(root, name)
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "environment"), 0o755))
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "tests"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "environment", "Dockerfile"), []byte("FROM debian:bookworm-slim\nWORKDIR /app\n"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "instruction.md"), []byte("Leave /app/done.\n"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "task.toml"), []byte("version = \"1.0\"\n"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "tests", "test.sh"), []byte("#!/bin/sh\n[ -f /app/done ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n"), 0o755))
+	}
+	srv := startServer(t)
+	c := dial(t, srv.addr)
+	defer c.Close()
+	runs, queue := caseDir(t), "faults-kill-sandbox"
+	args := []string{"--max-rollouts", "4", "--runtime", "docker", "--work-dir", t.TempDir()}
+	doomed := startWorker(t, srv.addr, runs, queue, args...)
+	cfg := workflows.RunConfig{
+		RunID: "kill-sandbox", Taskset: "harbor:" + root, MaxConcurrent: tasks, Model: "mock",
+		Harness: rollout.HarnessConfig{Command: []string{"sh", "-c", "sleep 6; touch /app/done"}},
+		Limits:  workflows.Limits{HeartbeatTimeout: 5 * time.Second},
+	}.WithDefaults()
+	run := startEval(t, c, queue, cfg)
+
+	ctx := context.Background()
+	var before []engine.ContainerSummary
+	require.Eventually(t, func() bool {
+		list, err := eng.ListContainers(ctx, container.LabelRun+"="+cfg.RunID)
+		require.NoError(t, err)
+		before = list
+		return len(list) == tasks
+	}, 3*time.Minute, 50*time.Millisecond, "every rollout's sandbox starts on the first worker")
+	doomed.kill()
+	killed := time.Now()
+	startWorker(t, srv.addr, runs, queue, args...)
+
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer cancel()
+	var res workflows.Result
+	require.NoError(t, run.Get(ctx, &res))
+	recs := requireExactlyOnce(t, runs, cfg.RunID, tasks)
+	for _, r := range recs {
+		assert.Equal(t, 1.0, r.Reward, r.Key)
+		assert.Greater(t, r.Attempt, 1, "%s ran again after the kill", r.Key)
+	}
+	for _, b := range before {
+		_, err := eng.InspectContainer(ctx, b.ID)
+		assert.True(t, engine.IsNotFound(err), "the killed worker's sandbox %s is removed", b.ID)
+	}
+	left, err := eng.ListContainers(ctx, container.LabelRun+"="+cfg.RunID)
+	require.NoError(t, err)
+	assert.Empty(t, left)
+	figure(t, "worker SIGKILL with %d sandboxes running: %d containers of the run left once restarted and done, %d/%d rollouts stored once, run ended %s after the kill",
+		len(before), len(left), len(recs), tasks, time.Since(killed).Round(time.Millisecond))
+}
