@@ -32,7 +32,7 @@ type Auto struct {
 	// bwrap is not installed.
 	Isolated *Bwrap
 	Local    *Local
-	// Prepare prepares host-side workspaces (Isolated's and Local's).
+X
 	Prepare PrepareOptions
 }
 
@@ -78,7 +78,7 @@ func (a *Auto) PrepareWorkspace(parent string, task tasksets.Task) (*Workspace, 
 	if p, ok := rt.(WorkspacePreparer); ok {
 		return p.PrepareWorkspace(parent, task)
 	}
-	return PrepareWorkspace(parent, task, a.Prepare)
+	return PrepareWorkspace(parent, task, a.Options)
 }
 
 // Run runs spec in the runtime its task runs in.
@@ -109,4 +109,23 @@ func (a *Auto) Verify(ctx context.Context, spec VerifySpec) (VerifyResult, error
 		v = a.Isolated
 	}
 	return v.Verify(ctx, spec)
+}
+
+// TaskPreparer is a runtime that can make a task's system ready ahead of
+// its rollouts: the container runtime builds its image.
+type TaskPreparer interface {
+	Prepare(ctx context.Context, task tasksets.Task) error
+}
+
+// Prepare builds the image of a task that runs in a container; other
+// tasks need nothing ahead.
+func (a *Auto) Prepare(ctx context.Context, task tasksets.Task) error {
+	rt, err := a.forTask(task)
+	if err != nil {
+		return err
+	}
+	if p, ok := rt.(TaskPreparer); ok {
+		return p.Prepare(ctx, task)
+	}
+	return nil
 }

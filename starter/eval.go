@@ -55,6 +55,9 @@ func runEval(cctx *cli.Context) error {
 	defer s.Close()
 
 	ctx := cctx.Context
+	if err := prepareTasks(ctx, s, cfg.Taskset); err != nil {
+		return err
+	}
 	// What the store holds before the run starts is what it reuses.
 	account := newStoreAccount(ctx, storeFlags(cctx), cfg.RunID)
 	done, err := startOrAttach(ctx, s.client, cctx.String(wiring.FlagTaskQueue), cfg)
@@ -460,4 +463,22 @@ func uiLinks(ui, namespace, runID string) []string {
 		fmt.Sprintf("Temporal Web UI: %s/namespaces/%s/workflows/%s", ui, ns, url.PathEscape(runID)),
 		fmt.Sprintf("  every workflow of the run: %s/namespaces/%s/workflows?%s", ui, ns, query),
 	}
+}
+
+// prepareTasks builds the images of the taskset's tasks on the in-process
+// worker before the run fans out, with a line of progress: a Dockerfile
+// that does not build stops the run here, its task named.
+func prepareTasks(ctx context.Context, s *session, taskset string) error {
+	if s.worker == nil {
+		return nil
+	}
+	shown := false
+	err := s.worker.PrepareTasks(ctx, taskset, func(done, total int) {
+		shown = true
+		fmt.Fprintf(os.Stderr, "\rPreparing the tasks' images: %d/%d", done, total)
+	})
+	if shown {
+		fmt.Fprintln(os.Stderr)
+	}
+	return err
 }

@@ -1,15 +1,19 @@
 package wiring
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/evalflow/evalflow/engine"
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/harness/container"
 	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
@@ -324,6 +328,7 @@ func multiplexFromFlags(cctx *cli.Context, c *Interception) error {
 
 // Runtime kinds the CLIs offer.
 const (
+	RuntimeAuto   = "auto"
 	RuntimeLocal  = "local"
 	RuntimeNetns  = "netns"
 	RuntimeDocker = "docker"
@@ -333,14 +338,16 @@ const (
 // RuntimeFlags are the flags that pick the harness runtime.
 func RuntimeFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "runtime", Value: RuntimeLocal, EnvVars: []string{"EVALFLOW_RUNTIME"},
-			Usage: "where harnesses run: local (subprocesses), netns (subprocesses in a network namespace that only a tunnel connects; root), bwrap (bubblewrap sandboxes: the host's system read-only, the task's workspace at /app) or docker"},
+		&cli.StringFlag{Name: "runtime", Value: RuntimeAuto, EnvVars: []string{"EVALFLOW_RUNTIME"},
+			Usage: "where harnesses run: auto (a task with an environment in a container when an engine answers at DOCKER_HOST, else in bwrap; other tasks locally), " +
+				"docker (a container per rollout from the task's own image, on the Docker Engine API at DOCKER_HOST: Docker or Podman), " +
+				"bwrap (bubblewrap sandboxes: the host's system read-only, the task's workspace at /app), local (subprocesses) or " +
+				"netns (subprocesses in a network namespace that only a tunnel connects; root)"},
 		&cli.BoolFlag{Name: "runtime.bwrap-isolate-net", EnvVars: []string{"EVALFLOW_BWRAP_ISOLATE_NET"},
 			Usage: "bwrap: give each sandbox an empty network namespace (--unshare-net, loopback only); harnesses then need a tunnel into it to reach the interception server, as with netns"},
 		&cli.StringFlag{Name: "runtime.netns-subnet", Value: "10.213.0.0", EnvVars: []string{"EVALFLOW_NETNS_SUBNET"}, Usage: "netns: the /30 joining the namespace to this host"},
-		&cli.StringFlag{Name: "runtime.docker-image", EnvVars: []string{"EVALFLOW_DOCKER_IMAGE"}, Usage: "docker: image holding the harness command"},
-		&cli.StringFlag{Name: "runtime.docker-network", EnvVars: []string{"EVALFLOW_DOCKER_NETWORK"}, Usage: "docker: container network (default: docker's)"},
-		&cli.BoolFlag{Name: "runtime.docker-host-gateway", EnvVars: []string{"EVALFLOW_DOCKER_HOST_GATEWAY"}, Usage: "docker: map host.docker.internal to this host (for a custom interception URL on it)"},
+		&cli.StringFlag{Name: "runtime.docker-image", EnvVars: []string{"EVALFLOW_DOCKER_IMAGE"}, Usage: "docker: the image of the tasks that name none (default " + container.DefaultImage + ")"},
+		&cli.StringFlag{Name: "runtime.pull", Value: container.PullMissing, EnvVars: []string{"EVALFLOW_PULL"}, Usage: "docker: pull an image a task names when the engine lacks it (missing), or never"},
 	}
 }
 
@@ -349,9 +356,10 @@ func RuntimeFlags() []cli.Flag {
 // has stopped.
 func RuntimeFromFlags(cctx *cli.Context, workDir string) (harness.Runtime, func() error, error) {
 	local := harness.Local{Dir: workDir}
+	none := func() error { return nil }
 	switch kind := cctx.String("runtime"); kind {
-	case "", RuntimeLocal:
-		return &local, func() error { return nil }, nil
+	case RuntimeLocal:
+		return &local, none, nil
 	case RuntimeNetns:
 		n, err := harness.NewNetns(cctx.Context, cctx.String("runtime.netns-subnet"), local)
 		if err != nil {
@@ -359,20 +367,68 @@ func RuntimeFromFlags(cctx *cli.Context, workDir string) (harness.Runtime, func(
 		}
 		return n, n.Close, nil
 	case RuntimeDocker:
-		d := &harness.Docker{
-			Image: cctx.String("runtime.docker-image"), Network: cctx.String("runtime.docker-network"),
-			HostGateway: cctx.Bool("runtime.docker-host-gateway"), Local: local,
+		c, err := containerRuntime(cctx, workDir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("docker runtime: %w", err)
 		}
-		if d.Image == "" {
-			return nil, nil, errors.New("docker runtime: --runtime.docker-image is required")
-		}
-		return d, func() error { return nil }, nil
+		return c, closeContainers(c), nil
 	case RuntimeBwrap:
 		if _, err := exec.LookPath("bwrap"); err != nil {
 			return nil, nil, errors.New("bwrap runtime: bwrap is not installed (install the bubblewrap package)")
 		}
-		return &harness.Bwrap{IsolateNet: cctx.Bool("runtime.bwrap-isolate-net"), Local: local}, func() error { return nil }, nil
+		return &harness.Bwrap{IsolateNet: cctx.Bool("runtime.bwrap-isolate-net"), Local: local}, none, nil
+	case "", RuntimeAuto:
+		a := &harness.Auto{Local: &local}
+		if _, err := exec.LookPath("bwrap"); err == nil {
+			a.Isolated = &harness.Bwrap{Local: local}
+		}
+		c, err := containerRuntime(cctx, workDir)
+		if err != nil {
+			a.NoEngine = err.Error()
+			return a, none, nil
+		}
+		a.Sandboxes = c
+		return a, closeContainers(c), nil
 	default:
-		return nil, nil, fmt.Errorf("unknown runtime %q (want local, netns, bwrap or docker)", kind)
+		return nil, nil, fmt.Errorf("unknown runtime %q (want auto, docker, bwrap, local or netns)", kind)
+	}
+}
+
+// containerRuntime is the container runtime on the engine DOCKER_HOST
+// names, with the built-in agent program to mount into its sandboxes.
+func containerRuntime(cctx *cli.Context, workDir string) (*container.Runtime, error) {
+	pull := cctx.String("runtime.pull")
+	if pull != container.PullMissing && pull != container.PullNever {
+		return nil, fmt.Errorf("--runtime.pull %q: want missing or never", pull)
+	}
+	eng, err := engine.FromEnv()
+	if err != nil {
+		return nil, err
+	}
+	agent, lean, err := builtinAgent()
+	if err != nil {
+		return nil, err
+	}
+	if !lean {
+		return nil, fmt.Errorf("the container runtime mounts the evalflow-agent program into its sandboxes, and none was found (make build puts it beside the binaries; or set %s)", AgentEnv)
+	}
+	ctx, cancel := context.WithTimeout(cctx.Context, 5*time.Second)
+	defer cancel()
+	c, err := container.New(ctx, eng, agent[0])
+	if err != nil {
+		return nil, err
+	}
+	c.Image, c.Pull, c.Dir = cctx.String("runtime.docker-image"), pull, workDir
+	host, _ := os.Hostname()
+	c.Worker = fmt.Sprintf("%s:%d", host, os.Getpid())
+	return c, nil
+}
+
+// closeContainers removes the sandboxes the worker still has when it stops.
+func closeContainers(c *container.Runtime) func() error {
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return c.Close(ctx)
 	}
 }

@@ -415,7 +415,9 @@ func packagedRuntime(rt harness.Runtime, cache, workDir string) harness.Runtime 
 	}
 	p := &packaged.Runtime{Runtime: rt, Installer: &packaged.Installer{Dir: cache}, Dir: workDir}
 	switch rt.(type) {
-	case *harness.Local, *harness.Netns:
+	case *harness.Local, *harness.Netns, *harness.Auto:
+		// Auto runs them locally; it sends a task with an environment to
+		// a sandbox, where packaged.Runtime refuses them.
 	default:
 		p.Unsupported = fmt.Sprintf("runs in the local or netns runtime only (its program and configuration are on this host), not in %T", rt)
 	}

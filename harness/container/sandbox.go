@@ -25,10 +25,11 @@ const (
 	maxLifetime    = 24 * time.Hour
 )
 
-// Sockets in RunDir: the agent's way out, and the keeper's word that it
-// listens.
+// Sockets in RunDir: the agent's way out, the keeper's exec socket, and
+// the keeper's word that it listens.
 const (
 	interceptionSocket = "interception.sock"
+	execSocket         = "exec.sock"
 	readySocket        = "ready.sock"
 )
 
@@ -73,13 +74,18 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 		}
 	}()
 
-	cmd := []string{"keep", "--lifetime", lifetime(spec).String()}
+	// The keeper says when it serves, on a socket of ours.
+	ready, err := net.Listen("unix", filepath.Join(sb.runDir, readySocket))
+	if err != nil {
+		return nil, fmt.Errorf("sandbox keeper: %w", err)
+	}
+	defer ready.Close()
+	cmd := []string{"keep", "--lifetime", lifetime(spec).String(), "--exec", RunDir + "/" + execSocket, "--ready", RunDir + "/" + readySocket}
 	binds := []string{r.Agent + ":" + AgentPath + ":ro", sb.runDir + ":" + RunDir, ws.Logs + ":" + LogsDir}
 	if spec.Solution != "" {
 		binds = append(binds, spec.Solution+":"+SolutionDir+":ro")
 	}
 	network := "host"
-	var ready net.Listener
 	if !env.Internet() {
 		// No network at all: the keeper carries the agent's connections
 		// to the interception over a unix socket served here.
@@ -95,11 +101,7 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 			var d net.Dialer
 			return d.DialContext(ctx, "tcp", target)
 		})
-		if ready, err = net.Listen("unix", filepath.Join(sb.runDir, readySocket)); err != nil {
-			return nil, fmt.Errorf("sandbox forwarder: %w", err)
-		}
-		defer ready.Close()
-		cmd = append(cmd, "--listen", target, "--socket", RunDir+"/"+interceptionSocket, "--ready", RunDir+"/"+readySocket)
+		cmd = append(cmd, "--listen", target, "--socket", RunDir+"/"+interceptionSocket)
 	}
 	// The keeper ends at the hard lifetime, and the engine removes the
 	// sandbox then, whether or not its worker still runs.
@@ -121,10 +123,8 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 	if err := r.Engine.StartContainer(ctx, sb.id); err != nil {
 		return nil, fmt.Errorf("start the sandbox of %s: %w", spec.Key, err)
 	}
-	if ready != nil {
-		if err := awaitReady(ctx, ready); err != nil {
-			return nil, fmt.Errorf("the sandbox of %s: its keeper did not start: %w", spec.Key, err)
-		}
+	if err := awaitReady(ctx, ready); err != nil {
+		return nil, fmt.Errorf("the sandbox of %s: its keeper did not start: %w", spec.Key, err)
 	}
 	return sb, nil
 }
@@ -188,8 +188,8 @@ func (sb *sandbox) runHarness(ctx context.Context, spec harness.Spec, env harnes
 	if spec.Solution != "" {
 		paths.Solution = SolutionDir
 	}
-	res, err := sb.exec(ctx, engine.ExecConfig{
-		Cmd: sb.command(spec.Command), Env: harness.SandboxEnv(spec, paths), WorkingDir: sb.workdir,
+	res, err := sb.exec(ctx, keeper.Request{
+		Argv: sb.command(spec.Command), Env: harness.SandboxEnv(spec, paths), Dir: sb.workdir,
 	}, spec.Timeout, spec.OutputLimit)
 	if err != nil {
 		return res, err
@@ -215,8 +215,8 @@ func (sb *sandbox) verify(ctx context.Context, spec harness.VerifySpec) (harness
 			return harness.VerifyResult{}, fmt.Errorf("copy the tests into the sandbox: %w", err)
 		}
 	}
-	res, err := sb.exec(ctx, engine.ExecConfig{
-		Cmd: []string{"sh", "-c", spec.Command}, Env: harness.SandboxVerifierEnv(spec, sb.workdir, LogsDir, tests), WorkingDir: sb.workdir,
+	res, err := sb.exec(ctx, keeper.Request{
+		Argv: []string{"sh", "-c", spec.Command}, Env: harness.SandboxVerifierEnv(spec, sb.workdir, LogsDir, tests), Dir: sb.workdir,
 	}, spec.Timeout, spec.OutputLimit)
 	if err != nil {
 		return harness.VerifyResult{}, fmt.Errorf("run verifier: %w", err)
@@ -224,10 +224,10 @@ func (sb *sandbox) verify(ctx context.Context, spec harness.VerifySpec) (harness
 	return harness.Verdict(res, spec.Timeout, logs)
 }
 
-// exec executes cfg in the sandbox within timeout (0: none). A command
-// that times out, or whose ctx ends, ends with the sandbox: the engine
-// cannot signal an exec on its own.
-func (sb *sandbox) exec(ctx context.Context, cfg engine.ExecConfig, timeout time.Duration, limit int) (harness.Result, error) {
+// exec executes req in the sandbox, through its keeper, within timeout
+// (0: none). A command that times out, or whose ctx ends, is killed with
+// its process group, and the sandbox with it.
+func (sb *sandbox) exec(ctx context.Context, req keeper.Request, timeout time.Duration, limit int) (harness.Result, error) {
 	stdout, stderr := harness.NewTail(limit), harness.NewTail(limit)
 	ectx, cancel := ctx, context.CancelFunc(func() {})
 	if timeout > 0 {
@@ -235,7 +235,7 @@ func (sb *sandbox) exec(ctx context.Context, cfg engine.ExecConfig, timeout time
 	}
 	defer cancel()
 	start := time.Now()
-	code, err := sb.r.Engine.Exec(ectx, sb.id, cfg, stdout, stderr)
+	code, err := keeper.Exec(ectx, filepath.Join(sb.runDir, execSocket), req, stdout, stderr)
 	res := harness.Result{ExitCode: code, Duration: time.Since(start)}
 	res.Stdout, res.Stderr = stdout.String(), stderr.String()
 	switch {
@@ -256,7 +256,7 @@ func (sb *sandbox) exec(ctx context.Context, cfg engine.ExecConfig, timeout time
 // for its memory limit (the memory cgroup's oom_kill count, v1 or v2).
 func (sb *sandbox) oomKilled(ctx context.Context) bool {
 	var out strings.Builder
-	code, err := sb.r.Engine.Exec(ctx, sb.id, engine.ExecConfig{Cmd: []string{AgentPath, keeper.Command, "oom-kills"}}, &out, nil)
+	code, err := keeper.Exec(ctx, filepath.Join(sb.runDir, execSocket), keeper.Request{Argv: []string{AgentPath, keeper.Command, "oom-kills"}}, &out, nil)
 	if err != nil || code != 0 {
 		return false
 	}

@@ -53,6 +53,9 @@ func (r *Runtime) Run(ctx context.Context, spec harness.Spec) (harness.Result, e
 	if r.Unsupported != "" {
 		return harness.Result{}, &harness.ConfigError{Err: fmt.Errorf("packaged harness %s: %s", h.Name, r.Unsupported)}
 	}
+	if spec.Workspace != nil && spec.Workspace.Dir == "" {
+		return harness.Result{}, &harness.ConfigError{Err: fmt.Errorf("packaged harness %s runs on this host's files, and task %s works in a container sandbox of its own image: run it with --runtime bwrap or local", h.Name, spec.Task.ID)}
+	}
 	bin, err := r.Installer.Install(ctx, h, version)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -25,8 +25,8 @@ import (
 // Command is the subcommand of evalflow-agent that runs Main.
 const Command = "sandbox"
 
-// Main runs `sandbox keep [--listen host:port --socket path [--ready
-// path]] --lifetime d`, or `sandbox oom-kills` (how many processes the
+// Main runs `sandbox keep [--exec path] [--listen host:port --socket
+// path] [--ready path] --lifetime d`, or `sandbox oom-kills` (how many processes the
 // kernel killed for the sandbox's memory limit), and returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 1 && args[0] == "oom-kills" {
@@ -34,13 +34,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if len(args) == 0 || args[0] != "keep" {
-		fmt.Fprintln(stderr, "usage: evalflow-agent sandbox keep [--listen HOST:PORT --socket PATH [--ready PATH]] [--lifetime DURATION]\n       evalflow-agent sandbox oom-kills")
+		fmt.Fprintln(stderr, "usage: evalflow-agent sandbox keep [--exec PATH] [--listen HOST:PORT --socket PATH] [--ready PATH] [--lifetime DURATION]\n       evalflow-agent sandbox oom-kills")
 		return 2
 	}
 	fs := flag.NewFlagSet("sandbox keep", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "", "address inside the sandbox to accept the agent's connections on")
 	socket := fs.String("socket", "", "unix socket the worker serves, where each connection is carried")
+	execSocket := fs.String("exec", "", "unix socket to serve the worker's commands on")
 	ready := fs.String("ready", "", "unix socket to connect to once listening")
 	lifetime := fs.Duration("lifetime", 0, "end the sandbox after this long; 0 is never")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -57,6 +58,16 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		ctx, cancel = context.WithTimeout(ctx, *lifetime)
 		defer cancel()
 	}
+	if *execSocket != "" {
+		_ = os.Remove(*execSocket)
+		ln, err := net.Listen("unix", *execSocket)
+		if err != nil {
+			fmt.Fprintln(stderr, "sandbox keep:", err)
+			return 1
+		}
+		go func() { <-ctx.Done(); ln.Close() }()
+		go ServeExec(ln)
+	}
 	if *listen != "" {
 		ln, err := net.Listen("tcp", *listen)
 		if err != nil {
@@ -68,14 +79,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", *socket)
 		})
-		if *ready != "" {
-			c, err := net.Dial("unix", *ready)
-			if err != nil {
-				fmt.Fprintln(stderr, "sandbox keep:", err)
-				return 1
-			}
-			c.Close()
+	}
+	if *ready != "" {
+		c, err := net.Dial("unix", *ready)
+		if err != nil {
+			fmt.Fprintln(stderr, "sandbox keep:", err)
+			return 1
 		}
+		c.Close()
 	}
 	<-ctx.Done()
 	return 0
