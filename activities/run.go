@@ -103,14 +103,23 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (sum rollout.
 }
 
 // prepareWorkspace prepares the workspace of a task that has an
-// environment or a verifier, or returns nil. A task whose environment
-// cannot be prepared fails its attempt as the runtime's error.
+// environment or a verifier, or returns nil. An environment the runtime
+// cannot reproduce (a RUN line outside a container engine) fails the run
+// as a ConfigError, since every attempt would meet it again; any other
+// failure fails the attempt as the runtime's error.
 func (a *Activities) prepareWorkspace(j job) (*harness.Workspace, error) {
 	if j.task.Environment == "" && !j.task.Verified() {
 		return nil, nil
 	}
-	ws, err := harness.PrepareWorkspace(a.WorkDir, j.task)
-	if err != nil {
+	// A runtime that builds the task's image carries out its Dockerfile
+	// itself.
+	skip := a.SkipUnsupported || harness.RunsTaskImages(a.Runtime)
+	ws, err := harness.PrepareWorkspace(a.WorkDir, j.task, harness.PrepareOptions{SkipUnsupported: skip})
+	var unsupported *harness.UnsupportedError
+	switch {
+	case errors.As(err, &unsupported):
+		return nil, configErr(err)
+	case err != nil:
 		return nil, temporal.NewApplicationErrorWithCause("prepare the workspace of task "+j.task.ID, rollout.ErrTypeRuntime, err)
 	}
 	return ws, nil

@@ -19,7 +19,10 @@ import (
 	"time"
 )
 
-var _ Remote = (*Docker)(nil)
+var (
+	_ Remote      = (*Docker)(nil)
+	_ ImageRunner = (*Docker)(nil)
+)
 
 // ContractEnv names the variables of the harness contract (see Env) that a
 // container is given.
@@ -58,6 +61,10 @@ type Docker struct {
 
 // Remote implements Remote.
 func (*Docker) Remote() bool { return true }
+
+// RunsTaskImages implements ImageRunner: a task runs in its
+// [environment] docker_image or a build of its Dockerfile.
+func (*Docker) RunsTaskImages() bool { return true }
 
 // Run runs the harness in a container and removes it afterwards.
 func (d *Docker) Run(ctx context.Context, spec Spec) (Result, error) {

@@ -107,7 +107,7 @@ func TestDockerWorkspace(t *testing.T) {
 	for _, tt := range tasks {
 		t.Run(tt.name, func(t *testing.T) {
 			require.NoError(t, os.RemoveAll(log))
-			ws, err := harness.PrepareWorkspace(dir, tt.task)
+			ws, err := harness.PrepareWorkspace(dir, tt.task, harness.PrepareOptions{})
 			require.NoError(t, err)
 			defer ws.Remove()
 			for range 2 {

@@ -80,3 +80,21 @@ type Runtime interface {
 	// (could not start, workdir failure); the harness's own failure is a Result.
 	Run(ctx context.Context, spec Spec) (Result, error)
 }
+
+// ImageRunner is a Runtime that runs a task with an environment in that
+// environment's own image, which a container engine builds from its
+// Dockerfile: nothing of the Dockerfile is left for the workspace to carry
+// out.
+type ImageRunner interface {
+	Runtime
+	// RunsTaskImages reports whether tasks run in their environment's image.
+	RunsTaskImages() bool
+}
+
+// RunsTaskImages reports whether r runs tasks in their environment's own
+// image, so that preparing their workspace need not refuse the Dockerfile
+// lines only a container engine carries out (PrepareOptions).
+func RunsTaskImages(r Runtime) bool {
+	ir, ok := r.(ImageRunner)
+	return ok && ir.RunsTaskImages()
+}

@@ -51,6 +51,7 @@ const (
 	flagHarnessCache           = "harness-cache"
 	flagGatewayAddr            = "gateway-addr"
 	flagGatewayTTL             = "gateway-ttl"
+	flagSkipUnsupported        = "runtime.skip-unsupported"
 )
 
 // ClientFlags are the flags that say which Temporal namespace to talk to.
@@ -191,6 +192,7 @@ func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, 
 		WorkDir:         cctx.String(flagWorkDir),
 		HarnessCache:    cctx.String(flagHarnessCache),
 		Runtime:         rt,
+		SkipUnsupported: cctx.Bool(flagSkipUnsupported),
 		Interception:    ic,
 		MetricsAddr:     cctx.String(FlagMetricsAddr),
 		Namespace:       cctx.String(FlagNamespace),
@@ -341,6 +343,8 @@ func RuntimeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "runtime.docker-image", EnvVars: []string{"EVALFLOW_DOCKER_IMAGE"}, Usage: "docker: image holding the harness command"},
 		&cli.StringFlag{Name: "runtime.docker-network", EnvVars: []string{"EVALFLOW_DOCKER_NETWORK"}, Usage: "docker: container network (default: docker's)"},
 		&cli.BoolFlag{Name: "runtime.docker-host-gateway", EnvVars: []string{"EVALFLOW_DOCKER_HOST_GATEWAY"}, Usage: "docker: map host.docker.internal to this host (for a custom interception URL on it)"},
+		&cli.BoolFlag{Name: flagSkipUnsupported, EnvVars: []string{"EVALFLOW_SKIP_UNSUPPORTED"},
+			Usage: "local, netns, bwrap: skip the Dockerfile lines they cannot carry out (RUN, other build stages) instead of refusing the task"},
 	}
 }
 

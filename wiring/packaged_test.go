@@ -11,18 +11,21 @@ import (
 )
 
 // Every worker runtime is wrapped so that packaged harnesses run on it, its
-// remoteness kept; runtimes that do not see this host's files refuse them.
+// remoteness kept, and whether it builds the task's image (only docker
+// does, so only docker is spared Dockerfile lines the others refuse);
+// runtimes that do not see this host's files refuse packaged harnesses.
 func TestPackagedRuntime(t *testing.T) {
 	for _, tc := range []struct {
 		rt        harness.Runtime
 		supported bool
 		remote    bool
+		images    bool
 	}{
-		{&harness.Local{}, true, false},
-		{&harness.Netns{}, true, true},
-		{&harness.Bwrap{}, false, false},
-		{&harness.Bwrap{IsolateNet: true}, false, true},
-		{&harness.Docker{}, false, true},
+		{&harness.Local{}, true, false, false},
+		{&harness.Netns{}, true, true, false},
+		{&harness.Bwrap{}, false, false, false},
+		{&harness.Bwrap{IsolateNet: true}, false, true, false},
+		{&harness.Docker{}, false, true, true},
 	} {
 		rt := packagedRuntime(tc.rt, "/cache", "/work")
 		p, ok := rt.(*packaged.Runtime)
@@ -31,6 +34,7 @@ func TestPackagedRuntime(t *testing.T) {
 		assert.Equal(t, "/cache", p.Installer.Dir)
 		assert.Equal(t, tc.supported, p.Unsupported == "", "%T: %s", tc.rt, p.Unsupported)
 		assert.Equal(t, tc.remote, harness.IsRemote(rt), "%T keeps its remoteness", tc.rt)
+		assert.Equal(t, tc.images, harness.RunsTaskImages(rt), "%T: RunsTaskImages", tc.rt)
 		assert.Same(t, p, packagedRuntime(p, "/other", "/work"), "wrapped once")
 	}
 }

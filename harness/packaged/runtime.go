@@ -14,7 +14,10 @@ import (
 // sessionLogLimit bounds how much of one session log is kept.
 const sessionLogLimit = 4 << 20
 
-var _ harness.Remote = (*Runtime)(nil)
+var (
+	_ harness.Remote      = (*Runtime)(nil)
+	_ harness.ImageRunner = (*Runtime)(nil)
+)
 
 // Runtime runs packaged harnesses on the runtime it wraps, and passes every
 // other command through to it unchanged. Packaged harnesses run on this
@@ -34,6 +37,10 @@ type Runtime struct {
 
 // Remote reports whether the wrapped runtime is remote.
 func (r *Runtime) Remote() bool { return harness.IsRemote(r.Runtime) }
+
+// RunsTaskImages reports whether the wrapped runtime runs tasks in their
+// environment's own image.
+func (r *Runtime) RunsTaskImages() bool { return harness.RunsTaskImages(r.Runtime) }
 
 // Run runs spec. A packaged harness is installed (once), configured in a
 // session directory of its own, and run; its answer and session logs are
