@@ -45,6 +45,12 @@ type Activities struct {
 	Judge Provider
 	// WorkDir is the parent of task workspaces; "" is the system temp dir.
 	WorkDir string
+	// SkipUnsupported lets a runtime that builds no image (local, netns,
+	// bwrap) run a task whose Dockerfile asks for what it cannot carry out
+	// (RUN lines, earlier build stages), skipping those lines and noting
+	// them in the trace; without it such a task fails the run as a
+	// ConfigError.
+	SkipUnsupported bool
 	// SDKTimeout is the request timeout harness SDKs are given
 	// (harness.SDKTimeoutEnv): the longest the interception server may take
 	// to begin an answer while it retries the provider; 0 sets none.

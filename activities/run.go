@@ -103,14 +103,27 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (sum rollout.
 }
 
 // prepareWorkspace prepares the workspace of a task that has an
-// environment or a verifier, or returns nil. A task whose environment
-// cannot be prepared fails its attempt as the runtime's error.
+// environment or a verifier, or returns nil. An environment the runtime
+// cannot reproduce (a RUN line outside a container engine) fails the run
+// as a ConfigError, since every attempt would meet it again; any other
+// failure fails the attempt as the runtime's error.
 func (a *Activities) prepareWorkspace(j job) (*harness.Workspace, error) {
 	if j.task.Environment == "" && !j.task.Verified() {
 		return nil, nil
 	}
-	ws, err := harness.PrepareWorkspace(a.WorkDir, j.task)
-	if err != nil {
+	var ws *harness.Workspace
+	var err error
+	if p, ok := harness.PreparerOf(a.Runtime); ok {
+		// A runtime that prepares its own (a sandbox of the task's image).
+		ws, err = p.PrepareWorkspace(a.WorkDir, j.task)
+	} else {
+		ws, err = harness.PrepareWorkspace(a.WorkDir, j.task, harness.PrepareOptions{SkipUnsupported: a.SkipUnsupported})
+	}
+	var unsupported *harness.UnsupportedError
+	switch {
+	case errors.As(err, &unsupported), errors.As(err, new(*harness.ConfigError)):
+		return nil, configErr(err)
+	case err != nil:
 		return nil, temporal.NewApplicationErrorWithCause("prepare the workspace of task "+j.task.ID, rollout.ErrTypeRuntime, err)
 	}
 	return ws, nil

@@ -36,6 +36,11 @@ type harborRun struct {
 	rubric  string // the run's rubric; "" is the default
 	// maxAttempts of each rollout; 0 is the default.
 	maxAttempts int
+	// skipUnsupported is the worker's --runtime.skip-unsupported.
+	skipUnsupported bool
+	// mayFail keeps the workflow's error in harborResult.err rather than
+	// failing the test.
+	mayFail bool
 }
 
 // harborResult is what a harborRun left: the workflow's result, the
@@ -47,6 +52,7 @@ type harborResult struct {
 	runDir    string
 	scheduled map[string]int
 	workDir   string
+	err       error // the workflow's, with harborRun.mayFail
 }
 
 func runHarbor(t *testing.T, r harborRun) harborResult {
@@ -59,7 +65,7 @@ func runHarbor(t *testing.T, r harborRun) harborResult {
 	}
 	w, err := wiring.NewWorker(c, wiring.Config{
 		TaskQueue: "harbor", RunsDir: runsDir, MaxRollouts: 4, Multiplex: 4,
-		Runtime: rt, WorkDir: workDir, DefaultHarness: agentCommand,
+		Runtime: rt, WorkDir: workDir, SkipUnsupported: r.skipUnsupported, DefaultHarness: agentCommand,
 		Mock:   mock.Config{Script: r.script},
 		Logger: slog.New(slog.DiscardHandler),
 	})
@@ -77,7 +83,10 @@ func runHarbor(t *testing.T, r harborRun) harborResult {
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: runID, TaskQueue: "harbor"}, wiring.EvalWorkflowName, workflows.EvalInput{Config: cfg})
 	require.NoError(t, err)
 	out := harborResult{records: map[string]results.Record{}, workDir: workDir}
-	require.NoError(t, run.Get(ctx, &out.res))
+	out.err = run.Get(ctx, &out.res)
+	if !r.mayFail {
+		require.NoError(t, out.err)
+	}
 	out.scheduled = scheduledActivities(t, c, runID, run.GetRunID())
 	store, err := results.Open(runsDir)
 	require.NoError(t, err)
@@ -336,4 +345,31 @@ func TestBrokenVerifiersAreVerifierErrors(t *testing.T) {
 	}
 	assert.Equal(t, 2, hung)
 	requireNoWorkspaceLeft(t, got.workDir)
+}
+
+// TestRunLinesRefusedUnlessSkipped: under the local runtime a task whose
+// Dockerfile has a RUN line fails the run at once, naming the task and the
+// line, without retrying it; a worker started with
+// --runtime.skip-unsupported runs it, the line noted in its trace.
+func TestRunLinesRefusedUnlessSkipped(t *testing.T) {
+	root := t.TempDir()
+	writeTask(t, root, "needs-jq", `echo 1 > "${EVALFLOW_VERIFIER_LOGS:-/logs/verifier}/reward.txt"`, 30)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "needs-jq", "environment", "Dockerfile"),
+		[]byte("FROM debian:bookworm-slim\nWORKDIR /app\nRUN apt-get install -y jq\n"), 0o644))
+	run := harborRun{taskset: "harbor:" + root, harness: rollout.HarnessConfig{Command: []string{"true"}}, maxAttempts: 3, mayFail: true}
+
+	refused := runHarbor(t, run)
+	require.Error(t, refused.err)
+	assert.Contains(t, refused.err.Error(), "task needs-jq: Dockerfile line 3: RUN apt-get install -y jq")
+	assert.Equal(t, 1, refused.scheduled[rollout.ActivityRun], "a refused environment is not retried")
+	assert.Empty(t, refused.records)
+	requireNoWorkspaceLeft(t, refused.workDir)
+
+	run.skipUnsupported = true
+	skipped := runHarbor(t, run)
+	require.NoError(t, skipped.err)
+	rec, ok := skipped.records["needs-jq"]
+	require.True(t, ok)
+	assert.Equal(t, 1.0, rec.Reward)
+	assert.Contains(t, readTrace(t, skipped.runDir, rec).Workspace, "RUN apt-get install -y jq: not run outside docker")
 }

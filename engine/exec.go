@@ -3,8 +3,8 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"

@@ -32,8 +32,8 @@ type Auto struct {
 	// bwrap is not installed.
 	Isolated *Bwrap
 	Local    *Local
-X
-	Prepare PrepareOptions
+	// Options prepare host-side workspaces (Isolated's and Local's).
+	Options PrepareOptions
 }
 
 // forTask is the runtime a task runs in, or an error saying why none can.

@@ -20,7 +20,7 @@ func BenchmarkPrepareWorkspace(b *testing.B) {
 	}
 	dir := b.TempDir()
 	for b.Loop() {
-		ws, err := PrepareWorkspace(dir, task)
+		ws, err := PrepareWorkspace(dir, task, PrepareOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -43,7 +43,7 @@ func BenchmarkLocalLaunch(b *testing.B) {
 }
 
 func benchmarkLaunch(b *testing.B, rt Runtime) {
-	ws, err := PrepareWorkspace(b.TempDir(), tasksets.Task{ID: "bench"})
+	ws, err := PrepareWorkspace(b.TempDir(), tasksets.Task{ID: "bench"}, PrepareOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func (b *Bwrap) Run(ctx context.Context, spec Spec) (Result, error) {
 	}
 	ws := spec.Workspace
 	if ws == nil {
-		if ws, err = PrepareWorkspace(b.Local.Dir, tasksets.Task{ID: spec.Task.ID}); err != nil {
+		if ws, err = PrepareWorkspace(b.Local.Dir, tasksets.Task{ID: spec.Task.ID}, PrepareOptions{}); err != nil {
 			return Result{}, err
 		}
 		if !b.Local.Keep {

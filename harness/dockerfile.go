@@ -120,6 +120,17 @@ type dockerfilePlan struct {
 	env     []string
 	copies  []copyOp
 	notes   []string
+	// unsupported are the lines that cannot be carried out outside a
+	// container engine, in the Dockerfile's order, each noted too. Their
+	// Task is not filled in.
+	unsupported []*UnsupportedError
+}
+
+// skip notes a line that cannot be carried out outside a container engine
+// and keeps it among the unsupported ones.
+func (p *dockerfilePlan) skip(in instruction, note, reason string) {
+	p.notes = append(p.notes, note)
+	p.unsupported = append(p.unsupported, &UnsupportedError{Line: in.line, Instruction: in.String(), Reason: reason})
 }
 
 // DefaultMount is where a workspace is seen in a sandbox when the task's
@@ -128,9 +139,11 @@ const DefaultMount = "/app"
 
 // planDockerfile interprets the subset of a Dockerfile that makes sense
 // without Docker: WORKDIR, COPY and ADD of build-context paths, ENV and ARG
-// (for ${VAR} substitution). Everything else is skipped and noted. Only the
-// last build stage counts, as in an image. lookup gives the values of
-// variables the Dockerfile does not set itself.
+// (for ${VAR} substitution). Everything else is noted; what changes the
+// image (RUN, earlier build stages, COPY --from, ADD of a URL) is listed in
+// the plan's unsupported lines as well. Only the last build stage counts,
+// as in an image. lookup gives the values of variables the Dockerfile does
+// not set itself.
 func planDockerfile(ins []instruction, lookup func(string) string) (dockerfilePlan, error) {
 	p := dockerfilePlan{workdir: DefaultMount}
 	last := -1
@@ -147,9 +160,13 @@ func planDockerfile(ins []instruction, lookup func(string) string) (dockerfilePl
 		return lookup(name)
 	}
 	stages := 0
+	var firstFrom instruction
 	for i, in := range ins {
 		if i < last {
 			if in.cmd == "FROM" {
+				if stages == 0 {
+					firstFrom = in
+				}
 				stages++
 			}
 			// ARGs before the first FROM are global.
@@ -161,7 +178,8 @@ func planDockerfile(ins []instruction, lookup func(string) string) (dockerfilePl
 		switch in.cmd {
 		case "FROM":
 			if stages > 0 {
-				p.notes = append(p.notes, fmt.Sprintf("%d earlier build stage(s): skipped outside docker", stages))
+				p.skip(firstFrom, fmt.Sprintf("%d earlier build stage(s): skipped outside docker", stages),
+					"build stages before the last are not built outside a container engine")
 			}
 			from := instruction{cmd: in.cmd, args: expand(in.args, get, false)}
 			p.notes = append(p.notes, from.String()+": the host's system stands in for the image")
@@ -187,16 +205,11 @@ func planDockerfile(ins []instruction, lookup func(string) string) (dockerfilePl
 			}
 			p.workdir = path.Clean(dir)
 		case "COPY", "ADD":
-			ops, note, err := planCopy(in, p.workdir, get)
-			if err != nil {
+			if err := p.planCopy(in, get); err != nil {
 				return p, fmt.Errorf("Dockerfile line %d: %w", in.line, err)
 			}
-			if note != "" {
-				p.notes = append(p.notes, note)
-			}
-			p.copies = append(p.copies, ops...)
 		case "RUN":
-			p.notes = append(p.notes, in.String()+": not run outside docker")
+			p.skip(in, in.String()+": not run outside docker", "RUN is not run outside a container engine")
 		default:
 			p.notes = append(p.notes, in.String()+": skipped outside docker")
 		}
@@ -217,8 +230,10 @@ func setArg(vars map[string]string, args string, get func(string) string) {
 	}
 }
 
-// planCopy reads COPY/ADD [--flags] src... dest (or the JSON array form).
-func planCopy(in instruction, workdir string, get func(string) string) ([]copyOp, string, error) {
+// planCopy reads COPY/ADD [--flags] src... dest (or the JSON array form)
+// into the plan's copies, relative to its workdir. A copy from another
+// image or stage, or an ADD of a URL, cannot be carried out here.
+func (p *dockerfilePlan) planCopy(in instruction, get func(string) string) error {
 	args := strings.TrimSpace(in.args)
 	var flags []string
 	for strings.HasPrefix(args, "--") {
@@ -228,14 +243,16 @@ func planCopy(in instruction, workdir string, get func(string) string) ([]copyOp
 	}
 	for _, f := range flags {
 		if strings.HasPrefix(f, "--from") {
-			return nil, in.String() + ": copies from another image or stage, skipped outside docker", nil
+			p.skip(in, in.String()+": copies from another image or stage, skipped outside docker",
+				in.cmd+" --from copies from another image or stage, which is not built outside a container engine")
+			return nil
 		}
 		// --chown, --chmod, --link, … change nothing a workspace keeps.
 	}
 	var words []string
 	if strings.HasPrefix(args, "[") {
 		if err := json.Unmarshal([]byte(args), &words); err != nil {
-			return nil, "", fmt.Errorf("%s: the JSON form is not an array of strings", in.cmd)
+			return fmt.Errorf("%s: the JSON form is not an array of strings", in.cmd)
 		}
 		for i := range words {
 			words[i] = expand(words[i], get, false)
@@ -244,27 +261,40 @@ func planCopy(in instruction, workdir string, get func(string) string) ([]copyOp
 		words = strings.Fields(expand(args, get, false))
 	}
 	if len(words) < 2 {
-		return nil, "", fmt.Errorf("%s needs a source and a destination", in.cmd)
+		return fmt.Errorf("%s needs a source and a destination", in.cmd)
 	}
 	srcs, dst := words[:len(words)-1], words[len(words)-1]
 	intoDir := strings.HasSuffix(dst, "/") || len(srcs) > 1
 	if !path.IsAbs(dst) {
-		dst = path.Join(workdir, dst)
+		dst = path.Join(p.workdir, dst)
 	}
 	dst = path.Clean(dst)
-	var ops []copyOp
 	var notes []string
+	fetched := false
 	for _, src := range srcs {
-		if in.cmd == "ADD" && (strings.Contains(src, "://") || strings.HasPrefix(src, "git@")) {
+		if in.cmd == "ADD" && isRemote(src) {
 			notes = append(notes, fmt.Sprintf("ADD %s: not fetched outside docker", shorten(src, 80)))
+			fetched = true
 			continue
 		}
 		if in.cmd == "ADD" && isArchive(src) {
 			notes = append(notes, fmt.Sprintf("ADD %s: copied without extracting it outside docker", shorten(src, 80)))
 		}
-		ops = append(ops, copyOp{in: in, src: src, dst: dst, intoDir: intoDir})
+		p.copies = append(p.copies, copyOp{in: in, src: src, dst: dst, intoDir: intoDir})
 	}
-	return ops, strings.Join(notes, "; "), nil
+	switch note := strings.Join(notes, "; "); {
+	case fetched:
+		p.skip(in, note, "ADD of a URL or a git repository is not fetched outside a container engine")
+	case note != "":
+		p.notes = append(p.notes, note)
+	}
+	return nil
+}
+
+// isRemote reports whether an ADD source is fetched rather than copied
+// from the build context: a URL or a git repository.
+func isRemote(src string) bool {
+	return strings.Contains(src, "://") || strings.HasPrefix(src, "git@")
 }
 
 func isArchive(name string) bool {

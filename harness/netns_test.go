@@ -78,7 +78,7 @@ func TestNetnsCloseRemovesNamespace(t *testing.T) {
 // tests at their host path.
 func TestNetnsVerify(t *testing.T) {
 	n := newNetns(t, "10.213.252.0")
-	ws, err := harness.PrepareWorkspace(t.TempDir(), tasksets.Task{ID: "t"})
+	ws, err := harness.PrepareWorkspace(t.TempDir(), tasksets.Task{ID: "t"}, harness.PrepareOptions{})
 	require.NoError(t, err)
 	defer ws.Remove()
 	tests := t.TempDir()

@@ -15,7 +15,7 @@ import (
 // then its verifier.
 func runTask(t *testing.T, rt verifyingRuntime, task tasksets.Task, command []string, solution string) VerifyResult {
 	t.Helper()
-	ws, err := PrepareWorkspace(t.TempDir(), task)
+	ws, err := PrepareWorkspace(t.TempDir(), task, PrepareOptions{})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, ws.Remove()) }()
 	res, err := rt.Run(context.Background(), Spec{Key: task.ID, Command: command, Task: task, Workspace: ws, Solution: solution, Timeout: task.AgentTimeout})

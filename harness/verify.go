@@ -87,7 +87,6 @@ type Verifier interface {
 var (
 	_ Verifier = (*Local)(nil)
 	_ Verifier = (*Netns)(nil)
-	_ Verifier = (*Docker)(nil)
 	_ Verifier = (*Bwrap)(nil)
 )
 

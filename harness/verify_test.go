@@ -52,7 +52,7 @@ func runtimes(t *testing.T) []struct {
 // emptyWorkspace is a workspace with nothing in it, removed with the test.
 func emptyWorkspace(t *testing.T) *Workspace {
 	t.Helper()
-	ws, err := PrepareWorkspace(t.TempDir(), tasksets.Task{ID: "t"})
+	ws, err := PrepareWorkspace(t.TempDir(), tasksets.Task{ID: "t"}, PrepareOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, ws.Remove()) })
 	return ws
@@ -227,7 +227,7 @@ func TestVerifySpecErrors(t *testing.T) {
 // task and answer files live outside it, and it stays for the verifier.
 func TestLocalRunInWorkspace(t *testing.T) {
 	ctx := buildContext(t, "FROM x\nENV GREETING=hi\nWORKDIR /app/src\nCOPY src/ ./\n")
-	ws, err := PrepareWorkspace(t.TempDir(), tasksets.Task{ID: "t", Environment: ctx})
+	ws, err := PrepareWorkspace(t.TempDir(), tasksets.Task{ID: "t", Environment: ctx}, PrepareOptions{})
 	require.NoError(t, err)
 	defer ws.Remove()
 	solution := t.TempDir()

@@ -49,16 +49,52 @@ func (w *Workspace) Workdir() string { return path.Join(w.mount, w.cwd) }
 // hostWorkdir is the agent's working directory on the host.
 func (w *Workspace) hostWorkdir() string { return filepath.Join(w.Dir, filepath.FromSlash(w.cwd)) }
 
+// PrepareOptions say how PrepareWorkspace treats what it cannot reproduce
+// outside a container engine.
+type PrepareOptions struct {
+	// SkipUnsupported skips what cannot be reproduced (RUN lines, earlier
+	// build stages, COPY --from, ADD of a URL, a compose file's services)
+	// and lists it in Workspace.Notes; without it such a line is an
+	// *UnsupportedError.
+	SkipUnsupported bool
+}
+
+// UnsupportedError is a task whose environment a runtime cannot reproduce:
+// a Dockerfile line it cannot carry out outside a container engine.
+type UnsupportedError struct {
+	Task string // the task's ID
+	// Line is the Dockerfile line (1-based); 0 when the whole environment
+	// is meant (the services of a compose file).
+	Line int
+	// Instruction is the instruction as written, shortened; for the whole
+	// environment, the file that asks for it (docker-compose.yaml).
+	Instruction string
+	Reason      string // e.g. "RUN is not run outside a container engine"
+}
+
+func (e *UnsupportedError) Error() string {
+	if e.Line == 0 {
+		return fmt.Sprintf("task %s: %s: %s; pass --runtime.skip-unsupported to run the task without them",
+			e.Task, e.Instruction, e.Reason)
+	}
+	return fmt.Sprintf("task %s: Dockerfile line %d: %s: %s; run the task in the docker runtime, or pass --runtime.skip-unsupported to skip such lines",
+		e.Task, e.Line, e.Instruction, e.Reason)
+}
+
 // PrepareWorkspace makes a workspace for task under parent ("" is
 // os.TempDir()): an empty one when the task has no Environment, the
 // directory's files as they are when it has no Dockerfile, and else what
 // the Dockerfile's interpretable subset asks for: WORKDIR (the agent's
 // directory, /app by default), COPY and ADD of build-context paths under
 // the WORKDIR (with Docker's copy semantics; --chown and --chmod ignored),
-// ENV (Workspace.Env); every other instruction is skipped and listed in
-// Notes. A symbolic link that points outside the build context, or a
-// special file in it, is refused. Remove removes the workspace.
-func PrepareWorkspace(parent string, task tasksets.Task) (*Workspace, error) {
+// ENV (Workspace.Env); the instructions that change nothing a workspace
+// holds (CMD, EXPOSE, …) are listed in Notes. What only a container engine
+// can carry out (RUN, earlier build stages, COPY --from, ADD of a URL, a
+// compose file's services) is an *UnsupportedError naming the task and the
+// line, unless opts.SkipUnsupported, which lists it in Notes too. A
+// symbolic link that points outside the build context, or a special file
+// in it, is refused. Remove removes the workspace.
+func PrepareWorkspace(parent string, task tasksets.Task, opts PrepareOptions) (*Workspace, error) {
 	if parent == "" {
 		parent = os.TempDir()
 	}
@@ -71,14 +107,19 @@ func PrepareWorkspace(parent string, task tasksets.Task) (*Workspace, error) {
 		return nil, fmt.Errorf("prepare workspace: %w", err)
 	}
 	w := &Workspace{Dir: filepath.Join(root, "app"), Logs: filepath.Join(root, "logs"), root: root, mount: DefaultMount}
-	if err := w.fill(task); err != nil {
+	if err := w.fill(task, opts); err != nil {
 		_ = w.Remove()
+		var unsupported *UnsupportedError
+		if errors.As(err, &unsupported) {
+			unsupported.Task = task.ID
+			return nil, unsupported
+		}
 		return nil, fmt.Errorf("prepare workspace for task %s: %w", task.ID, err)
 	}
 	return w, nil
 }
 
-func (w *Workspace) fill(task tasksets.Task) error {
+func (w *Workspace) fill(task tasksets.Task, opts PrepareOptions) error {
 	for _, d := range []string{w.Dir, filepath.Join(w.Logs, AgentLogs), filepath.Join(w.Logs, VerifierLogs)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
@@ -92,10 +133,14 @@ func (w *Workspace) fill(task tasksets.Task) error {
 	if err != nil {
 		return fmt.Errorf("environment: %w", err)
 	}
-	for _, name := range []string{"docker-compose.yaml", "docker-compose.yml", "compose.yaml"} {
-		if _, err := os.Lstat(filepath.Join(ctxDir, name)); err == nil {
-			w.Notes = append(w.Notes, name+": its services are not started outside docker")
+	for _, name := range []string{"docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml"} {
+		if _, err := os.Lstat(filepath.Join(ctxDir, name)); err != nil {
+			continue
 		}
+		if !opts.SkipUnsupported {
+			return &UnsupportedError{Instruction: name, Reason: "its services are not started outside a container engine"}
+		}
+		w.Notes = append(w.Notes, name+": its services are not started outside docker")
 	}
 	dockerfile, err := os.ReadFile(filepath.Join(ctxDir, "Dockerfile"))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -112,6 +157,9 @@ func (w *Workspace) fill(task tasksets.Task) error {
 	plan, err := planDockerfile(ins, workerLookup)
 	if err != nil {
 		return err
+	}
+	if len(plan.unsupported) > 0 && !opts.SkipUnsupported {
+		return plan.unsupported[0]
 	}
 	w.Env, w.Notes = plan.env, append(w.Notes, plan.notes...)
 	// The workspace is /app and what is under it; a WORKDIR elsewhere

@@ -70,6 +70,7 @@ func TestPrepareWorkspaceDockerfile(t *testing.T) {
 		workdir    string
 		env        []string
 		notes      []string
+		opts       PrepareOptions
 	}{
 		{
 			name:       "the sample layout",
@@ -138,11 +139,32 @@ func TestPrepareWorkspaceDockerfile(t *testing.T) {
 			notes: []string{"FROM debian: the host's system stands in for the image"},
 		},
 		{
-			name: "RUN and the rest are noted, heredocs skipped",
+			name: "lines that change nothing a workspace holds are noted",
+			dockerfile: "FROM debian:bookworm-slim\nLABEL a=b\nMAINTAINER me\nUSER root\nSHELL [\"/bin/bash\", \"-c\"]\n" +
+				"EXPOSE 8080\nVOLUME /data\nSTOPSIGNAL SIGTERM\nHEALTHCHECK NONE\nONBUILD RUN make\nENTRYPOINT [\"sh\"]\nCMD [\"-c\", \"true\"]\n",
+			files: map[string]string{},
+			notes: []string{
+				"FROM debian:bookworm-slim: the host's system stands in for the image",
+				"LABEL a=b: skipped outside docker",
+				"MAINTAINER me: skipped outside docker",
+				"USER root: skipped outside docker",
+				`SHELL ["/bin/bash", "-c"]: skipped outside docker`,
+				"EXPOSE 8080: skipped outside docker",
+				"VOLUME /data: skipped outside docker",
+				"STOPSIGNAL SIGTERM: skipped outside docker",
+				"HEALTHCHECK NONE: skipped outside docker",
+				"ONBUILD RUN make: skipped outside docker",
+				`ENTRYPOINT ["sh"]: skipped outside docker`,
+				`CMD ["-c", "true"]: skipped outside docker`,
+			},
+		},
+		{
+			name: "RUN and earlier stages skipped when asked, heredocs too",
 			dockerfile: "# escape=\\\nFROM debian:bookworm-slim AS base\nRUN echo skipped\n" +
 				"FROM debian:bookworm-slim\n# a comment\nRUN apt-get update && \\\n    # inside\n    apt-get install -y jq\n" +
 				"RUN <<EOF\nCOPY a.txt /app/\nEOF\nEXPOSE 8080\nCMD [\"sh\"]\n",
 			files: map[string]string{},
+			opts:  PrepareOptions{SkipUnsupported: true},
 			notes: []string{
 				"1 earlier build stage(s): skipped outside docker",
 				"FROM debian:bookworm-slim: the host's system stands in for the image",
@@ -162,7 +184,7 @@ func TestPrepareWorkspaceDockerfile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env := buildContext(t, tt.dockerfile)
-			ws, err := PrepareWorkspace(t.TempDir(), tasksets.Task{ID: "t", Environment: env})
+			ws, err := PrepareWorkspace(t.TempDir(), tasksets.Task{ID: "t", Environment: env}, tt.opts)
 			require.NoError(t, err)
 			defer func() { assert.NoError(t, ws.Remove()) }()
 
@@ -226,7 +248,7 @@ func TestPrepareWorkspaceRefuses(t *testing.T) {
 				tt.setup(t, ctx)
 			}
 			parent := t.TempDir()
-			_, err := PrepareWorkspace(parent, tasksets.Task{ID: "bad-task", Environment: ctx})
+			_, err := PrepareWorkspace(parent, tasksets.Task{ID: "bad-task", Environment: ctx}, PrepareOptions{})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "task bad-task")
 			assert.Contains(t, err.Error(), tt.want)
@@ -237,8 +259,107 @@ func TestPrepareWorkspaceRefuses(t *testing.T) {
 	}
 }
 
+// A line only a container engine carries out refuses the task, naming it
+// and the line, unless such lines are skipped: then it is a note.
+func TestPrepareWorkspaceUnsupported(t *testing.T) {
+	tests := []struct {
+		name       string
+		dockerfile string
+		compose    string // a compose file's name, written beside the Dockerfile
+		want       UnsupportedError
+		note       string // under SkipUnsupported
+	}{
+		{
+			name:       "RUN",
+			dockerfile: "FROM debian:bookworm-slim\nWORKDIR /app\nRUN apt-get install -y jq\nCOPY a.txt ./\n",
+			want:       UnsupportedError{Line: 3, Instruction: "RUN apt-get install -y jq", Reason: "RUN is not run outside a container engine"},
+			note:       "RUN apt-get install -y jq: not run outside docker",
+		},
+		{
+			name:       "RUN over continuation lines names its first",
+			dockerfile: "FROM x\n\n# set up\nRUN apt-get update && \\\n    apt-get install -y jq\n",
+			want:       UnsupportedError{Line: 4, Instruction: "RUN apt-get update && apt-get install -y jq", Reason: "RUN is not run outside a container engine"},
+			note:       "RUN apt-get update && apt-get install -y jq: not run outside docker",
+		},
+		{
+			name:       "an earlier build stage",
+			dockerfile: "ARG GO=1.22\nFROM golang:${GO} AS build\nCOPY src /src\nFROM debian:bookworm-slim\nCOPY a.txt /app/\n",
+			want: UnsupportedError{Line: 2, Instruction: "FROM golang:${GO} AS build",
+				Reason: "build stages before the last are not built outside a container engine"},
+			note: "1 earlier build stage(s): skipped outside docker",
+		},
+		{
+			name:       "COPY --from",
+			dockerfile: "FROM debian:bookworm-slim\nCOPY a.txt /app/\nCOPY --from=busybox:1 /bin/busybox /app/\n",
+			want: UnsupportedError{Line: 3, Instruction: "COPY --from=busybox:1 /bin/busybox /app/",
+				Reason: "COPY --from copies from another image or stage, which is not built outside a container engine"},
+			note: "COPY --from=busybox:1 /bin/busybox /app/: copies from another image or stage, skipped outside docker",
+		},
+		{
+			name:       "ADD of a URL",
+			dockerfile: "FROM x\nADD https://example.com/data.tar.gz /app/\n",
+			want: UnsupportedError{Line: 2, Instruction: "ADD https://example.com/data.tar.gz /app/",
+				Reason: "ADD of a URL or a git repository is not fetched outside a container engine"},
+			note: "ADD https://example.com/data.tar.gz: not fetched outside docker",
+		},
+		{
+			name:       "ADD of a git repository",
+			dockerfile: "FROM x\nADD a.txt git@github.com:o/r.git /app/src/\n",
+			want: UnsupportedError{Line: 2, Instruction: "ADD a.txt git@github.com:o/r.git /app/src/",
+				Reason: "ADD of a URL or a git repository is not fetched outside a container engine"},
+			note: "ADD git@github.com:o/r.git: not fetched outside docker",
+		},
+		{
+			name:       "a compose file",
+			dockerfile: "FROM x\nCOPY a.txt /app/\n",
+			compose:    "docker-compose.yaml",
+			want:       UnsupportedError{Instruction: "docker-compose.yaml", Reason: "its services are not started outside a container engine"},
+			note:       "docker-compose.yaml: its services are not started outside docker",
+		},
+		{
+			name:    "a compose file without a Dockerfile",
+			compose: "compose.yaml",
+			want:    UnsupportedError{Instruction: "compose.yaml", Reason: "its services are not started outside a container engine"},
+			note:    "compose.yaml: its services are not started outside docker",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := buildContext(t, tt.dockerfile)
+			if tt.compose != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(env, tt.compose), []byte("services: {db: {image: postgres}}\n"), 0o644))
+			}
+			task := tasksets.Task{ID: "needs-docker", Environment: env}
+			parent := t.TempDir()
+			_, err := PrepareWorkspace(parent, task, PrepareOptions{})
+			var unsupported *UnsupportedError
+			require.ErrorAs(t, err, &unsupported, "PrepareWorkspace(%s) = %v, want an *UnsupportedError", tt.name, err)
+			want := tt.want
+			want.Task = "needs-docker"
+			assert.Equal(t, &want, unsupported)
+			entries, err := os.ReadDir(parent)
+			require.NoError(t, err)
+			assert.Empty(t, entries, "a refused workspace is removed")
+
+			ws, err := PrepareWorkspace(parent, task, PrepareOptions{SkipUnsupported: true})
+			require.NoError(t, err)
+			defer func() { assert.NoError(t, ws.Remove()) }()
+			assert.Contains(t, ws.Notes, tt.note)
+		})
+	}
+}
+
+func TestUnsupportedErrorSaysWhatToDo(t *testing.T) {
+	line := &UnsupportedError{Task: "hello", Line: 3, Instruction: "RUN apt-get install -y jq", Reason: "RUN is not run outside a container engine"}
+	assert.Equal(t, "task hello: Dockerfile line 3: RUN apt-get install -y jq: RUN is not run outside a container engine; "+
+		"run the task in the docker runtime, or pass --runtime.skip-unsupported to skip such lines", line.Error())
+	compose := &UnsupportedError{Task: "X", Instruction: "docker-compose.yaml", Reason: "its services are not started outside a container engine"}
+	assert.Equal(t, "task X: docker-compose.yaml: its services are not started outside a container engine; "+
+		"pass --runtime.skip-unsupported to run the task without them", compose.Error())
+}
+
 func TestPrepareWorkspaceEmpty(t *testing.T) {
-	ws, err := PrepareWorkspace("", tasksets.Task{ID: "t", Info: []byte(`{"environment":{"docker_image":"img:2"}}`)})
+	ws, err := PrepareWorkspace("", tasksets.Task{ID: "t", Info: []byte(`{"environment":{"docker_image":"img:2"}}`)}, PrepareOptions{})
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(ws.Dir, os.TempDir()), "parent \"\" is the temp dir")
 	assert.Empty(t, tree(t, ws.Dir))

@@ -111,6 +111,7 @@ func TestConfigFromFlags(t *testing.T) {
 			assert.NotNil(t, c.Runtime)
 			assert.Empty(t, c.MetricsAddr, "metrics are off unless asked")
 			assert.Equal(t, "default", c.Namespace)
+			assert.False(t, c.SkipUnsupported, "what a runtime cannot carry out is refused unless asked")
 		}},
 		{"metrics", []string{"--metrics-addr", "127.0.0.1:9464", "--namespace", "ns"}, nil, func(t *testing.T, c Config) {
 			assert.Equal(t, "127.0.0.1:9464", c.MetricsAddr)
@@ -132,6 +133,12 @@ func TestConfigFromFlags(t *testing.T) {
 		{"bwrap", []string{"--runtime", "bwrap", "--work-dir", "/w"}, nil, func(t *testing.T, c Config) {
 			assert.Equal(t, &harness.Bwrap{Local: harness.Local{Dir: "/w"}}, c.Runtime)
 			assert.False(t, harness.IsRemote(c.Runtime), "a sandbox shares the host's network")
+		}},
+		{"Dockerfile lines skipped", []string{"--runtime.skip-unsupported"}, nil, func(t *testing.T, c Config) {
+			assert.True(t, c.SkipUnsupported)
+		}},
+		{"Dockerfile lines skipped, from the environment", nil, map[string]string{"EVALFLOW_SKIP_UNSUPPORTED": "true"}, func(t *testing.T, c Config) {
+			assert.True(t, c.SkipUnsupported)
 		}},
 		{"bwrap with its own network", nil, map[string]string{"EVALFLOW_RUNTIME": "bwrap", "EVALFLOW_BWRAP_ISOLATE_NET": "true"}, func(t *testing.T, c Config) {
 			assert.Equal(t, &harness.Bwrap{IsolateNet: true}, c.Runtime)

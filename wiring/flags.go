@@ -55,6 +55,7 @@ const (
 	flagHarnessCache           = "harness-cache"
 	flagGatewayAddr            = "gateway-addr"
 	flagGatewayTTL             = "gateway-ttl"
+	flagSkipUnsupported        = "runtime.skip-unsupported"
 )
 
 // ClientFlags are the flags that say which Temporal namespace to talk to.
@@ -195,6 +196,7 @@ func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, 
 		WorkDir:         cctx.String(flagWorkDir),
 		HarnessCache:    cctx.String(flagHarnessCache),
 		Runtime:         rt,
+		SkipUnsupported: cctx.Bool(flagSkipUnsupported),
 		Interception:    ic,
 		MetricsAddr:     cctx.String(FlagMetricsAddr),
 		Namespace:       cctx.String(FlagNamespace),
@@ -348,6 +350,8 @@ func RuntimeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "runtime.netns-subnet", Value: "10.213.0.0", EnvVars: []string{"EVALFLOW_NETNS_SUBNET"}, Usage: "netns: the /30 joining the namespace to this host"},
 		&cli.StringFlag{Name: "runtime.docker-image", EnvVars: []string{"EVALFLOW_DOCKER_IMAGE"}, Usage: "docker: the image of the tasks that name none (default " + container.DefaultImage + ")"},
 		&cli.StringFlag{Name: "runtime.pull", Value: container.PullMissing, EnvVars: []string{"EVALFLOW_PULL"}, Usage: "docker: pull an image a task names when the engine lacks it (missing), or never"},
+		&cli.BoolFlag{Name: flagSkipUnsupported, EnvVars: []string{"EVALFLOW_SKIP_UNSUPPORTED"},
+			Usage: "local, netns, bwrap: skip the Dockerfile lines they cannot carry out (RUN, other build stages) instead of refusing the task"},
 	}
 }
 
@@ -378,7 +382,7 @@ func RuntimeFromFlags(cctx *cli.Context, workDir string) (harness.Runtime, func(
 		}
 		return &harness.Bwrap{IsolateNet: cctx.Bool("runtime.bwrap-isolate-net"), Local: local}, none, nil
 	case "", RuntimeAuto:
-		a := &harness.Auto{Local: &local}
+		a := &harness.Auto{Local: &local, Options: harness.PrepareOptions{SkipUnsupported: cctx.Bool(flagSkipUnsupported)}}
 		if _, err := exec.LookPath("bwrap"); err == nil {
 			a.Isolated = &harness.Bwrap{Local: local}
 		}

@@ -73,6 +73,11 @@ type Config struct {
 	// Runtime runs harnesses; nil: local subprocesses. Packaged harnesses
 	// (codex, claude-code) run on it too (see packagedRuntime).
 	Runtime harness.Runtime
+	// SkipUnsupported lets the local, netns and bwrap runtimes run a task
+	// whose Dockerfile asks for what they cannot carry out (RUN lines,
+	// earlier build stages), skipping those lines; without it such a task
+	// fails its run.
+	SkipUnsupported bool
 	// HarnessCache is where packaged harnesses are installed; empty:
 	// packaged.DefaultCacheDir.
 	HarnessCache string
@@ -230,18 +235,19 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 	w.pool.StartGatewaySweeper(0)
 	m.TunnelsUp(w.pool.Tunnels)
 	acts := &activities.Activities{
-		Pool:           w.pool,
-		Runtime:        cfg.Runtime,
-		Store:          store,
-		Tasksets:       &activities.TasksetCache{},
-		HostQueue:      hostQueue(cfg.TaskQueue),
-		DefaultHarness: cfg.DefaultHarness,
-		Capacity:       w.cap,
-		Judge:          upstream,
-		WorkDir:        cfg.WorkDir,
-		SDKTimeout:     cfg.Upstream.SDKTimeout(),
-		Logger:         cfg.Logger,
-		Metrics:        m,
+		Pool:            w.pool,
+		Runtime:         cfg.Runtime,
+		Store:           store,
+		Tasksets:        &activities.TasksetCache{},
+		HostQueue:       hostQueue(cfg.TaskQueue),
+		DefaultHarness:  cfg.DefaultHarness,
+		Capacity:        w.cap,
+		Judge:           upstream,
+		WorkDir:         cfg.WorkDir,
+		SkipUnsupported: cfg.SkipUnsupported,
+		SDKTimeout:      cfg.Upstream.SDKTimeout(),
+		Logger:          cfg.Logger,
+		Metrics:         m,
 	}
 
 	w.shared = worker.New(c, cfg.TaskQueue, worker.Options{

@@ -245,7 +245,7 @@ func TestRemoveOrphans(t *testing.T) {
 	mk := func(pid string) string {
 		id, err := r.Engine.CreateContainer(ctx, engine.ContainerConfig{
 			Image: "docker.io/library/debian:bookworm-slim", Cmd: []string{"sleep", "600"},
-			Labels: map[string]string{"evalflow.sandbox": "rollout", "evalflow.host": host, "evalflow.pid": pid, "evalflow.run": "orphans"},
+			Labels:     map[string]string{"evalflow.sandbox": "rollout", "evalflow.host": host, "evalflow.pid": pid, "evalflow.run": "orphans"},
 			HostConfig: engine.HostConfig{NetworkMode: "none"},
 		})
 		require.NoError(t, err)

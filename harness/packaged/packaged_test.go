@@ -110,7 +110,7 @@ func TestHarnessesCompleteBundledTask(t *testing.T) {
 			require.NoError(t, err)
 
 			task := bundledTask(t, "hello-file")
-			ws, err := harness.PrepareWorkspace(t.TempDir(), task)
+			ws, err := harness.PrepareWorkspace(t.TempDir(), task, harness.PrepareOptions{})
 			require.NoError(t, err)
 			local := &harness.Local{Dir: t.TempDir()}
 			rt := &packaged.Runtime{Runtime: local, Installer: installer, Dir: t.TempDir()}
