@@ -13,6 +13,7 @@ import (
 
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/tasksets"
 )
 
 // needsJQ is the rollout of a one-task JSONL taskset whose environment's
@@ -70,20 +71,33 @@ func TestRunSkipsUnsupportedLinesWhenAsked(t *testing.T) {
 	assert.Contains(t, tr.Workspace, "RUN apt-get install -y jq: not run outside docker")
 }
 
-// imageRuntime stands for the docker runtime: it runs tasks in their own
-// image, whose build carries out the Dockerfile.
-type imageRuntime struct{ fakeRuntime }
+// imageRuntime stands for the container runtime: it prepares its own
+// workspaces (a sandbox of the task's image, whose build carries out the
+// Dockerfile).
+type imageRuntime struct {
+	fakeRuntime
+	prepared *int
+}
 
-func (imageRuntime) RunsTaskImages() bool { return true }
+func (r imageRuntime) PrepareWorkspace(parent string, task tasksets.Task) (*harness.Workspace, error) {
+	*r.prepared++
+	return harness.NewSandboxWorkspace(parent, task)
+}
 
-// A runtime that builds the task's image is not refused its RUN lines.
+// A runtime that prepares its own workspaces is asked to, and is not
+// refused the RUN lines its image build carries out.
 func TestRunLeavesTheDockerfileToARuntimeThatBuildsIt(t *testing.T) {
 	r := newRig(t, nil)
-	r.acts.Runtime = imageRuntime{func(context.Context, harness.Spec) (harness.Result, error) {
+	prepared := 0
+	r.acts.Runtime = imageRuntime{fakeRuntime: func(_ context.Context, spec harness.Spec) (harness.Result, error) {
+		if spec.Workspace == nil || spec.Workspace.BuildContext() == "" {
+			return harness.Result{ExitCode: 1}, nil
+		}
 		return harness.Result{Answer: "42"}, nil
-	}}
+	}, prepared: &prepared}
 	r.acts.WorkDir = t.TempDir()
 	s, err := r.rollout(t, needsJQ(t))
 	require.NoError(t, err)
 	assert.Equal(t, rollout.StatusOK, s.Status)
+	assert.Equal(t, 1, prepared, "the runtime prepared the workspace")
 }

@@ -129,3 +129,14 @@ func (a *Auto) Prepare(ctx context.Context, task tasksets.Task) error {
 	}
 	return nil
 }
+
+// Choice says where tasks with an environment run, for the worker's start.
+func (a *Auto) Choice() string {
+	switch {
+	case a.Sandboxes != nil:
+		return "tasks with an environment run in containers of their own images; other tasks locally"
+	case a.Isolated != nil:
+		return "tasks with an environment run in bwrap (" + a.NoEngine + "); other tasks locally"
+	}
+	return "tasks with an environment are refused (" + a.NoEngine + ", and bwrap is not installed); other tasks run locally"
+}

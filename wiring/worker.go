@@ -187,6 +187,9 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 	if cfg.Runtime == nil {
 		cfg.Runtime = &harness.Local{Dir: cfg.WorkDir}
 	}
+	if a, ok := cfg.Runtime.(*harness.Auto); ok {
+		cfg.Logger.Info("runtime auto: " + a.Choice())
+	}
 	cfg.Runtime = packagedRuntime(cfg.Runtime, cfg.HarnessCache, cfg.WorkDir)
 	store, err := OpenStore(context.Background(), cfg.store(), cfg.Logger)
 	if err != nil {
