@@ -53,7 +53,8 @@ lint:
 # Benchmarks, each against its baselines in the same run (a few minutes on 2
 # cores): writes bench/results.json and the results section of BENCHMARKS.md.
 bench: engine
-	$(GO) test -run '^$$' -bench . -benchmem ./bench/ ./dialects/ > bench/gobench.txt && cat bench/gobench.txt
+	$(GO) test -run '^$$' -bench . -benchmem ./bench/ ./dialects/ > bench/gobench.txt
+	$(GO) test -run '^$$' -bench . -benchtime 10x ./harness/container/ >> bench/gobench.txt && cat bench/gobench.txt
 	$(GO) run ./bench/cmd/bench -gobench bench/gobench.txt
 
 # The 20,000-rollout eval (bounded histories, flat worker memory); takes

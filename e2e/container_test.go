@@ -17,7 +17,7 @@ import (
 
 // containerRuntime is the container runtime on the test engine, with the
 // tests' built-in agent mounted into every sandbox.
-func containerRuntime(t *testing.T) *container.Runtime {
+func containerRuntime(t testing.TB) *container.Runtime {
 	t.Helper()
 	return &container.Runtime{Engine: enginetest.Client(t), Agent: agentCommand[0], Dir: t.TempDir(), Worker: "e2e"}
 }

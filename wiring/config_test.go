@@ -193,7 +193,7 @@ func TestConfigFromFlagsErrors(t *testing.T) {
 		{[]string{"--multiplex", "3", "--interception.multiplex", "4"}, "disagree"},
 		{[]string{"--mock-error-rate", "1.5"}, "--mock-error-rate"},
 		{[]string{"--mock-latency", "-1s"}, "--mock-latency"},
-		{[]string{"--runtime", "vm"}, "unknown runtime \"vm\" (want local, netns, bwrap or docker)"},
+		{[]string{"--runtime", "vm"}, "unknown runtime \"vm\" (want auto, docker, bwrap, local or netns)"},
 		{[]string{"--interception.type", "ngrok"}, "unknown type"},
 		{[]string{"--gateway-addr", "127.0.0.1:8470"}, "--gateway-addr needs --interception.gateway-token"},
 	} {
