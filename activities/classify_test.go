@@ -25,6 +25,8 @@ func TestClassify(t *testing.T) {
 		{"harness exit", harness.Result{ExitCode: 1, Stderr: "boom\nlast line"}, []trace.Turn{ok}, 8, rollout.KindHarnessExit},
 		{"turn limit", harness.Result{ExitCode: 2}, []trace.Turn{ok, ok}, 2, rollout.KindMaxTurns},
 		{"timeout", harness.Result{ExitCode: -1, TimedOut: true}, nil, 8, rollout.KindTimeout},
+		{"over its memory", harness.Result{ExitCode: 137, OOMKilled: true}, nil, 8, rollout.KindOOM},
+		{"killed, not for memory", harness.Result{ExitCode: 137, Stderr: "Killed\nlast line"}, nil, 8, rollout.KindHarnessExit},
 		{"context length", harness.Result{ExitCode: 1}, []trace.Turn{{Status: 400, Error: "This model's maximum context length is 8192 tokens"}}, 8, rollout.KindContextLength},
 		{"refusal", harness.Result{}, []trace.Turn{{Status: 200, Response: dialects.Response{Message: dialects.Message{Refusal: "I can't help with that."}}}}, 8, rollout.KindRefusal},
 	} {
