@@ -43,7 +43,7 @@ func TestWorkerKilledLeavesNoSandbox(t *testing.T) {
 	doomed := startWorker(t, srv.addr, runs, queue, args...)
 	cfg := workflows.RunConfig{
 		RunID: "kill-sandbox", Taskset: "harbor:" + root, MaxConcurrent: tasks, Model: "mock",
-		Harness: rollout.HarnessConfig{Command: []string{"sh", "-c", "sleep 6; touch /app/done"}},
+		Harness: rollout.HarnessConfig{Command: []string{"sh", "-c", "sleep 15; touch /app/done"}},
 		Limits:  workflows.Limits{HeartbeatTimeout: 5 * time.Second},
 	}.WithDefaults()
 	run := startEval(t, c, queue, cfg)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -68,7 +69,7 @@ func BenchmarkImage(b *testing.B) {
 	})
 	b.Run("miss", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
-			require.NoError(b, r.Prepare(ctx, write(fmt.Sprintf("miss-%d-%d", os.Getpid(), i))))
+			require.NoError(b, r.Prepare(ctx, write(fmt.Sprintf("miss-%d-%d", time.Now().UnixNano(), i))))
 		}
 	})
 }
