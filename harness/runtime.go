@@ -39,10 +39,20 @@ type Spec struct {
 	// place for the verifier; nil runs it in a fresh temporary workdir,
 	// removed afterwards.
 	Workspace *Workspace
+	// Mounts are host directories a sandbox runtime binds at the same path
+	// inside (a packaged harness's program and its session directory);
+	// runtimes on this host's files see them as they are.
+	Mounts []Mount
 	// Solution is a host directory holding the task's reference solution,
 	// given to the oracle: EVALFLOW_SOLUTION, and mounted read-only at
 	// /solution in a sandbox. Empty for an agent.
 	Solution string
+}
+
+// Mount is a host directory a sandbox sees at the same path.
+type Mount struct {
+	Path     string
+	ReadOnly bool
 }
 
 // Result is how a harness run ended. A non-zero exit is a Result, not an error.

@@ -27,7 +27,7 @@ func TestPackagedRuntime(t *testing.T) {
 		{&harness.Bwrap{}, false, false, false},
 		{&harness.Bwrap{IsolateNet: true}, false, true, false},
 		{&harness.Auto{}, true, false, true},
-		{&container.Runtime{}, false, false, true},
+		{&container.Runtime{}, true, false, true},
 	} {
 		rt := packagedRuntime(tc.rt, "/cache", "/work")
 		p, ok := rt.(*packaged.Runtime)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/evalflow/evalflow/activities"
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/harness/container"
 	"github.com/evalflow/evalflow/harness/packaged"
 	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/metrics"
@@ -424,9 +425,9 @@ func packagedRuntime(rt harness.Runtime, cache, workDir string) harness.Runtime 
 	}
 	p := &packaged.Runtime{Runtime: rt, Installer: &packaged.Installer{Dir: cache}, Dir: workDir}
 	switch rt.(type) {
-	case *harness.Local, *harness.Netns, *harness.Auto:
-		// Auto runs them locally; it sends a task with an environment to
-		// a sandbox, where packaged.Runtime refuses them.
+	case *harness.Local, *harness.Netns, *harness.Auto, *container.Runtime:
+		// In a container sandbox they run as their native programs,
+		// mounted at their host paths.
 	default:
 		p.Unsupported = fmt.Sprintf("runs in the local or netns runtime only (its program and configuration are on this host), not in %T", rt)
 	}

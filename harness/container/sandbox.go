@@ -85,6 +85,13 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 	if spec.Solution != "" {
 		binds = append(binds, spec.Solution+":"+SolutionDir+":ro")
 	}
+	for _, m := range spec.Mounts {
+		b := m.Path + ":" + m.Path
+		if m.ReadOnly {
+			b += ":ro"
+		}
+		binds = append(binds, b)
+	}
 	network := "host"
 	if !env.Internet() {
 		// No network at all: the keeper carries the agent's connections

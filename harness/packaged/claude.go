@@ -22,8 +22,15 @@ var ClaudeCode = Harness{
 	Bin:     "claude",
 	Version: "2.1.330",
 	setup:   claudeSetup,
-	answer:  claudeAnswer,
-	logs:    []string{"claude-config/projects", claudeResult},
+	native: func(goarch string) string {
+		arch := "x64"
+		if goarch == "arm64" {
+			arch = "arm64"
+		}
+		return "node_modules/@anthropic-ai/claude-code-linux-" + arch + "/claude"
+	},
+	answer: claudeAnswer,
+	logs:   []string{"claude-config/projects", claudeResult},
 }
 
 // claudeResult is the file, in the session directory, of claude's JSON result.

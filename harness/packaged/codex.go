@@ -21,7 +21,14 @@ var Codex = Harness{
 	Bin:     "codex",
 	Version: "0.169.0",
 	setup:   codexSetup,
-	logs:    []string{"codex-home/sessions"},
+	native: func(goarch string) string {
+		arch, triple := "x64", "x86_64"
+		if goarch == "arm64" {
+			arch, triple = "arm64", "aarch64"
+		}
+		return "node_modules/@openai/codex-linux-" + arch + "/vendor/" + triple + "-unknown-linux-musl/bin/codex"
+	},
+	logs: []string{"codex-home/sessions"},
 }
 
 // codexScript runs codex exec with the answer file and prompt of the env

@@ -155,20 +155,3 @@ func TestUnsupportedRuntimeIsAConfigError(t *testing.T) {
 	require.ErrorAs(t, err, &cfgErr)
 	assert.Equal(t, "packaged harness codex: the docker runtime cannot run it", err.Error())
 }
-
-// A task that works in a container sandbox of its own image (under auto)
-// is refused a packaged harness, which runs on this host's files, before
-// anything is installed.
-func TestSandboxWorkspaceIsAConfigError(t *testing.T) {
-	rt := &packaged.Runtime{Runtime: &harness.Local{}, Installer: &packaged.Installer{Dir: t.TempDir()}}
-	ws, err := harness.NewSandboxWorkspace(t.TempDir(), tasksets.Task{ID: "in-image"})
-	require.NoError(t, err)
-	defer ws.Remove()
-	_, err = rt.Run(context.Background(), harness.Spec{Command: packaged.Command(packaged.ClaudeCode, ""), Workspace: ws, Task: tasksets.Task{ID: "in-image"}})
-	var cfgErr *harness.ConfigError
-	require.ErrorAs(t, err, &cfgErr)
-	assert.Contains(t, err.Error(), "task in-image works in a container sandbox")
-	entries, err := os.ReadDir(rt.Installer.Dir)
-	require.NoError(t, err)
-	assert.Empty(t, entries, "nothing was installed")
-}

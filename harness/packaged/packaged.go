@@ -34,6 +34,9 @@ type Harness struct {
 	// directory of its own, outside the workspace) and returns its command
 	// line and extra environment; bin is the installed program.
 	setup func(bin, session string, spec harness.Spec) (command, env []string, err error)
+	// native is the glob, under the installation, of the harness's native
+	// program for a Go architecture: what runs in a sandbox without Node.
+	native func(goarch string) string
 	// answer reads the final answer from session when the harness does not
 	// write EVALFLOW_ANSWER_FILE itself; nil when it does.
 	answer func(session string) (string, error)

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
+	"strings"
 
 	"github.com/evalflow/evalflow/harness"
 )
@@ -53,15 +55,22 @@ func (r *Runtime) Run(ctx context.Context, spec harness.Spec) (harness.Result, e
 	if r.Unsupported != "" {
 		return harness.Result{}, &harness.ConfigError{Err: fmt.Errorf("packaged harness %s: %s", h.Name, r.Unsupported)}
 	}
-	if spec.Workspace != nil && spec.Workspace.Dir == "" {
-		return harness.Result{}, &harness.ConfigError{Err: fmt.Errorf("packaged harness %s runs on this host's files, and task %s works in a container sandbox of its own image: run it with --runtime bwrap or local", h.Name, spec.Task.ID)}
-	}
 	bin, err := r.Installer.Install(ctx, h, version)
 	if err != nil {
 		if ctx.Err() != nil {
 			return harness.Result{}, err
 		}
 		return harness.Result{}, &harness.ConfigError{Err: err}
+	}
+	// In a sandbox of the task's image (which need not hold Node), the
+	// harness runs as its native program, its installation and session
+	// directory mounted at their host paths.
+	sandboxed := spec.Workspace != nil && spec.Workspace.Dir == ""
+	var installed string
+	if sandboxed {
+		if bin, installed, err = nativeProgram(h, bin); err != nil {
+			return harness.Result{}, &harness.ConfigError{Err: fmt.Errorf("task %s works in a container sandbox: %w", spec.Task.ID, err)}
+		}
 	}
 	session, err := os.MkdirTemp(r.Dir, "evalflow-"+h.Name+"-")
 	if err != nil {
@@ -74,6 +83,9 @@ func (r *Runtime) Run(ctx context.Context, spec harness.Spec) (harness.Result, e
 	}
 	spec.Command = command
 	spec.Env = append(env, spec.Env...)
+	if sandboxed {
+		spec.Mounts = append(spec.Mounts, harness.Mount{Path: installed, ReadOnly: true}, harness.Mount{Path: session})
+	}
 	res, err := r.Runtime.Run(ctx, spec)
 	res.SessionLogs = append(res.SessionLogs, sessionLogs(session, h.logs)...)
 	if h.answer != nil && res.Answer == "" {
@@ -121,4 +133,21 @@ func (r *Runtime) Verify(ctx context.Context, spec harness.VerifySpec) (harness.
 		return harness.VerifyResult{}, fmt.Errorf("the %T runtime cannot run verifiers", r.Runtime)
 	}
 	return v.Verify(ctx, spec)
+}
+
+// nativeProgram is the native program of an installed harness (bin is its
+// npm launcher, a Node script), and the installation's directory.
+func nativeProgram(h Harness, bin string) (program, installed string, err error) {
+	i := strings.LastIndex(bin, string(filepath.Separator)+"node_modules"+string(filepath.Separator))
+	if i < 0 || h.native == nil {
+		return "", "", fmt.Errorf("packaged harness %s has no native program to run in a sandbox", h.Name)
+	}
+	installed = bin[:i]
+	matches, _ := filepath.Glob(filepath.Join(installed, h.native(goruntime.GOARCH)))
+	for _, m := range matches {
+		if fi, err := os.Stat(m); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return m, installed, nil
+		}
+	}
+	return "", "", fmt.Errorf("packaged harness %s: no native program for %s under %s", h.Name, goruntime.GOARCH, installed)
 }
