@@ -264,3 +264,39 @@ func TestRemoveOrphans(t *testing.T) {
 	assert.NoError(t, err, "a live worker's sandbox stays")
 	assert.True(t, strings.HasPrefix(live, live[:1]))
 }
+
+// A sandbox that goes away under a running harness (its engine lost it,
+// or someone removed it) is the runtime's error, retried as
+// infrastructure, never a result scored as the agent's.
+func TestSandboxGoneMidRunIsTheRuntimes(t *testing.T) {
+	r := containertest.Runtime(t)
+	tk := task(t, "testdata/tb-shaped", "state-outside-app")
+	ws, err := r.PrepareWorkspace("", tk)
+	require.NoError(t, err)
+	defer ws.Remove()
+	ctx := context.Background()
+	type ran struct {
+		res harness.Result
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		res, err := r.Run(ctx, harness.Spec{Key: "gone/0/0/0", Command: []string{"sh", "-c", "touch /app/started; sleep 120"}, BaseURL: "http://127.0.0.1:9", Task: tk, Workspace: ws, Timeout: 5 * time.Minute})
+		done <- ran{res, err}
+	}()
+	var id string
+	require.Eventually(t, func() bool {
+		list, err := r.Engine.ListContainers(ctx, container.LabelRun+"=gone")
+		require.NoError(t, err)
+		if len(list) != 1 {
+			return false
+		}
+		id = list[0].ID
+		code, err := r.Engine.Exec(ctx, id, engine.ExecConfig{Cmd: []string{"test", "-e", "/app/started"}}, nil, nil)
+		return err == nil && code == 0
+	}, 2*time.Minute, 50*time.Millisecond, "the harness starts in its sandbox")
+	require.NoError(t, r.Engine.RemoveContainer(ctx, id))
+	got := <-done
+	require.Error(t, got.err, "a lost sandbox is an error, not a result: %+v", got.res)
+	assert.Contains(t, got.err.Error(), "keeper went away")
+}
