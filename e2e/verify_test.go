@@ -204,6 +204,20 @@ func TestHarborSampleScriptedAgent(t *testing.T) {
 	require.NoError(t, err)
 	got := runHarbor(t, harborRun{taskset: tasksets.HarborSampleName, script: script})
 
+	assertScriptedOutcome(t, got)
+	fizz := readTrace(t, got.runDir, got.records["fix-fizzbuzz"])
+	require.NotEmpty(t, fizz.Turns)
+	assert.Equal(t, "shell", fizz.Turns[0].Response.Message.ToolCalls[0].Name, "the agent acted, and failed")
+	require.NotNil(t, fizz.Verifier)
+	assert.Equal(t, 0.0, fizz.Verifier.Reward)
+	requireNoWorkspaceLeft(t, got.workDir)
+}
+
+// assertScriptedOutcome checks a run of the bundled sample by the built-in
+// agent on testdata/harbor-agent.jsonl: the three tasks the script solves
+// score 1, the others 0, and hello-file's turns are its tool calls.
+func assertScriptedOutcome(t *testing.T, got harborResult) {
+	t.Helper()
 	require.Zero(t, got.res.Failed, "%+v", got.res.FailedSamples)
 	require.Len(t, got.records, harborSampleLen(t))
 	solved := map[string]bool{"hello-file": true, "config-edit": true, "log-errors": true}
@@ -220,12 +234,6 @@ func TestHarborSampleScriptedAgent(t *testing.T) {
 	require.Len(t, calls, 1)
 	assert.Equal(t, "write_file", calls[0].Name)
 	assert.Contains(t, string(mustJSON(t, tr.Turns[2].Request)), "Hello, evalflow!", "the shell tool's output went back to the model")
-	fizz := readTrace(t, got.runDir, got.records["fix-fizzbuzz"])
-	require.NotEmpty(t, fizz.Turns)
-	assert.Equal(t, "shell", fizz.Turns[0].Response.Message.ToolCalls[0].Name, "the agent acted, and failed")
-	require.NotNil(t, fizz.Verifier)
-	assert.Equal(t, 0.0, fizz.Verifier.Reward)
-	requireNoWorkspaceLeft(t, got.workDir)
 }
 
 // toolResults is the text of the tool results a turn sent the model: those

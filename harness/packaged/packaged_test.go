@@ -38,6 +38,23 @@ func install(t *testing.T, h packaged.Harness) {
 		h.Name, dir, h.Package, h.Version)
 }
 
+// scriptedSlot is an interception slot for key whose upstream, reached
+// through upstream, is the mock model playing testdata/script, and the
+// recorder of its turns.
+func scriptedSlot(t *testing.T, script string, upstream func(url string) *providers.Client, key string) (interception.Slot, *recorder) {
+	t.Helper()
+	model, err := mock.New(mock.Config{Script: filepath.Join("testdata", script)})
+	require.NoError(t, err)
+	up := httptest.NewServer(model)
+	t.Cleanup(up.Close)
+	rec := &recorder{}
+	pool := interception.NewPool(interception.Config{Upstream: upstream(up.URL), OnTurn: rec.add})
+	t.Cleanup(func() { assert.NoError(t, pool.Close()) })
+	slot, err := pool.Acquire(context.Background(), interception.Rollout{Key: key, Model: "mock"})
+	require.NoError(t, err)
+	return slot, rec
+}
+
 // bundledTask is a task of the bundled Harbor taskset.
 func bundledTask(t *testing.T, id string) tasksets.Task {
 	t.Helper()
@@ -98,16 +115,8 @@ func TestHarnessesCompleteBundledTask(t *testing.T) {
 	} {
 		t.Run(tc.h.Name+tc.via, func(t *testing.T) {
 			install(t, tc.h)
-			model, err := mock.New(mock.Config{Script: filepath.Join("testdata", tc.h.Name+".jsonl")})
-			require.NoError(t, err)
-			up := httptest.NewServer(model)
-			t.Cleanup(up.Close)
-			rec := &recorder{}
-			pool := interception.NewPool(interception.Config{Upstream: tc.upstream(up.URL), OnTurn: rec.add})
-			t.Cleanup(func() { assert.NoError(t, pool.Close()) })
 			const key = "run/0/0/0"
-			slot, err := pool.Acquire(context.Background(), interception.Rollout{Key: key, Model: "mock"})
-			require.NoError(t, err)
+			slot, rec := scriptedSlot(t, tc.h.Name+".jsonl", tc.upstream, key)
 
 			task := bundledTask(t, "hello-file")
 			ws, err := harness.PrepareWorkspace(t.TempDir(), task, harness.PrepareOptions{})

@@ -2,8 +2,6 @@ package packaged_test
 
 import (
 	"context"
-	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,9 +13,7 @@ import (
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/harness/container/containertest"
 	"github.com/evalflow/evalflow/harness/packaged"
-	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/providers"
-	"github.com/evalflow/evalflow/providers/mock"
 )
 
 // codex and claude-code complete a workspace task inside a container
@@ -36,16 +32,8 @@ func TestHarnessesCompleteATaskInAContainer(t *testing.T) {
 	} {
 		t.Run(tc.h.Name, func(t *testing.T) {
 			install(t, tc.h)
-			model, err := mock.New(mock.Config{Script: filepath.Join("testdata", tc.h.Name+".jsonl")})
-			require.NoError(t, err)
-			up := httptest.NewServer(model)
-			t.Cleanup(up.Close)
-			rec := &recorder{}
-			pool := interception.NewPool(interception.Config{Upstream: tc.upstream(up.URL), OnTurn: rec.add})
-			t.Cleanup(func() { assert.NoError(t, pool.Close()) })
 			const key = "sandboxed/0/0/0"
-			slot, err := pool.Acquire(context.Background(), interception.Rollout{Key: key, Model: "mock"})
-			require.NoError(t, err)
+			slot, rec := scriptedSlot(t, tc.h.Name+".jsonl", tc.upstream, key)
 
 			task := bundledTask(t, "hello-file")
 			sandboxes := containertest.Runtime(t)

@@ -52,22 +52,7 @@ const outputGrace = time.Second
 
 // ServeExec executes the commands of each connection accepted on ln
 // until it is closed.
-func ServeExec(ln net.Listener) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer c.Close()
-			serveOne(c)
-		}()
-	}
-}
+func ServeExec(ln net.Listener) { serve(ln, serveOne) }
 
 func serveOne(c net.Conn) {
 	var req Request

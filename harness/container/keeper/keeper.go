@@ -95,6 +95,21 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // Forward accepts connections on ln until it is closed and carries each
 // to a connection dial opens, both ways.
 func Forward(ln net.Listener, dial func(context.Context) (net.Conn, error)) {
+	serve(ln, func(c net.Conn) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		up, err := dial(ctx)
+		cancel()
+		if err != nil {
+			return
+		}
+		defer up.Close()
+		pipe(c, up)
+	})
+}
+
+// serve accepts connections on ln until it is closed, handles each in a
+// goroutine of its own and closes it after, and returns once all are done.
+func serve(ln net.Listener, handle func(net.Conn)) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
@@ -106,14 +121,7 @@ func Forward(ln net.Listener, dial func(context.Context) (net.Conn, error)) {
 		go func() {
 			defer wg.Done()
 			defer c.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			up, err := dial(ctx)
-			cancel()
-			if err != nil {
-				return
-			}
-			defer up.Close()
-			pipe(c, up)
+			handle(c)
 		}()
 	}
 }
