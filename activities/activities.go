@@ -63,8 +63,8 @@ type Activities struct {
 	// own Temporal client. Tests replace it.
 	Signal func(ctx context.Context, workflowID, runID, name string, arg any) error
 
-	// verifying holds the rollouts whose Run left their workspace for Verify.
-	verifying pendingVerifies
+	// leases are the rollout attempts this worker holds (lease.go).
+	leases leases
 	// Metrics counts the rollouts Run runs; nil counts nothing.
 	Metrics *metrics.Metrics
 }
@@ -110,6 +110,7 @@ func (a *Activities) Acquire(ctx context.Context, in rollout.AcquireInput) (roll
 		}
 		return rollout.AcquireResult{}, fmt.Errorf("acquire slot: %w", err)
 	}
+	a.openLease(key)
 	res := rollout.AcquireResult{HostQueue: a.HostQueue, Server: slot.Server}
 	if in.Hold == "" {
 		return res, nil
@@ -158,8 +159,12 @@ func (a *Activities) signal(ctx context.Context, workflowID, runID, name string,
 	return activity.GetClient(ctx).SignalWorkflow(ctx, workflowID, runID, name, arg)
 }
 
-// release frees a slot and its capacity unit.
+// release closes key's lease: its slot and its capacity unit.
 func (a *Activities) release(key string) {
+	if l := a.lease(key); l != nil {
+		l.Close()
+		return
+	}
 	a.Pool.Release(key)
 	a.Capacity.Give(key)
 }

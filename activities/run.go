@@ -34,10 +34,11 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (sum rollout.
 	ref := in.Rollout
 	key := ref.Key()
 	a.Capacity.Running(key)
-	handedOver := false // to Verify, which gives the capacity back
+	l := a.lease(key)
+	handedOver := false // to Verify, which closes the lease
 	defer func() {
 		if !handedOver {
-			a.Capacity.Give(key)
+			a.release(key)
 		}
 	}()
 	prior, found, err := a.storedRecord(ctx, ref)
@@ -45,13 +46,17 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (sum rollout.
 		return rollout.Summary{}, err
 	}
 	if found && reusable(ref, prior) {
-		a.Pool.Release(key)
 		return reused(prior), nil
 	}
 	slot, ok := a.Pool.Slot(key)
 	if !ok {
 		return rollout.Summary{}, temporal.NewNonRetryableApplicationError("slot "+key+" is not held by this worker", rollout.ErrTypeSlotLost, nil)
 	}
+	if l == nil { // the slot is here: its lease must be
+		l = a.openLease(key)
+	}
+	// The model calls end with the harness: the registration goes now,
+	// the workspace and the capacity with the lease.
 	defer a.Pool.Release(key)
 	a.Metrics.RolloutStarted()
 	defer func() { a.Metrics.RolloutFinished(outcomeOf(sum, err)) }()
@@ -78,7 +83,7 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (sum rollout.
 	}
 	if j.task.Verified() && in.VerifyWithin > 0 {
 		if kind, _ := classify(out.res, out.turns, ref.Harness.MaxTurns); kind == "" {
-			a.awaitVerify(key, pendingVerify{job: j, out: out, ws: ws, rerun: found}, in.VerifyWithin)
+			l.handOver(pendingVerify{job: j, out: out, ws: ws, rerun: found}, in.VerifyWithin)
 			handedOver = true
 			return rollout.Summary{
 				Key: key, Index: ref.Index, K: ref.K, Status: rollout.StatusOK,

@@ -113,4 +113,5 @@ func TestRunStopsAHarnessWhoseTunnelDied(t *testing.T) {
 	require.Len(t, attempts, 1, "the attempt's trace is kept")
 	assert.Contains(t, attempts[0].Error, "tunnel lost")
 	assert.Len(t, attempts[0].Turns, 1, "the model call before the tunnel died is kept")
+	requireReleased(t, r, ref.Key())
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"sync"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -43,54 +42,6 @@ type pendingVerify struct {
 	expire *time.Timer
 }
 
-// pendingVerifies are the rollouts of one worker waiting for Verify, by key.
-type pendingVerifies struct {
-	mu sync.Mutex
-	m  map[string]*pendingVerify
-}
-
-// awaitVerify keeps p for the rollout's Verify; when Verify has not taken
-// it within, plus a grace, the workspace is removed and the capacity given
-// back (the workflow moved on).
-func (a *Activities) awaitVerify(key string, p pendingVerify, within time.Duration) {
-	v := &a.verifying
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.m == nil {
-		v.m = map[string]*pendingVerify{}
-	}
-	if old, ok := v.m[key]; ok { // an earlier attempt's, never verified
-		old.expire.Stop()
-		a.removeWorkspace(key, old.ws)
-	}
-	grace := a.VerifyGrace
-	if grace <= 0 {
-		grace = defaultVerifyGrace
-	}
-	pp := &p
-	pp.expire = time.AfterFunc(within+grace, func() {
-		if got, ok := a.takeVerify(key); ok && got == pp {
-			a.logger().Warn("a rollout's Verify never started; its workspace is removed", "key", key)
-			a.removeWorkspace(key, got.ws)
-			a.Capacity.Give(key)
-		}
-	})
-	v.m[key] = pp
-}
-
-// takeVerify removes and returns the rollout waiting for Verify under key.
-func (a *Activities) takeVerify(key string) (*pendingVerify, bool) {
-	v := &a.verifying
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	p, ok := v.m[key]
-	if ok {
-		delete(v.m, key)
-		p.expire.Stop()
-	}
-	return p, ok
-}
-
 // Verify runs the verifier of a rollout whose Run left its workspace here:
 // it places the task's tests, runs the verifier with its timeout, reads the
 // reward and named metrics, stores the rollout's record and trace (with the
@@ -101,11 +52,12 @@ func (a *Activities) takeVerify(key string) (*pendingVerify, bool) {
 // SlotLost: the rollout runs again from the start.
 func (a *Activities) Verify(ctx context.Context, in rollout.VerifyInput) (rollout.Summary, error) {
 	key := in.Rollout.Key()
-	p, ok := a.takeVerify(key)
-	if !ok {
+	l := a.lease(key)
+	p := l.takePending()
+	if p == nil {
 		return rollout.Summary{}, temporal.NewNonRetryableApplicationError("the workspace of "+key+" is not on this worker", rollout.ErrTypeSlotLost, nil)
 	}
-	defer a.Capacity.Give(key)
+	defer l.Close()
 	defer a.removeWorkspace(key, p.ws)
 	j := p.job
 	verifier, ok := a.Runtime.(harness.Verifier)

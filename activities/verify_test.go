@@ -150,4 +150,5 @@ func TestWorkspaceNeverVerifiedIsRemoved(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return len(workspaces(t, workDir)) == 0 && capacityFree(r.acts.Capacity)
 	}, 10*time.Second, 20*time.Millisecond)
+	assert.Zero(t, activities.OpenLeases(r.acts), "the lease is closed")
 }

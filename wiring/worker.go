@@ -141,6 +141,7 @@ type Worker struct {
 	host    worker.Worker
 	pool    *interception.Pool
 	cap     *activities.Capacity
+	acts    *activities.Activities
 	mock    *http.Server
 	stop    chan struct{}
 	sweeper sync.WaitGroup
@@ -267,6 +268,7 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 	w.shared.RegisterWorkflowWithOptions(workflows.Train, workflow.RegisterOptions{Name: workflows.TrainName})
 	w.shared.RegisterWorkflowWithOptions(workflows.Epoch, workflow.RegisterOptions{Name: workflows.EpochName})
 	w.shared.RegisterWorkflowWithOptions(workflows.Pull, workflow.RegisterOptions{Name: workflows.PullName})
+	w.acts = acts
 	w.shared.RegisterActivity(acts)
 	w.host = worker.New(c, acts.HostQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: 2*cfg.MaxRollouts + 8,
@@ -353,8 +355,7 @@ func (w *Worker) sweep() {
 		case <-w.stop:
 			return
 		case <-t.C:
-			for _, key := range w.cap.Sweep(5 * time.Minute) {
-				w.pool.Release(key)
+			for _, key := range activities.Sweep(w.acts, 5*time.Minute) {
 				w.cfg.Logger.Warn("released a slot whose rollout never ran", "key", key)
 			}
 		}
@@ -368,6 +369,8 @@ func (w *Worker) Stop() {
 	w.sweeper.Wait()
 	w.shared.Stop()
 	w.host.Stop()
+	// No activity runs now: what waits for a Verify goes.
+	activities.CloseLeases(w.acts)
 	w.stopGateway()
 	if err := w.pool.Close(); err != nil {
 		w.cfg.Logger.Warn("close interception pool", "error", err)
