@@ -134,6 +134,16 @@ func toolsFromTOML(doc map[string]any, t *Task) error {
 		}
 		delete(doc, "tools")
 	}
+	if env, ok := doc["environment"].(map[string]any); ok {
+		if raw, ok := env["mcp_servers"]; ok {
+			servers, err := harborMCPServers(raw)
+			if err != nil {
+				return err
+			}
+			t.Tools = append(t.Tools, servers...)
+			delete(env, "mcp_servers")
+		}
+	}
 	if raw, ok := doc["user"]; ok {
 		var u User
 		if err := viaJSON(raw, &u); err != nil {
@@ -153,4 +163,34 @@ func viaJSON(v any, dst any) error {
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()
 	return dec.Decode(dst)
+}
+
+// harborMCPServers reads Harbor's [[environment.mcp_servers]]: a stdio
+// server (command and args) is a tool server the harness starts beside
+// itself, as [[tools]] are. A server Harbor reaches by URL (sse,
+// streamable-http) runs in a container of its own under Docker Compose,
+// which no runtime here starts: it is refused with the server named.
+func harborMCPServers(raw any) ([]ToolServer, error) {
+	var servers []struct {
+		Name      string            `json:"name"`
+		Transport string            `json:"transport"`
+		Command   string            `json:"command"`
+		Args      []string          `json:"args"`
+		Env       map[string]string `json:"env"`
+		URL       string            `json:"url"`
+	}
+	if err := viaJSON(raw, &servers); err != nil {
+		return nil, errors.New("[[environment.mcp_servers]] must be tables of name, transport, command, args, env, url")
+	}
+	var out []ToolServer
+	for _, s := range servers {
+		switch {
+		case s.Transport != "" && s.Transport != TransportStdio:
+			return nil, fmt.Errorf("[[environment.mcp_servers]] %q: transport %q (at %s) needs a server of its own that no runtime here starts; only stdio servers are run", s.Name, s.Transport, s.URL)
+		case s.Command == "":
+			return nil, fmt.Errorf("[[environment.mcp_servers]] %q: a stdio server needs a command", s.Name)
+		}
+		out = append(out, ToolServer{Name: s.Name, Command: append([]string{s.Command}, s.Args...), Env: s.Env})
+	}
+	return out, nil
 }

@@ -100,3 +100,38 @@ max_turns = 2
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "[[tools]]")
 }
+
+// Harbor's [[environment.mcp_servers]]: a stdio server is a tool server
+// like [[tools]]; one reached by URL is refused, named.
+func TestHarborEnvironmentMCPServers(t *testing.T) {
+	root := t.TempDir()
+	files := harborTask("a-mcp")
+	files["a-mcp/task.toml"] = `version = "1.0"
+
+[environment]
+cpus = 1
+
+[[environment.mcp_servers]]
+name = "files"
+transport = "stdio"
+command = "mcp-files"
+args = ["--root", "/app"]
+`
+	writeTree(t, root, files)
+	h, err := OpenHarbor(root)
+	require.NoError(t, err)
+	task, err := h.Task(context.Background(), 0)
+	require.NoError(t, err)
+	assert.Equal(t, []ToolServer{{Name: "files", Command: []string{"mcp-files", "--root", "/app"}}}, task.Tools)
+	var info struct{ Environment map[string]any }
+	require.NoError(t, json.Unmarshal(task.Info, &info))
+	assert.Equal(t, map[string]any{"cpus": 1.0}, info.Environment, "the servers are not repeated in info")
+
+	bad := t.TempDir()
+	files = harborTask("b-url")
+	files["b-url/task.toml"] = "[[environment.mcp_servers]]\nname = \"remote\"\ntransport = \"streamable-http\"\nurl = \"http://mcp-server:8000/mcp\"\n"
+	writeTree(t, bad, files)
+	_, err = OpenHarbor(bad)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"remote": transport "streamable-http"`)
+}

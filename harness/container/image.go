@@ -40,6 +40,9 @@ type build struct {
 // the task (a failed build, a missing image not to be pulled) is a
 // *harness.ConfigError naming the task.
 func (r *Runtime) imageFor(ctx context.Context, task tasksets.Task, ws *harness.Workspace, env harness.Environment) (image, log string, err error) {
+	if f := composeFile(task.Environment); f != "" {
+		return "", "", &harness.ConfigError{Err: fmt.Errorf("task %s: its environment is a compose file (%s), whose services the container runtime does not start: it runs one container per rollout", task.ID, f)}
+	}
 	switch {
 	case ws.Image() != "":
 		return ws.Image(), "", r.ensure(ctx, task, ws.Image())
@@ -218,4 +221,18 @@ func hashTree(dir string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// composeFile is the name of the compose file in a task's environment
+// directory, "" when there is none.
+func composeFile(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	for _, name := range []string{"docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml"} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return name
+		}
+	}
+	return ""
 }

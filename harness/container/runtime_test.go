@@ -229,6 +229,11 @@ func TestBrokenDockerfileIsTheTasks(t *testing.T) {
 	assert.Contains(t, err.Error(), "task broken")
 	assert.Contains(t, err.Error(), "does not build")
 
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "broken", "environment", "docker-compose.yaml"), []byte("services: {}\n"), 0o644))
+	err = r.Prepare(context.Background(), tk)
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, err.Error(), "task broken: its environment is a compose file (docker-compose.yaml)")
+
 	tk.Info = []byte(`{"environment":{"gpus":1}}`)
 	tk.Environment = ""
 	_, err = r.Run(context.Background(), harness.Spec{Key: "gpu/0/0/0", Command: []string{"true"}, Task: tk})
