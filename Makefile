@@ -4,7 +4,7 @@ GO      ?= go
 TASKS   ?= 128
 ARGS    ?=
 
-.PHONY: run build test faults test-short lint bench bench-scale compose-check clean engine FORCE
+.PHONY: run build test faults test-short lint bench bench-scale compose-check clean engine setup FORCE
 
 # The container engine the container runtime and its tests use: Podman's
 # Docker API socket (scripts/engine.sh installs and serves it). Another
@@ -31,16 +31,24 @@ FORCE:
 engine:
 	bash scripts/engine.sh
 
+# What the tests need besides Go and the engine: packages (sshd, iproute2,
+# bubblewrap, Chromium, npm, PostgreSQL) and a loopback test database;
+# idempotent. EVALFLOW_TEST_POSTGRES, when set, names another database.
+setup:
+	bash scripts/setup.sh
+
+TEST_ENV = EVALFLOW_TEST_POSTGRES="$${EVALFLOW_TEST_POSTGRES:-$$(cat .evalflow/test-postgres-url)}"
+
 # Every package with the race detector, then the fault suite on its own: it
 # loads both cores on purpose, and a test beside it would be starved.
-test: engine
-	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/faults$$')
+test: engine setup
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/faults$$')
 	$(MAKE) faults
 
 # The fault suite (real processes killed, a misbehaving provider, malformed
 # input, load): prints its figures as "figure:" lines; RELIABILITY.md has them.
-faults: engine
-	$(GO) test -count=1 -v -timeout 30m ./faults/
+faults: engine setup
+	$(TEST_ENV) $(GO) test -count=1 -v -timeout 30m ./faults/
 
 # Unit tests only: skips the end-to-end runs on the embedded server.
 test-short:

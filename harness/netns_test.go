@@ -22,7 +22,7 @@ func newNetns(t *testing.T, subnet string) *harness.Netns {
 		t.Skip("network namespaces need root")
 	}
 	_, err := exec.LookPath("ip")
-	require.NoError(t, err, "network namespaces need iproute2 (.ci/run installs it)")
+	require.NoError(t, err, "network namespaces need iproute2 (make setup installs it)")
 	n, err := harness.NewNetns(context.Background(), subnet, harness.Local{})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, n.Close()) })

@@ -74,7 +74,7 @@ func TestHarnessDiesWithWorker(t *testing.T) {
 					t.Skip("network namespaces need root")
 				}
 				_, err := exec.LookPath("ip")
-				require.NoError(t, err, "network namespaces need iproute2 (.ci/run installs it)")
+				require.NoError(t, err, "network namespaces need iproute2 (make setup installs it)")
 				// Made here: the worker dies before it could remove it.
 				n, err := NewNetns(context.Background(), "10.213.249.0", Local{})
 				require.NoError(t, err)

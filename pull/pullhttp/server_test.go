@@ -436,7 +436,7 @@ func TestNewNeedsAToken(t *testing.T) {
 // against the live API: it samples and runs groups as a trainer would.
 func TestPythonExample(t *testing.T) {
 	python, err := exec.LookPath("python3")
-	require.NoError(t, err, "python3 runs the documented example (.ci/run installs it)")
+	require.NoError(t, err, "python3 runs the documented example (make setup installs it)")
 	cl := newCluster(t)
 	cl.startRun(t, "py-run", 8, nil)
 	srv := cl.serve(t, pullhttp.Config{})

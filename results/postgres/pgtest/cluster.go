@@ -33,7 +33,7 @@ type Cluster struct {
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
 	bin := serverBin()
-	require.NotEmpty(t, bin, "PostgreSQL server binaries (initdb, pg_ctl): install postgresql (.ci/run does)")
+	require.NotEmpty(t, bin, "PostgreSQL server binaries (initdb, pg_ctl): install postgresql (make setup does)")
 	root, err := os.MkdirTemp("", "evalflow-pg-")
 	require.NoError(t, err)
 	c := &Cluster{dir: filepath.Join(root, "data"), bin: bin}

@@ -1,6 +1,6 @@
 // Package pgtest gives tests a PostgreSQL database of their own: a fresh
 // schema in the server EVALFLOW_TEST_POSTGRES names (default: the loopback
-// database .ci/run sets up). A test that cannot reach it fails; it does not
+// database make setup sets up). A test that cannot reach it fails; it does not
 // skip.
 package pgtest
 
@@ -20,7 +20,7 @@ import (
 // Env names the variable holding the test server's URL.
 const Env = "EVALFLOW_TEST_POSTGRES"
 
-// DefaultURL is the database .ci/run creates on loopback.
+// DefaultURL is the database make setup (scripts/setup.sh) creates on loopback.
 const DefaultURL = "postgres://evalflow:evalflow@127.0.0.1:5432/evalflow_test?sslmode=disable"
 
 // ServerURL is the test server's URL.
@@ -33,7 +33,7 @@ func ServerURL() string {
 
 // URLWithOwnRole is URL with a role of its own for t, whose password is
 // random: a test can look for that password in logs and histories and
-// know any hit is a leak. The server's user needs CREATEROLE (.ci/run
+// know any hit is a leak. The server's user needs CREATEROLE (make setup
 // grants it). It returns the URL and the password.
 func URLWithOwnRole(t testing.TB) (string, string) {
 	t.Helper()
@@ -41,7 +41,7 @@ func URLWithOwnRole(t testing.TB) (string, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, base)
-	require.NoError(t, err, "reach the test PostgreSQL (set %s; .ci/run sets one up)", Env)
+	require.NoError(t, err, "reach the test PostgreSQL (set %s; make setup sets one up)", Env)
 	defer conn.Close(context.Background())
 	name := "t_" + randomHex(6)
 	password := "pw-" + randomHex(12)
@@ -89,7 +89,7 @@ func URL(t testing.TB) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, base)
-	require.NoError(t, err, "reach the test PostgreSQL (set %s; .ci/run sets one up)", Env)
+	require.NoError(t, err, "reach the test PostgreSQL (set %s; make setup sets one up)", Env)
 	defer conn.Close(context.Background())
 	schema := "t_" + randomHex(6)
 	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema)
