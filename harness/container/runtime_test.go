@@ -305,3 +305,20 @@ func TestSandboxGoneMidRunIsTheRuntimes(t *testing.T) {
 	require.Error(t, got.err, "a lost sandbox is an error, not a result: %+v", got.res)
 	assert.Contains(t, got.err.Error(), "keeper went away")
 }
+
+// A workspace deep in the file system still gets its sandbox: the run
+// files, whose unix sockets have short paths, go to a directory of their
+// own, removed with the sandbox.
+func TestDeepWorkspace(t *testing.T) {
+	r := containertest.Runtime(t)
+	r.Dir = filepath.Join(t.TempDir(), strings.Repeat("d", 90))
+	require.NoError(t, os.MkdirAll(r.Dir, 0o755))
+	tk := task(t, "testdata/tb-shaped", "state-outside-app")
+	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "evalflow-run-*"))
+	res, v, err := attempt(t, r, tk, harness.OracleCommand(), tk.Solution)
+	require.NoError(t, err)
+	assert.Zero(t, res.ExitCode, res.Stderr)
+	assert.Equal(t, 1.0, v.Reward)
+	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "evalflow-run-*"))
+	assert.Equal(t, len(before), len(after), "the run directory went with the sandbox")
+}

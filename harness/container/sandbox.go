@@ -33,6 +33,10 @@ const (
 	readySocket        = "ready.sock"
 )
 
+// maxSocketPath is the longest unix socket path that binds everywhere
+// (sun_path holds 108 bytes on Linux, 104 on others).
+const maxSocketPath = 100
+
 // sandbox is one rollout attempt's container.
 type sandbox struct {
 	r       *Runtime
@@ -41,6 +45,9 @@ type sandbox struct {
 	runDir  string // host side of RunDir
 	ws      *harness.Workspace
 	forward net.Listener // the interception socket, for a sandbox without network
+	// ownRunDir is set when runDir is a temporary directory of its own,
+	// outside the workspace, removed on Stop.
+	ownRunDir bool
 
 	stopOnce sync.Once
 	stopErr  error
@@ -57,6 +64,14 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 		workdir = DefaultWorkdir
 	}
 	sb = &sandbox{r: r, workdir: workdir, ws: ws, runDir: filepath.Join(ws.Root(), "run")}
+	if len(sb.runDir)+len("/"+interceptionSocket) > maxSocketPath {
+		// A unix socket's path is short: a deep workspace keeps its run
+		// files in a directory of their own, removed with the sandbox.
+		if sb.runDir, err = os.MkdirTemp("", "evalflow-run-"); err != nil {
+			return nil, err
+		}
+		sb.ownRunDir = true
+	}
 	// The image's user may not be root: the logs and run files are
 	// everyone's to write.
 	for _, d := range []string{sb.runDir, ws.Logs, filepath.Join(ws.Logs, harness.AgentLogs), filepath.Join(ws.Logs, harness.VerifierLogs)} {
@@ -279,6 +294,9 @@ func (sb *sandbox) Stop(ctx context.Context) error {
 		}
 		if sb.forward != nil {
 			sb.forward.Close()
+		}
+		if sb.ownRunDir {
+			_ = os.RemoveAll(sb.runDir)
 		}
 	})
 	return sb.stopErr
