@@ -3,8 +3,11 @@ package devserver
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 )
 
 // ports are the listen ports of one server start.
@@ -40,7 +43,7 @@ func allocatePorts(cfg Config) (ports, error) {
 		}
 	}()
 	for _, dst := range []*int{&p.history, &p.matching, &p.worker} {
-		ln, err := net.Listen("tcp", net.JoinHostPort(cfg.IP, "0"))
+		ln, err := listenStatic(cfg.IP)
 		if err != nil {
 			return ports{}, fmt.Errorf("pick a free port on %s: %w", cfg.IP, err)
 		}
@@ -48,6 +51,62 @@ func allocatePorts(cfg Config) (ports, error) {
 		*dst = ln.Addr().(*net.TCPAddr).Port
 	}
 	return p, nil
+}
+
+// FreePort is a port free on ip now, outside the kernel's ephemeral range:
+// between its check and the server's bind, no outgoing connection or
+// listener on port 0 of another program can take it (a port taken there
+// makes the Temporal server exit the process).
+func FreePort(ip string) (int, error) {
+	ln, err := listenStatic(ip)
+	if err != nil {
+		return 0, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	return port, ln.Close()
+}
+
+// staticLow is the lowest port listenStatic picks.
+const staticLow = 10000
+
+// listenStatic listens on a free port of ip below the ephemeral range
+// (/proc/sys/net/ipv4/ip_local_port_range), starting at a random one.
+func listenStatic(ip string) (net.Listener, error) {
+	high := ephemeralLow()
+	if high <= staticLow+1000 {
+		return net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	}
+	n := high - staticLow
+	start := rand.IntN(n)
+	for i := range n {
+		port := staticLow + (start+i)%n
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+		if err == nil {
+			return ln, nil
+		}
+		if !errors.Is(err, errAddrInUse) {
+			return nil, err
+		}
+	}
+	return net.Listen("tcp", net.JoinHostPort(ip, "0"))
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range, 32768
+// when it cannot be read.
+func ephemeralLow() int {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return 32768
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return low
 }
 
 // checkFree reports whether port can be listened on at ip; flag names the

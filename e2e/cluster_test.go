@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,10 +59,11 @@ func startServer(t testing.TB) (*devserver.Server, client.Client) {
 
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Outside the ephemeral range: no other program's connection takes it
+	// before the server binds it.
+	port, err := devserver.FreePort("127.0.0.1")
 	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // recordingRuntime runs harnesses locally and remembers every rollout key
