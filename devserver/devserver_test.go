@@ -32,10 +32,10 @@ var runIDKey = temporal.NewSearchAttributeKeyKeyword(runIDAttr)
 // freePort returns a port the OS reports free on loopback.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Below the ephemeral range: no connection takes it before the server binds.
+	port, err := FreePort("127.0.0.1")
 	require.NoError(t, err)
-	defer func() { require.NoError(t, ln.Close()) }()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // occupy listens on port until the test ends.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -84,10 +83,10 @@ func newCluster(t *testing.T) *cluster {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Below the ephemeral range: no connection takes it before the server binds.
+	port, err := devserver.FreePort("127.0.0.1")
 	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // startRun starts a pull run of tasks sample tasks, run by harness (nil:
