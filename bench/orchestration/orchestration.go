@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -100,13 +99,14 @@ func (s *Server) Close() error {
 	return s.Srv.Stop()
 }
 
+// freePort is a free loopback port below the ephemeral range, which no
+// other program's connection takes before the server binds it.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := devserver.FreePort("127.0.0.1")
 	if err != nil {
 		return 0, fmt.Errorf("free port: %w", err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return port, nil
 }
 
 // RunConfig is the eval both systems run: cfg.Rollouts tasks of the
