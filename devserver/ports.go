@@ -72,7 +72,8 @@ const staticLow = 10000
 // listenStatic listens on a free port of ip below the ephemeral range
 // (/proc/sys/net/ipv4/ip_local_port_range), starting at a random one.
 func listenStatic(ip string) (net.Listener, error) {
-	high := ephemeralLow()
+	// Room for the frontend's HTTP port above a picked frontend port.
+	high := ephemeralLow() - httpPortOffset
 	if high <= staticLow+1000 {
 		return net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	}
