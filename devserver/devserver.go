@@ -21,6 +21,7 @@ import (
 	"sync"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/temporal"
 )
 
@@ -142,12 +143,9 @@ func (s *Server) start(ctx context.Context, cfg Config) error {
 	}
 	s.logFile = logFile
 
-	srv, err := newTemporal(cfg, ports, logger)
+	srv, err := startTemporal(cfg, ports, logger)
 	if err != nil {
 		return err
-	}
-	if err := srv.Start(); err != nil {
-		return fmt.Errorf("start temporal server: %w", err)
 	}
 	s.temporal = srv
 
@@ -160,6 +158,28 @@ func (s *Server) start(ctx context.Context, cfg Config) error {
 		s.uiURL = "http://" + net.JoinHostPort(cfg.dialIP(), strconv.Itoa(cfg.UIPort))
 	}
 	return readyFrontend(ctx, cfg, s.address)
+}
+
+// ErrStartFailed is a Temporal server that failed as it started (a port
+// taken before it bound it, most often): try again with other ports.
+var ErrStartFailed = errors.New("the Temporal server failed to start")
+
+// startTemporal builds and starts the server; a fatal error of the server
+// while it starts is returned, wrapping ErrStartFailed.
+func startTemporal(cfg Config, p ports, logger log.Logger) (srv temporal.Server, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			srv, err = nil, fmt.Errorf("%w: %v (see %s)", ErrStartFailed, r, filepath.Join(cfg.DataDir, "temporal.log"))
+		}
+	}()
+	srv, err = newTemporal(cfg, p, logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("start temporal server: %w", err)
+	}
+	return srv, nil
 }
 
 // Address returns the frontend's host:port for SDK clients.

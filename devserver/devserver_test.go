@@ -164,7 +164,10 @@ func TestSearchAttributesOnRestart(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, lock.release())
 	for _, port := range []int{cfg.Port, cfg.Port + httpPortOffset, cfg.UIPort} {
-		assert.NoError(t, checkFree(DefaultIP, port, ""), "port %d after a failed start", port)
+		ln, err := listenFree(DefaultIP, port, "")
+		if assert.NoError(t, err, "port %d after a failed start", port) {
+			assert.NoError(t, ln.Close())
+		}
 	}
 }
 

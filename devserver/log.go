@@ -20,5 +20,8 @@ func openServerLog(path string) (log.Logger, io.Closer, error) {
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(f), zapcore.WarnLevel)
-	return log.NewZapLogger(zap.New(core, zap.ErrorOutput(zapcore.Lock(f)))), f, nil
+	// A fatal entry panics rather than exiting the process: one at start
+	// (a port taken between our pick and the server's bind) becomes
+	// Start's error, and the caller can try other ports.
+	return log.NewZapLogger(zap.New(core, zap.ErrorOutput(zapcore.Lock(f)), zap.WithFatalHook(zapcore.WriteThenPanic))), f, nil
 }

@@ -30,18 +30,21 @@ func allocatePorts(cfg Config) (ports, error) {
 	if cfg.UIPort > 0 {
 		fixed = append(fixed, fixedPort{cfg.UIPort, "--ui-port"})
 	}
-	for _, f := range fixed {
-		if err := checkFree(cfg.IP, f.port, f.flag); err != nil {
-			return ports{}, err
-		}
-	}
-	// Hold every internal listener until all are chosen so no two coincide.
+	// Hold every listener until all ports are chosen, so that no internal
+	// port is a fixed one and no two coincide.
 	var lns []net.Listener
 	defer func() {
 		for _, ln := range lns {
 			_ = ln.Close()
 		}
 	}()
+	for _, f := range fixed {
+		ln, err := listenFree(cfg.IP, f.port, f.flag)
+		if err != nil {
+			return ports{}, err
+		}
+		lns = append(lns, ln)
+	}
 	for _, dst := range []*int{&p.history, &p.matching, &p.worker} {
 		ln, err := listenStatic(cfg.IP)
 		if err != nil {
@@ -110,19 +113,19 @@ func ephemeralLow() int {
 	return low
 }
 
-// checkFree reports whether port can be listened on at ip; flag names the
+// listenFree listens on port at ip, or says why it cannot; flag names the
 // option that moves it.
-func checkFree(ip string, port int, flag string) error {
+func listenFree(ip string, port int, flag string) (net.Listener, error) {
 	if port < 1 || port > 65535 {
-		return fmt.Errorf("port %d is out of range", port)
+		return nil, fmt.Errorf("port %d is out of range", port)
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
 	if err != nil {
 		if errors.Is(err, errAddrInUse) {
-			return fmt.Errorf("port %d is in use: is another Temporal server running? "+
+			return nil, fmt.Errorf("port %d is in use: is another Temporal server running? "+
 				"use --address to dial it or %s to pick another: %w", port, flag, err)
 		}
-		return fmt.Errorf("listen on port %d: %w", port, err)
+		return nil, fmt.Errorf("listen on port %d: %w", port, err)
 	}
-	return ln.Close()
+	return ln, nil
 }

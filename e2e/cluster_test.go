@@ -45,7 +45,7 @@ func startServer(t testing.TB) (*devserver.Server, client.Client) {
 				workflows.AttrTaskset: enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 			},
 		})
-		if !errors.Is(err, syscall.EADDRINUSE) {
+		if !errors.Is(err, syscall.EADDRINUSE) && !errors.Is(err, devserver.ErrStartFailed) {
 			break
 		}
 	}

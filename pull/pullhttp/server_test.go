@@ -60,7 +60,7 @@ func newCluster(t *testing.T) *cluster {
 	// A free port may be taken again before the server binds it.
 	for range 5 {
 		srv, err = devserver.Start(ctx, devserver.Config{DataDir: t.TempDir(), Port: freePort(t), UIPort: -1})
-		if !errors.Is(err, syscall.EADDRINUSE) {
+		if !errors.Is(err, syscall.EADDRINUSE) && !errors.Is(err, devserver.ErrStartFailed) {
 			break
 		}
 	}
