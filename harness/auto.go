@@ -38,7 +38,7 @@ type Auto struct {
 
 // forTask is the runtime a task runs in, or an error saying why none can.
 func (a *Auto) forTask(task tasksets.Task) (Runtime, error) {
-	if !hasEnvironment(task) {
+	if !HasEnvironment(task) {
 		return a.Local, nil
 	}
 	switch {
@@ -50,23 +50,10 @@ func (a *Auto) forTask(task tasksets.Task) (Runtime, error) {
 	return nil, &ConfigError{Err: fmt.Errorf("task %s has an environment to run in, and no runtime here can give it one: %s, and bwrap is not installed (run scripts/engine.sh for Podman, install bubblewrap, or pass --runtime local to run it on this host as it is)", task.ID, a.NoEngine)}
 }
 
-// hasEnvironment reports whether a task brings a system of its own.
-func hasEnvironment(task tasksets.Task) bool {
+// HasEnvironment reports whether a task brings a system of its own: an
+// environment directory or a docker_image.
+func HasEnvironment(task tasksets.Task) bool {
 	return task.Environment != "" || dockerImage(task.Info) != ""
-}
-
-// Describe says which runtime a task runs in, for the run's start.
-func (a *Auto) Describe(task tasksets.Task) string {
-	rt, err := a.forTask(task)
-	switch {
-	case err != nil:
-		return "none"
-	case rt == a.Local:
-		return "local"
-	case a.Sandboxes != nil && rt == Runtime(a.Sandboxes):
-		return "container"
-	}
-	return "bwrap"
 }
 
 // PrepareWorkspace prepares the task's workspace in the runtime it runs in.

@@ -37,7 +37,7 @@ func (w *Worker) PrepareTasks(ctx context.Context, taskset string, progress func
 		if err != nil {
 			return nil // the run reports it
 		}
-		if env, _ := harness.EnvironmentOf(t); t.Environment != "" || env.DockerImage != "" {
+		if harness.HasEnvironment(t) {
 			todo = append(todo, t)
 		}
 	}
