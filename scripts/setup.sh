@@ -3,9 +3,9 @@
 # `make test` runs; so does CI): sshd for the ssh tunnel, iproute2 for
 # network namespaces, bubblewrap for the bwrap sandbox, Chromium for the
 # viewer's browser tests, npm for the packaged harnesses, Python for the
-# pull API's example, and a loopback PostgreSQL with a test user and
-# database, whose URL it writes to .evalflow/test-postgres-url (unless
-# EVALFLOW_TEST_POSTGRES names one already). The container engine is
+# pull API's example, gcc for the race detector, and a PostgreSQL cluster of
+# the tests' own on loopback, whose URL it writes to
+# .evalflow/test-postgres-url (unless EVALFLOW_TEST_POSTGRES names one). The container engine is
 # scripts/engine.sh's. Debian or Ubuntu, as root or with sudo; elsewhere it
 # stops with what to install.
 set -euo pipefail
@@ -25,6 +25,8 @@ command -v bwrap >/dev/null || need+=(bubblewrap)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 command -v npm >/dev/null || need+=(nodejs npm)
 [ -n "${EVALFLOW_TEST_POSTGRES:-}" ] || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || need+=(postgresql)
+# The race detector (make test runs every package with -race) needs cgo.
+command -v gcc >/dev/null || need+=(gcc libc6-dev)
 command -v python3 >/dev/null || need+=(python3)
 if [ "${#need[@]}" -gt 0 ]; then
 	if ! command -v apt-get >/dev/null || { [ "$(id -u)" -ne 0 ] && [ -z "$sudo" ]; }; then
@@ -42,18 +44,38 @@ if [ -n "${EVALFLOW_TEST_POSTGRES:-}" ]; then
 	printf '%s\n' "$EVALFLOW_TEST_POSTGRES" > .evalflow/test-postgres-url
 	exit 0
 fi
-aspg() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else sudo -u postgres "$@"; fi; }
-pgver=$(ls /usr/lib/postgresql | sort -n | tail -1)
-if ! pg_lsclusters -h 2>/dev/null | grep -q .; then
-	$sudo pg_createcluster "$pgver" main >/dev/null
+
+# A PostgreSQL cluster of the tests' own, not the system's: initdb into a
+# directory of this checkout's, started with pg_ctl on a free loopback port.
+# As root it runs as the postgres user (PostgreSQL refuses root), in a
+# directory that user can reach wherever the checkout is.
+pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+if [ "$(id -u)" -eq 0 ]; then
+	pgdir=/var/tmp/evalflow-test-postgres/$(printf %s "$PWD" | md5sum | cut -c1-12)
+	aspg() { runuser -u postgres -- "$@"; }
+else
+	pgdir=$PWD/.evalflow/postgres
+	aspg() { "$@"; }
 fi
-if ! pg_lsclusters -h | awk '$4 == "online"' | grep -q .; then
-	$sudo pg_ctlcluster "$pgver" main start
+if [ ! -s "$pgdir/data/PG_VERSION" ]; then
+	rm -rf "$pgdir"
+	mkdir -p "$pgdir"
+	[ "$(id -u)" -ne 0 ] || chown postgres: "$pgdir"
+	printf 'evalflow\n' > "$pgdir/password"
+	[ "$(id -u)" -ne 0 ] || chown postgres: "$pgdir/password"
+	aspg "$pgbin/initdb" -D "$pgdir/data" -U evalflow --pwfile="$pgdir/password" \
+		--auth-local=trust --auth-host=scram-sha-256 --no-sync >/dev/null
+	port=15432
+	while (: > "/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
+	printf "port = %d\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '%s'\nfsync = off\nmax_connections = 300\n" \
+		"$port" "$pgdir" | aspg tee -a "$pgdir/data/postgresql.conf" >/dev/null
 fi
-pgport=$(pg_lsclusters -h | awk '$4 == "online" {print $3; exit}')
-aspg psql -p "$pgport" -qtAc "SELECT 1 FROM pg_roles WHERE rolname = 'evalflow'" | grep -q 1 ||
-	aspg psql -p "$pgport" -qc "CREATE ROLE evalflow LOGIN PASSWORD 'evalflow' CREATEDB CREATEROLE"
-aspg psql -p "$pgport" -qtAc "SELECT 1 FROM pg_database WHERE datname = 'evalflow_test'" | grep -q 1 ||
-	aspg psql -p "$pgport" -qc "CREATE DATABASE evalflow_test OWNER evalflow"
+pgport=$(awk -F' = ' '$1 == "port" {p = $2} END {print p}' "$pgdir/data/postgresql.conf")
+if ! aspg "$pgbin/pg_ctl" -D "$pgdir/data" status >/dev/null 2>&1; then
+	aspg "$pgbin/pg_ctl" -D "$pgdir/data" -l "$pgdir/log" -w start >/dev/null
+fi
+psql() { aspg "$pgbin/psql" -h "$pgdir" -p "$pgport" -U evalflow -d postgres -qtA "$@"; }
+psql -c "SELECT 1 FROM pg_database WHERE datname = 'evalflow_test'" | grep -q 1 ||
+	psql -c "CREATE DATABASE evalflow_test"
 echo "postgres://evalflow:evalflow@127.0.0.1:$pgport/evalflow_test?sslmode=disable" > .evalflow/test-postgres-url
-echo "setup: PostgreSQL $pgver on port $pgport"
+echo "setup: PostgreSQL (the tests' own, $pgdir) on port $pgport"

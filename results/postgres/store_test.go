@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -209,7 +211,12 @@ func TestPasswordNeverShown(t *testing.T) {
 	_, err = postgres.Open(context.Background(), wrong, postgres.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), password)
-	unreachable := strings.Replace(url, "127.0.0.1:", "127.0.0.1:1", 1) // no server on that port
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := ln.Addr().String() // no server on that port once closed
+	require.NoError(t, ln.Close())
+	unreachable := regexp.MustCompile(`127\.0\.0\.1:\d+`).ReplaceAllString(url, closed)
+	require.NotEqual(t, url, unreachable)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_, err = postgres.Open(ctx, unreachable, postgres.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})

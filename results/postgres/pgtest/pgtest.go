@@ -1,7 +1,8 @@
 // Package pgtest gives tests a PostgreSQL database of their own: a fresh
-// schema in the server EVALFLOW_TEST_POSTGRES names (default: the loopback
-// database make setup sets up). A test that cannot reach it fails; it does not
-// skip.
+// schema in the server EVALFLOW_TEST_POSTGRES names, else in the tests' own
+// cluster that make setup starts (its URL is in the checkout's
+// .evalflow/test-postgres-url). A test that cannot reach it fails; it does
+// not skip.
 package pgtest
 
 import (
@@ -10,6 +11,8 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,15 +23,43 @@ import (
 // Env names the variable holding the test server's URL.
 const Env = "EVALFLOW_TEST_POSTGRES"
 
-// DefaultURL is the database make setup (scripts/setup.sh) creates on loopback.
-const DefaultURL = "postgres://evalflow:evalflow@127.0.0.1:5432/evalflow_test?sslmode=disable"
+// URLFile is where make setup (scripts/setup.sh) writes the URL of the
+// tests' own cluster, relative to the checkout's root.
+const URLFile = ".evalflow/test-postgres-url"
 
-// ServerURL is the test server's URL.
+// ServerURL is the test server's URL: EVALFLOW_TEST_POSTGRES, else the one
+// in URLFile of the checkout holding the working directory, else "" (a test
+// then fails saying how to set one up).
 func ServerURL() string {
 	if u := os.Getenv(Env); u != "" {
 		return u
 	}
-	return DefaultURL
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, URLFile)); err == nil {
+			return strings.TrimSpace(string(b))
+		}
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return ""
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// connect reaches the test server, failing t with how to set one up.
+func connect(ctx context.Context, t testing.TB, base string) *pgx.Conn {
+	t.Helper()
+	require.NotEmpty(t, base, "no test PostgreSQL: run make setup (or set %s)", Env)
+	conn, err := pgx.Connect(ctx, base)
+	require.NoError(t, err, "reach the test PostgreSQL (run make setup, or set %s)", Env)
+	return conn
 }
 
 // URLWithOwnRole is URL with a role of its own for t, whose password is
@@ -40,12 +71,11 @@ func URLWithOwnRole(t testing.TB) (string, string) {
 	base := ServerURL()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	require.NoError(t, err, "reach the test PostgreSQL (set %s; make setup sets one up)", Env)
+	conn := connect(ctx, t, base)
 	defer conn.Close(context.Background())
 	name := "t_" + randomHex(6)
 	password := "pw-" + randomHex(12)
-	_, err = conn.Exec(ctx, "CREATE ROLE "+name+" LOGIN PASSWORD '"+password+"'")
+	_, err := conn.Exec(ctx, "CREATE ROLE "+name+" LOGIN PASSWORD '"+password+"'")
 	require.NoError(t, err, "create a test role (the test user needs CREATEROLE)")
 	var db string
 	require.NoError(t, conn.QueryRow(ctx, "SELECT current_database()").Scan(&db))
@@ -88,11 +118,10 @@ func URL(t testing.TB) string {
 	base := ServerURL()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	require.NoError(t, err, "reach the test PostgreSQL (set %s; make setup sets one up)", Env)
+	conn := connect(ctx, t, base)
 	defer conn.Close(context.Background())
 	schema := "t_" + randomHex(6)
-	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema)
+	_, err := conn.Exec(ctx, "CREATE SCHEMA "+schema)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
