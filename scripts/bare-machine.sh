@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# bare-machine.sh: the README's two commands on a bare machine, proven. A
-# fresh container (Debian with git and make, Go mounted read-only at
-# /usr/local/go, nothing else) clones this checkout's HEAD and runs
-# `make run` and then `make test`, each with no other step, then
-# `make lint`. The Go module cache is shared with this machine (downloads
+# bare-machine.sh [COMMAND…]: the README's two commands on a bare machine,
+# proven. A fresh container (Debian with git and make, Go mounted read-only
+# at /usr/local/go, nothing else) clones this checkout's HEAD and runs each
+# COMMAND in turn with no other step (default: `make run`, then
+# `make test`); after `make run` it checks that the run stored its 128
+# rollouts. The Go module cache is shared with this machine (downloads
 # are not what is being proven); the build cache is not, so both commands
 # build from cold. The container is privileged: `make test` installs and
 # serves a container engine, makes network namespaces and sandboxes inside it.
@@ -11,6 +12,7 @@
 # Needs the engine of `make engine` on this machine. CI runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+[ $# -gt 0 ] || set -- "make run" "make test"
 export DOCKER_HOST="${DOCKER_HOST:-unix:///run/podman/podman.sock}"
 
 image=localhost/evalflow-bare:bookworm
@@ -33,7 +35,7 @@ cat > "$work/image/Containerfile" <<'EOF'
 FROM docker.io/library/debian:bookworm
 COPY ca/ /usr/local/share/ca-certificates/
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-	git make ca-certificates >/dev/null && update-ca-certificates >/dev/null && rm -rf /var/lib/apt/lists/*
+	git make ca-certificates >/dev/null && update-ca-certificates >/dev/null 2>&1 && rm -rf /var/lib/apt/lists/*
 EOF
 echo "bare: building $image (Debian, git, make)"
 podman build -q --network=host -t "$image" "$work/image" >/dev/null
@@ -41,11 +43,15 @@ podman build -q --network=host -t "$image" "$work/image" >/dev/null
 git rev-parse HEAD > "$work/commit"
 echo "bare: a fresh container runs the README's two commands on $(cut -c1-12 "$work/commit")"
 mkdir -p "$work/containers"
+# The viewer's browser test leaves its screenshots here.
+artifacts="${EVALFLOW_ARTIFACTS:-$PWD/.ci/artifacts}"
+mkdir -p "$artifacts"
 podman run --rm --name "$name" --privileged \
 	-v "$PWD:/src:ro" \
 	-v "$goroot:/usr/local/go:ro" \
 	-v "$modcache:/root/go/pkg/mod" \
 	-v "$work/containers:/var/lib/containers" \
+	-v "$artifacts:/artifacts" -e EVALFLOW_ARTIFACTS=/artifacts \
 	-e SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
 	-e NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
 	-e GOTOOLCHAIN=local -e GOFLAGS=-buildvcs=false -e CI="${CI:-}" \
@@ -54,19 +60,17 @@ podman run --rm --name "$name" --privileged \
 		git config --global --add safe.directory "*"
 		git clone -q /src /root/evalflow
 		cd /root/evalflow
-		echo "== bare: make run"
-		start=$SECONDS
-		make run
-		echo "bare: make run took $((SECONDS - start)) s"
-		run=$(ls -td runs/*/ | head -1)
-		test "$(wc -l < "$run/rollouts.jsonl")" -eq 128
-		test -s "$run/summary.json"
-		echo "bare: make run stored 128 rollouts in $run"
-		echo "== bare: make test"
-		start=$SECONDS
-		make test
-		echo "bare: make test took $((SECONDS - start)) s"
-		echo "== bare: make lint"
-		make lint
-	'
-echo "bare: both commands passed in a fresh container"
+		for cmd in "$@"; do
+			echo "== bare: $cmd"
+			start=$SECONDS
+			$cmd
+			echo "bare: $cmd took $((SECONDS - start)) s"
+			if [ "$cmd" = "make run" ]; then
+				run=$(ls -td runs/*/ | head -1)
+				test "$(wc -l < "$run/rollouts.jsonl")" -eq 128
+				test -s "$run/summary.json"
+				echo "bare: make run stored 128 rollouts in $run"
+			fi
+		done
+	' bare "$@"
+echo "bare: passed in a fresh container: $*"

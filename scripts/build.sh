@@ -26,7 +26,7 @@ fi
 
 stale=$($GO list -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' "$pkg" | grep -c . || true)
 if [ "$stale" -gt 200 ]; then
-	say "build: compiling $stale packages for $out (a first build: a few minutes on 2 cores; later builds take seconds)…"
+	say "build: compiling $stale packages for $out (a first build; later ones take seconds)…"
 fi
 start=$SECONDS
 # -v names each package as it is compiled; anything else is the compiler's.

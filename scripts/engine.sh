@@ -11,7 +11,13 @@ sock="${DOCKER_HOST:-unix:///run/podman/podman.sock}"
 sock="${sock#unix://}"
 cache="${EVALFLOW_ENGINE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/evalflow/engine}"
 sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
+if [ "$(id -u)" -ne 0 ]; then
+	if ! command -v sudo >/dev/null || ! sudo -n true 2>/dev/null; then
+		echo "engine: Podman is installed and served as root here; run: sudo make engine" >&2
+		exit 1
+	fi
+	sudo="sudo"
+fi
 
 need=()
 command -v podman >/dev/null || need+=(podman)
@@ -24,6 +30,10 @@ command -v newuidmap >/dev/null || need+=(uidmap)
 command -v catatonit >/dev/null || [ -x /usr/libexec/podman/catatonit ] || need+=(catatonit)
 command -v curl >/dev/null || need+=(curl)
 if [ "${#need[@]}" -gt 0 ]; then
+	if ! command -v apt-get >/dev/null; then
+		echo "engine: the container engine needs ${need[*]}; install them (Debian: apt-get install -y ${need[*]})" >&2
+		exit 1
+	fi
 	echo "engine: apt-get install ${need[*]}"
 	export DEBIAN_FRONTEND=noninteractive
 	$sudo apt-get update -qq
