@@ -57,6 +57,7 @@ func TestBadCommandLines(t *testing.T) {
 			[]string{"d.md:2: starter eval --made-up 1: eval has no flag --made-up"}},
 		{"Then\n`starter status --tasks 3`.", []string{"d.md:2: starter status --tasks 3: status has no flag --tasks"}},
 		{"`starter evals`", []string{`d.md:1: starter evals: starter has no command "evals"`}},
+		{"`starter status <run-id> --address x`", []string{"d.md:1: starter status <run-id> --address x: --address after an argument is not read: flags go first"}},
 	}
 	for _, tt := range tests {
 		got := BadCommandLines(testApp(), []Doc{{Path: "d.md", Text: tt.doc}})

@@ -177,6 +177,9 @@ func checkArgs(app *cli.App, args []string) error {
 			where, flags, cmds = c.Name, c.Flags, c.Subcommands
 			continue
 		}
+		if positional {
+			return fmt.Errorf("%s after an argument is not read: flags go first", a)
+		}
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		f := findFlag(flags, name)
 		if f == nil {
