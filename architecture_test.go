@@ -90,7 +90,9 @@ var allowed = map[string][]string{
 	"e2e":                  {},
 	"faults":               {},
 	"deploy":               {},
-	"":                     {},
+	// Checks the docs against the binaries' flags and the repository.
+	"internal/docscheck": {},
+	"":                   {},
 
 	"cmd/evalflow-mcp-counter": {"*"},
 }

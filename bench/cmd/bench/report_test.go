@@ -83,3 +83,15 @@ func TestGoalsMarkdown(t *testing.T) {
 	assert.Contains(t, line("orchestration, 1,000"), "| 3.00× (30.00 vs 10.00 s) | ≤ 2× | **missed** | two activities")
 	assert.Contains(t, line("orchestration, 128"), "not measured in this run")
 }
+
+// TestBenchmarksKeepsItsMarkers: the repository's BENCHMARKS.md holds the
+// generated part between one begin and one end marker, so that make bench
+// rewrites that part and keeps the prose around it.
+func TestBenchmarksKeepsItsMarkers(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "BENCHMARKS.md"))
+	require.NoError(t, err)
+	s := string(b)
+	require.Equal(t, 1, strings.Count(s, beginMarker), "begin markers")
+	require.Equal(t, 1, strings.Count(s, endMarker), "end markers")
+	assert.Less(t, strings.Index(s, beginMarker), strings.Index(s, endMarker))
+}
