@@ -52,7 +52,7 @@ fi
 pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 if [ "$(id -u)" -eq 0 ]; then
 	pgdir=/var/tmp/evalflow-test-postgres/$(printf %s "$PWD" | md5sum | cut -c1-12)
-	aspg() { runuser -u postgres -- "$@"; }
+	aspg() { (cd / && runuser -u postgres -- "$@"); }
 else
 	pgdir=$PWD/.evalflow/postgres
 	aspg() { "$@"; }
