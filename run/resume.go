@@ -91,8 +91,10 @@ func (e *ChangedError) Error() string {
 type ResumeInput struct {
 	RunID     string
 	TaskQueue string
-	// Settings are the settings given; a change is refused unless Force.
-	Settings Settings
+	// Settings reads the settings given, when the run starts again (not
+	// for a running or finished one); a change is refused unless Force.
+	// Nil gives none.
+	Settings func() (Settings, error)
 	Force    bool
 	// RetryFailed reruns the stored failures of the run (and resumes a
 	// finished evaluation to do so). It is no change of the run's settings.
@@ -149,7 +151,13 @@ func Resume(ctx context.Context, c client.Client, in ResumeInput) (Resumed, erro
 	if err != nil {
 		return r, err
 	}
-	next, changed := in.Settings.Apply(old)
+	var given Settings
+	if in.Settings != nil {
+		if given, err = in.Settings(); err != nil {
+			return r, err
+		}
+	}
+	next, changed := given.Apply(old)
 	if len(changed) > 0 && !in.Force {
 		return r, &ChangedError{RunID: in.RunID, Settings: changed}
 	}

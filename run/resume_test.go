@@ -40,7 +40,9 @@ func TestSettingsApply(t *testing.T) {
 func TestResume(t *testing.T) {
 	ctx := context.Background()
 	stored := workflows.TrainInput{Config: workflows.RunConfig{RunID: "r", Tasks: 10, Model: "mock"}, Train: workflows.TrainConfig{Epochs: 2}}
-	changed := Settings{Config: workflows.RunConfig{Tasks: 20, Model: "mock"}, Given: given("tasks")}
+	changed := func() (Settings, error) {
+		return Settings{Config: workflows.RunConfig{Tasks: 20, Model: "mock"}, Given: given("tasks")}, nil
+	}
 
 	_, err := Resume(ctx, &fakeTemporal{}, ResumeInput{RunID: "r"})
 	require.ErrorIs(t, err, ErrNotFound)
@@ -60,12 +62,17 @@ func TestResume(t *testing.T) {
 	want.Config.Tasks, want.Config.RetryFailed = 20, true
 	assert.Equal(t, []any{want}, c.started)
 
+	// Settings that cannot be read refuse a restart, not a running run.
+	bad := errors.New("bad flag")
+	_, err = Resume(ctx, c, ResumeInput{RunID: "r", Settings: func() (Settings, error) { return Settings{}, bad }})
+	require.ErrorIs(t, err, bad)
+
 	// A running run is left to run; Check vets its configuration.
 	c = &fakeTemporal{kind: workflows.EvalName, status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, input: stored}
 	refuse := errors.New("refused")
 	_, err = Resume(ctx, c, ResumeInput{RunID: "r", Check: func(workflows.RunConfig) error { return refuse }})
 	require.ErrorIs(t, err, refuse)
-	r, err = Resume(ctx, c, ResumeInput{RunID: "r"})
+	r, err = Resume(ctx, c, ResumeInput{RunID: "r", Settings: func() (Settings, error) { return Settings{}, bad }})
 	require.NoError(t, err)
 	assert.Nil(t, r.Started)
 	assert.Empty(t, c.started)

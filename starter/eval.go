@@ -59,16 +59,15 @@ func runEval(cctx *cli.Context) error {
 	// What the store holds before the run starts is what it reuses.
 	account, closeAccount := newStoreAccount(ctx, storeFlags(cctx), cfg.RunID)
 	defer closeAccount()
-	if err := startOrAttach(ctx, s.client, cctx.String(wiring.FlagTaskQueue), cfg); err != nil {
-		if errors.Is(err, errFinished) {
-			printWhere(s, cctx, cfg.RunID)
-			defer startViewer(cctx, s.uiURL)()
-			return printResult(ctx, s.client, cctx, cfg.RunID)
-		}
+	done, err := startOrAttach(ctx, s.client, cctx.String(wiring.FlagTaskQueue), cfg)
+	if err != nil {
 		return err
 	}
 	printWhere(s, cctx, cfg.RunID)
 	defer startViewer(cctx, s.uiURL)()
+	if done {
+		return printResult(ctx, s.client, cctx, cfg.RunID)
+	}
 	if cctx.Bool("detach") {
 		fmt.Printf("Started run %s. Watch it: starter status %s\n", cfg.RunID, cfg.RunID)
 		return nil
@@ -304,17 +303,13 @@ func newRunID(kind string) string {
 	return kind + "-" + time.Now().Format("20060102-150405") + "-" + hex.EncodeToString(b)
 }
 
-// errFinished is an eval attached to a run that has already finished: its
-// result is the one to print.
-var errFinished = errors.New("run finished")
-
 // startOrAttach starts the run, or attaches to it when a run with that id
-// exists (run.Attach), and says which. A finished run not rerun is
-// errFinished.
-func startOrAttach(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig) error {
+// exists (run.Attach), and says which; done is true for a finished run,
+// whose result is the one to print.
+func startOrAttach(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig) (done bool, err error) {
 	a, err := run.Attach(ctx, c, taskQueue, cfg)
 	if err != nil {
-		return err
+		return false, err
 	}
 	switch a.Prior {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED:
@@ -325,7 +320,7 @@ func startOrAttach(ctx context.Context, c client.Client, taskQueue string, cfg w
 	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 		if a.Done() {
 			fmt.Fprintf(os.Stderr, "Run %s has already finished (add --retry-failed to rerun its failed rollouts).\n", cfg.RunID)
-			return errFinished
+			return true, nil
 		}
 		fmt.Fprintf(os.Stderr, "Run %s has finished: running its stored failures again; its successes are reused.\n", cfg.RunID)
 	default:
@@ -333,7 +328,7 @@ func startOrAttach(ctx context.Context, c client.Client, taskQueue string, cfg w
 			cfg.RunID, statusWord(a.Prior))
 	}
 	warnStarted(a.Started)
-	return nil
+	return false, nil
 }
 
 // warnStarted says when a run started without evalflow's search attributes.

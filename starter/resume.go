@@ -23,23 +23,6 @@ func resumeSettings(cctx *cli.Context) (run.Settings, error) {
 	}, nil
 }
 
-// configChange is a run's stored input with the flags given on the command
-// line applied, and the flags that changed it.
-type configChange struct {
-	input  workflows.TrainInput
-	fields []string
-}
-
-// changedConfig applies the flags set on the command line to the stored input.
-func changedConfig(cctx *cli.Context, old workflows.TrainInput) (configChange, error) {
-	given, err := resumeSettings(cctx)
-	if err != nil {
-		return configChange{}, err
-	}
-	in, changed := given.Apply(old)
-	return configChange{input: in, fields: flagNames(changed)}, nil
-}
-
 // flagNames names settings as the flags that give them (--tasks).
 func flagNames(settings []string) []string {
 	var flags []string

@@ -55,3 +55,21 @@ func TestChangedConfigHarnessDialect(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, same.fields)
 }
+
+// configChange is a run's stored input with the flags given on the command
+// line applied, and the flags that changed it.
+type configChange struct {
+	input  workflows.TrainInput
+	fields []string
+}
+
+// changedConfig applies the flags set on the command line to the stored
+// input, as resume does.
+func changedConfig(cctx *cli.Context, old workflows.TrainInput) (configChange, error) {
+	given, err := resumeSettings(cctx)
+	if err != nil {
+		return configChange{}, err
+	}
+	in, changed := given.Apply(old)
+	return configChange{input: in, fields: flagNames(changed)}, nil
+}

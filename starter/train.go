@@ -121,17 +121,16 @@ func resumeCommand() *cli.Command {
 
 func resume(cctx *cli.Context, s *session, runID string) error {
 	ctx := cctx.Context
-	given, err := resumeSettings(cctx)
-	if err != nil {
-		return err
-	}
 	sc := storeFlags(cctx)
 	// What the store holds now is what this resume reuses.
 	account, closeAccount := newStoreAccount(ctx, sc, runID)
 	defer closeAccount()
 	in := run.ResumeInput{
-		RunID: runID, TaskQueue: cctx.String(wiring.FlagTaskQueue),
-		Settings: given, Force: cctx.Bool("force"), RetryFailed: cctx.Bool("retry-failed"),
+		RunID:       runID,
+		TaskQueue:   cctx.String(wiring.FlagTaskQueue),
+		Settings:    func() (run.Settings, error) { return resumeSettings(cctx) },
+		Force:       cctx.Bool("force"),
+		RetryFailed: cctx.Bool("retry-failed"),
 	}
 	if s.usingMock() {
 		in.Check = mockCanServe
