@@ -59,9 +59,13 @@ var allowed = map[string][]string{
 	// Tasksets backed by tables (CSV, Parquet, Arrow): their readers stay
 	// out of what links tasksets for its types only (the built-in agent).
 	"tasksets/tables": {"tasksets"},
+	// A run's life: started, attached to, resumed, its status read from
+	// Temporal or the store. No worker, no Temporal server: the viewer
+	// links it.
+	"run": {"results", "rollout", "workflows"},
 	// The run viewer reads the store, and the run's summaries as workflows
 	// write them.
-	"viewer": {"results", "rollout", "workflows"},
+	"viewer": {"results", "rollout", "run", "workflows"},
 	// Drives a headless Chromium for the viewer's browser tests.
 	"viewer/viewertest": {},
 	// The Docker Engine API client, and a test engine that fails a test

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -14,15 +13,14 @@ import (
 	"github.com/mattn/go-shellwords"
 	"github.com/urfave/cli/v2"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/harness/packaged"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/rubrics"
+	"github.com/evalflow/evalflow/run"
 	"github.com/evalflow/evalflow/tasksets/tables"
 	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
@@ -59,7 +57,8 @@ func runEval(cctx *cli.Context) error {
 		return err
 	}
 	// What the store holds before the run starts is what it reuses.
-	account := newStoreAccount(ctx, storeFlags(cctx), cfg.RunID)
+	account, closeAccount := newStoreAccount(ctx, storeFlags(cctx), cfg.RunID)
+	defer closeAccount()
 	done, err := startOrAttach(ctx, s.client, cctx.String(wiring.FlagTaskQueue), cfg)
 	if err != nil {
 		return err
@@ -82,15 +81,15 @@ func runEval(cctx *cli.Context) error {
 		fmt.Fprintf(os.Stderr, "\nStopped watching. Run %s is saved; continue it with the same command and --run-id %s\n", cfg.RunID, cfg.RunID)
 		return exitCode(130)
 	}
-	if failed, ok := overFailureLimit(err); ok {
-		account.eval(ctx, &failed)
+	if failed, ok := run.FailedResult(err); ok {
+		account.Eval(ctx, &failed)
 		printSummary(os.Stdout, failed, storeFlags(cctx))
 		return fmt.Errorf("run %s failed: %w", cfg.RunID, err)
 	}
 	if err != nil {
 		return fmt.Errorf("run %s failed: %w", cfg.RunID, err)
 	}
-	account.eval(ctx, &res)
+	account.Eval(ctx, &res)
 	printSummary(os.Stdout, res, storeFlags(cctx))
 	return nil
 }
@@ -102,17 +101,6 @@ func evalMaxFailures(cctx *cli.Context) float64 {
 		return 0
 	}
 	return cctx.Float64("max-failures")
-}
-
-// overFailureLimit returns the result an eval past its --max-failures
-// carries in its error.
-func overFailureLimit(err error) (workflows.Result, bool) {
-	var appErr *temporal.ApplicationError
-	var res workflows.Result
-	if !errors.As(err, &appErr) || appErr.Type() != workflows.ErrRunFailed || appErr.Details(&res) != nil {
-		return workflows.Result{}, false
-	}
-	return res, true
 }
 
 // runFlags are the starter's own flags every run type shares; the worker's
@@ -316,71 +304,39 @@ func newRunID(kind string) string {
 }
 
 // startOrAttach starts the run, or attaches to it when a run with that id
-// exists: a running one is watched, a finished one reported (done is true),
-// and a failed or terminated one started again, reusing stored rollouts.
+// exists (run.Attach), and says which; done is true for a finished run,
+// whose result is the one to print.
 func startOrAttach(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig) (done bool, err error) {
-	desc, err := c.DescribeWorkflowExecution(ctx, cfg.RunID, "")
-	var notFound *serviceerror.NotFound
-	switch {
-	case errors.As(err, &notFound):
+	a, err := run.Attach(ctx, c, taskQueue, cfg)
+	if err != nil {
+		return false, err
+	}
+	switch a.Prior {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED:
 		fmt.Fprintf(os.Stderr, "Starting run %s: %d tasks × %d rollouts of %q with model %q.\n",
 			cfg.RunID, cfg.Tasks, cfg.RolloutsPerTask, cfg.Taskset, cfg.Model)
-	case err != nil:
-		return false, fmt.Errorf("look up run %s: %w", cfg.RunID, err)
-	default:
-		switch status := desc.WorkflowExecutionInfo.Status; status {
-		case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-			fmt.Fprintf(os.Stderr, "Run %s is already running: resuming it (its own configuration applies).\n", cfg.RunID)
-			return false, nil
-		case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
-			if !cfg.RetryFailed {
-				fmt.Fprintf(os.Stderr, "Run %s has already finished (add --retry-failed to rerun its failed rollouts).\n", cfg.RunID)
-				return true, nil
-			}
-			fmt.Fprintf(os.Stderr, "Run %s has finished: running its stored failures again; its successes are reused.\n", cfg.RunID)
-		default:
-			fmt.Fprintf(os.Stderr, "Run %s ended %s: starting it again; finished rollouts are reused from the store.\n",
-				cfg.RunID, strings.ToLower(strings.TrimPrefix(status.String(), "WORKFLOW_EXECUTION_STATUS_")))
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		fmt.Fprintf(os.Stderr, "Run %s is already running: resuming it (its own configuration applies).\n", cfg.RunID)
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		if a.Done() {
+			fmt.Fprintf(os.Stderr, "Run %s has already finished (add --retry-failed to rerun its failed rollouts).\n", cfg.RunID)
+			return true, nil
 		}
+		fmt.Fprintf(os.Stderr, "Run %s has finished: running its stored failures again; its successes are reused.\n", cfg.RunID)
+	default:
+		fmt.Fprintf(os.Stderr, "Run %s ended %s: starting it again; finished rollouts are reused from the store.\n",
+			cfg.RunID, statusWord(a.Prior))
 	}
-	opts := client.StartWorkflowOptions{
-		ID:                    cfg.RunID,
-		TaskQueue:             taskQueue,
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		TypedSearchAttributes: workflows.SearchAttributes(cfg),
-		StaticSummary:         staticSummary("eval", cfg),
-	}
-	in := workflows.EvalInput{Config: cfg}
-	_, err = c.ExecuteWorkflow(ctx, opts, wiring.EvalWorkflowName, in)
-	if isMissingSearchAttributes(err) {
-		// A cluster without evalflow's search attributes: run without them.
-		fmt.Fprintf(os.Stderr, "warning: the namespace lacks evalflow's search attributes (%s, %s, %s); starting without them\n",
-			workflows.AttrRunID, workflows.AttrModel, workflows.AttrTaskset)
-		opts.TypedSearchAttributes = temporal.SearchAttributes{}
-		_, err = c.ExecuteWorkflow(ctx, opts, wiring.EvalWorkflowName, in)
-	}
-	if err != nil {
-		return false, fmt.Errorf("start run %s: %w", cfg.RunID, err)
-	}
+	warnStarted(a.Started)
 	return false, nil
 }
 
-// staticSummary is the line the Temporal UI shows under a run's workflow:
-// what it runs. No secret: the names of the run's taskset and model, never
-// the harness's command line.
-func staticSummary(kind string, cfg workflows.RunConfig) string {
-	tasks := "every task"
-	if cfg.Tasks > 0 {
-		tasks = fmt.Sprintf("%d tasks", cfg.Tasks)
+// warnStarted says when a run started without evalflow's search attributes.
+func warnStarted(s *run.Started) {
+	if s != nil && s.NoSearchAttributes {
+		fmt.Fprintf(os.Stderr, "warning: the namespace lacks evalflow's search attributes (%s, %s, %s); started without them\n",
+			workflows.AttrRunID, workflows.AttrModel, workflows.AttrTaskset)
 	}
-	return fmt.Sprintf("%s of %s (%s × %d) with model %s", kind, cfg.Taskset, tasks, max(cfg.RolloutsPerTask, 1), cfg.Model)
-}
-
-// isMissingSearchAttributes tells a start refused because the namespace
-// lacks evalflow's search attributes (a cluster set up without them).
-func isMissingSearchAttributes(err error) bool {
-	var invalid *serviceerror.InvalidArgument
-	return errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute")
 }
 
 // watch draws progress on bar until the run ends and returns its result.
@@ -400,7 +356,7 @@ func watch(ctx context.Context, c client.Client, runID string, bar *progressBar)
 	for {
 		select {
 		case o := <-end:
-			if p, err := queryProgress(context.WithoutCancel(ctx), c, runID); err == nil {
+			if p, err := run.Progress(context.WithoutCancel(ctx), c, runID); err == nil {
 				bar.draw(p)
 			}
 			bar.finish()
@@ -409,22 +365,11 @@ func watch(ctx context.Context, c client.Client, runID string, bar *progressBar)
 			}
 			return o.res, o.err
 		case <-t.C:
-			if p, err := queryProgress(ctx, c, runID); err == nil {
+			if p, err := run.Progress(ctx, c, runID); err == nil {
 				bar.draw(p)
 			}
 		}
 	}
-}
-
-func queryProgress(ctx context.Context, c client.Client, runID string) (workflows.Progress, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	v, err := c.QueryWorkflow(ctx, runID, "", workflows.QueryProgress)
-	if err != nil {
-		return workflows.Progress{}, err
-	}
-	var p workflows.Progress
-	return p, v.Get(&p)
 }
 
 // warnWithoutWorkers says so above the bar when no worker polls the task
@@ -456,12 +401,9 @@ func uiLinks(ui, namespace, runID string) []string {
 	if ui == "" {
 		return nil
 	}
-	ui = strings.TrimRight(ui, "/")
-	ns := url.PathEscape(namespace)
-	query := url.Values{"query": {fmt.Sprintf("%s=%q", workflows.AttrRunID, runID)}}.Encode()
 	return []string{
-		fmt.Sprintf("Temporal Web UI: %s/namespaces/%s/workflows/%s", ui, ns, url.PathEscape(runID)),
-		fmt.Sprintf("  every workflow of the run: %s/namespaces/%s/workflows?%s", ui, ns, query),
+		"Temporal Web UI: " + run.WorkflowURL(ui, namespace, runID),
+		"  every workflow of the run: " + run.ListURL(ui, namespace, runID),
 	}
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/evalflow/evalflow/harness/packaged"
 	"github.com/evalflow/evalflow/workflows"
@@ -182,26 +180,4 @@ func TestUILinks(t *testing.T) {
 	require.Len(t, got, 2)
 	assert.Equal(t, "Temporal Web UI: http://ui.example:8080/namespaces/team%20a/workflows/run-1", got[0])
 	assert.Equal(t, "  every workflow of the run: http://ui.example:8080/namespaces/team%20a/workflows?query=EvalflowRunId%3D%22run-1%22", got[1])
-}
-
-func TestStaticSummary(t *testing.T) {
-	assert.Equal(t, "eval of sample (4 tasks × 2) with model mock",
-		staticSummary("eval", workflows.RunConfig{Taskset: "sample", Tasks: 4, RolloutsPerTask: 2, Model: "mock"}))
-	assert.Equal(t, "training of data.jsonl (every task × 1) with model gpt",
-		staticSummary("training", workflows.RunConfig{Taskset: "data.jsonl", Model: "gpt"}))
-}
-
-// An eval that ended past its --max-failures still has its summary printed:
-// its result rides in the error.
-func TestOverFailureLimitCarriesTheResult(t *testing.T) {
-	want := workflows.Result{Rollouts: 8, Failed: 3}
-	err := fmt.Errorf("workflow: %w", temporal.NewNonRetryableApplicationError("3 of 8 rollouts failed", workflows.ErrRunFailed, nil, want))
-	got, ok := overFailureLimit(err)
-	require.True(t, ok)
-	assert.Equal(t, want, got)
-
-	_, ok = overFailureLimit(temporal.NewApplicationError("other", "SomethingElse"))
-	assert.False(t, ok, "another failure is not a failure limit")
-	_, ok = overFailureLimit(nil)
-	assert.False(t, ok)
 }

@@ -24,10 +24,12 @@ func main() {
 	// The built-in agent is this binary's hidden "agent" command: rollouts run
 	// it as a subprocess.
 	agent.ServeIfAsked()
-	os.Exit(run())
+	os.Exit(execute())
 }
 
-func run() int {
+// execute runs the command line and returns the exit code. (It is not
+// run(): that is the package run the commands use.)
+func execute() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newApp().RunContext(ctx, os.Args); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.temporal.io/sdk/client"
 
+	"github.com/evalflow/evalflow/run"
 	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -70,11 +70,12 @@ func printResult(ctx context.Context, c client.Client, cctx *cli.Context, runID 
 	if c == nil {
 		return fmt.Errorf("run %s has no summary in %s and no Temporal server answers", runID, runLocation(sc, runID))
 	}
-	var raw json.RawMessage
-	if err := c.GetWorkflow(ctx, runID, "").Get(ctx, &raw); err != nil {
+	var sum run.Summary
+	if err := c.GetWorkflow(ctx, runID, "").Get(ctx, &sum); err != nil {
 		return fmt.Errorf("run %s: %w", runID, err)
 	}
-	return printRaw(raw, sc)
+	printRun(sum, sc)
+	return nil
 }
 
 // printStored prints a run's summary from the run store, if it holds one.
@@ -85,35 +86,22 @@ func printStored(cctx *cli.Context, runID string) bool {
 		return false
 	}
 	defer store.Close()
-	var raw json.RawMessage
-	if err := store.ReadSummary(cctx.Context, runID, &raw); err != nil {
+	sum, err := run.ReadSummary(cctx.Context, store, runID)
+	if err != nil {
 		return false
 	}
-	return printRaw(raw, sc) == nil
+	printRun(sum, sc)
+	return true
 }
 
-// printRaw prints an eval's Result or a training run's TrainResult.
-func printRaw(raw json.RawMessage, sc wiring.StoreConfig) error {
-	var probe struct {
-		Epochs json.RawMessage `json:"epochs"`
+// printRun prints an eval's or a training run's summary, each its own table.
+func printRun(sum run.Summary, sc wiring.StoreConfig) {
+	switch {
+	case sum.Train != nil:
+		printTrainSummary(os.Stdout, *sum.Train, sc)
+	case sum.Eval != nil:
+		printSummary(os.Stdout, *sum.Eval, sc)
 	}
-	if err := json.Unmarshal(raw, &probe); err != nil {
-		return fmt.Errorf("decode run summary: %w", err)
-	}
-	if probe.Epochs != nil {
-		var r workflows.TrainResult
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return fmt.Errorf("decode run summary: %w", err)
-		}
-		printTrainSummary(os.Stdout, r, sc)
-		return nil
-	}
-	var r workflows.Result
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return fmt.Errorf("decode run summary: %w", err)
-	}
-	printSummary(os.Stdout, r, sc)
-	return nil
 }
 
 var errNoRunID = errors.New("give a run id")

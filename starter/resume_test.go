@@ -9,9 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
-	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
-	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -58,68 +56,20 @@ func TestChangedConfigHarnessDialect(t *testing.T) {
 	assert.Empty(t, same.fields)
 }
 
-// A training run stopped (Ctrl-C) with 60 rollouts stored, 3 of them failed,
-// then resumed while its workflow was still running: the workflow counts 77
-// as ran by its own execution, but the store held 57 successes before the
-// resume and 23 rollouts were added or run again since.
-func TestStoreAccount(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	store, err := results.Open(dir)
-	require.NoError(t, err)
-	put := func(epoch int, index int64, status string, attempt int) {
-		t.Helper()
-		_, _, err := store.Put(ctx, results.Record{
-			Key: rollout.Key("r", epoch, index, 0), RunID: "r", Epoch: epoch, Index: index,
-			Status: status, Reward: 1, Attempt: attempt,
-		}, nil)
-		require.NoError(t, err)
-	}
-	for i := range int64(60) {
-		status := rollout.StatusOK
-		if i < 3 {
-			status = rollout.StatusError
-		}
-		put(0, i, status, 1)
-	}
+// configChange is a run's stored input with the flags given on the command
+// line applied, and the flags that changed it.
+type configChange struct {
+	input  workflows.TrainInput
+	fields []string
+}
 
-	account := newStoreAccount(ctx, wiring.StoreConfig{RunsDir: dir}, "r")
-	for i := range int64(3) {
-		put(0, i, rollout.StatusOK, 2) // the failures, run again
+// changedConfig applies the flags set on the command line to the stored
+// input, as resume does.
+func changedConfig(cctx *cli.Context, old workflows.TrainInput) (configChange, error) {
+	given, err := resumeSettings(cctx)
+	if err != nil {
+		return configChange{}, err
 	}
-	for i := int64(60); i < 80; i++ {
-		put(0, i, rollout.StatusOK, 1)
-	}
-	for i := range int64(80) {
-		put(1, i, rollout.StatusOK, 1)
-	}
-
-	res := workflows.TrainResult{
-		Epochs: []workflows.EpochResult{
-			{Epoch: 0, Ran: 77, Run: workflows.Result{Rollouts: 80, Reused: 3}},
-			{Epoch: 1, Ran: 80, Run: workflows.Result{Rollouts: 80}},
-		},
-		Rollouts: 160, Ran: 157, Reused: 3,
-	}
-	account.train(ctx, &res)
-	assert.Equal(t, int64(23), res.Epochs[0].Ran)
-	assert.Equal(t, int64(57), res.Epochs[0].Run.Reused)
-	assert.Equal(t, int64(80), res.Epochs[1].Ran)
-	assert.Zero(t, res.Epochs[1].Run.Reused)
-	assert.Equal(t, int64(103), res.Ran)
-	assert.Equal(t, int64(57), res.Reused)
-	var summary workflows.TrainResult
-	require.NoError(t, store.ReadSummary(ctx, "r", &summary))
-	assert.Equal(t, res, summary, "`starter results` prints the same counts")
-
-	eval := workflows.Result{Rollouts: 160, Reused: 3}
-	account.eval(ctx, &eval)
-	assert.Equal(t, int64(57), eval.Reused)
-
-	// A store that holds nothing of the run cannot tell: the workflow's counts stand.
-	other := newStoreAccount(ctx, wiring.StoreConfig{RunsDir: t.TempDir()}, "r")
-	res = workflows.TrainResult{Epochs: []workflows.EpochResult{{Epoch: 0, Ran: 77, Run: workflows.Result{Reused: 3}}}, Ran: 77, Reused: 3}
-	other.train(ctx, &res)
-	assert.Equal(t, int64(77), res.Epochs[0].Ran)
-	assert.Equal(t, int64(3), res.Reused)
+	in, changed := given.Apply(old)
+	return configChange{input: in, fields: flagNames(changed)}, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,13 +10,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/results"
-	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/run"
 	"github.com/evalflow/evalflow/wiring"
-	"github.com/evalflow/evalflow/workflows"
 )
 
 func statusCommand() *cli.Command {
@@ -53,35 +50,23 @@ func printStatus(ctx context.Context, w io.Writer, c client.Client, server strin
 		fmt.Fprintf(w, "run %s: no answer from %s\n", runID, server)
 		return printStoreStatus(ctx, w, sc, runID, server)
 	}
-	desc, err := c.DescribeWorkflowExecution(ctx, runID, "")
-	var notFound *serviceerror.NotFound
-	if errors.As(err, &notFound) {
+	live, err := run.Status(ctx, c, runID)
+	if errors.Is(err, run.ErrNotFound) {
 		fmt.Fprintf(w, "run %s: not on %s\n", runID, server)
 		return printStoreStatus(ctx, w, sc, runID, server)
 	}
 	if err != nil {
 		return fmt.Errorf("run %s on %s: %w", runID, server, err)
 	}
-	status := desc.WorkflowExecutionInfo.Status
-	fmt.Fprintf(w, "run %s: %s (on %s)\n", runID, statusWord(status), server)
-	progressID := runID
-	if desc.WorkflowExecutionInfo.GetType().GetName() == workflows.TrainName {
-		if v, err := c.QueryWorkflow(ctx, runID, "", workflows.QueryProgress); err == nil {
-			var tp workflows.TrainProgress
-			if v.Get(&tp) == nil {
-				fmt.Fprintf(w, "epoch %d of %s; skipped %v\n", tp.Epoch, epochsText(tp.Epochs), tp.Skipped)
-				progressID = workflows.EpochID(runID, tp.Epoch)
-			}
-		}
+	fmt.Fprintf(w, "run %s: %s (on %s)\n", runID, statusWord(live.Status), server)
+	if tp := live.Train; tp != nil {
+		fmt.Fprintf(w, "epoch %d of %s; skipped %v\n", tp.Epoch, epochsText(tp.Epochs), tp.Skipped)
 	}
-	p, err := queryProgress(ctx, c, progressID)
-	if err != nil {
-		if status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			fmt.Fprintf(os.Stderr, "progress unavailable (is a worker running?): %v\n", err)
-		}
-		return nil
+	if p := live.Progress; p != nil {
+		fmt.Fprintln(w, renderProgress(*p, time.Since(p.StartedAt), p.Done))
+	} else if live.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		fmt.Fprintf(os.Stderr, "progress unavailable (is a worker running?): %v\n", live.ProgressErr)
 	}
-	fmt.Fprintln(w, renderProgress(p, time.Since(p.StartedAt), p.Done))
 	return nil
 }
 
@@ -93,30 +78,21 @@ func printStoreStatus(ctx context.Context, w io.Writer, sc wiring.StoreConfig, r
 		return err
 	}
 	defer store.Close()
-	recs, err := store.List(ctx, runID)
-	if err != nil {
+	stored, err := run.Load(ctx, store, runID)
+	if err != nil && !errors.Is(err, run.ErrNotFound) {
 		return fmt.Errorf("run %s: %w", runID, err)
 	}
-	if len(recs) == 0 {
+	if len(stored.Records) == 0 {
 		return fmt.Errorf("run %s is neither on %s nor in the run store %s (pick the run's server with --address, its store with %s)", runID, server, sc, storeHint(sc))
 	}
-	ok, reward := 0, 0.0
-	epochs := map[int]bool{}
-	for _, r := range recs {
-		if r.Status == rollout.StatusOK {
-			ok++
-		}
-		reward += r.Reward
-		epochs[r.Epoch] = true
-	}
+	n := run.Count(stored.Records)
 	fmt.Fprintf(w, "run store %s: %d rollouts (%d ok, %d failed), mean reward %.3f",
-		runLocation(sc, runID), len(recs), ok, len(recs)-ok, reward/float64(len(recs)))
-	if len(epochs) > 1 {
-		fmt.Fprintf(w, " over %d epochs", len(epochs))
+		runLocation(sc, runID), n.Rollouts, n.OK, n.Failed, n.MeanReward)
+	if n.Epochs > 1 {
+		fmt.Fprintf(w, " over %d epochs", n.Epochs)
 	}
 	fmt.Fprintln(w)
-	var summary json.RawMessage
-	if store.ReadSummary(ctx, runID, &summary) == nil {
+	if stored.Summary != nil {
 		fmt.Fprintf(w, "The run finished: `starter results %s` prints its summary.\n", runID)
 	}
 	return nil

@@ -12,11 +12,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/evalflow/evalflow/pull"
+	"github.com/evalflow/evalflow/run"
 	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -82,10 +81,13 @@ func trainCommand() *cli.Command {
 			}
 			fmt.Fprintf(os.Stderr, "Starting training run %s: %s × %d tasks × groups of %d on %q.\n",
 				cfg.RunID, epochsText(train.Epochs), cfg.Tasks, cfg.RolloutsPerTask, cfg.Taskset)
-			account := newStoreAccount(cctx.Context, storeFlags(cctx), cfg.RunID)
-			if err := startTrain(cctx.Context, s.client, tq, cfg, train); err != nil {
+			account, closeAccount := newStoreAccount(cctx.Context, storeFlags(cctx), cfg.RunID)
+			defer closeAccount()
+			started, err := run.StartTrain(cctx.Context, s.client, tq, cfg, train)
+			if err != nil {
 				return err
 			}
+			warnStarted(&started)
 			printWhere(s, cctx, cfg.RunID)
 			defer startViewer(cctx, s.uiURL)()
 			return watchTrain(cctx, s.client, cfg.RunID, account)
@@ -119,73 +121,41 @@ func resumeCommand() *cli.Command {
 
 func resume(cctx *cli.Context, s *session, runID string) error {
 	ctx := cctx.Context
-	desc, err := s.client.DescribeWorkflowExecution(ctx, runID, "")
-	var notFound *serviceerror.NotFound
-	if errors.As(err, &notFound) {
-		return fmt.Errorf("no run %s on the Temporal server at %s", runID, cctx.String(wiring.FlagAddress))
-	}
-	if err != nil {
-		return fmt.Errorf("look up run %s: %w", runID, err)
-	}
-	info := desc.WorkflowExecutionInfo
-	kind := info.GetType().GetName()
 	sc := storeFlags(cctx)
 	// What the store holds now is what this resume reuses.
-	account := newStoreAccount(ctx, sc, runID)
-	switch info.Status {
-	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-		if s.usingMock() {
-			in, err := startInput(ctx, s.client, runID, info.GetExecution().GetRunId())
-			if err != nil {
-				return err
-			}
-			if err := mockCanServe(in.Config); err != nil {
-				return err
-			}
-		}
+	account, closeAccount := newStoreAccount(ctx, sc, runID)
+	defer closeAccount()
+	in := run.ResumeInput{
+		RunID:       runID,
+		TaskQueue:   cctx.String(wiring.FlagTaskQueue),
+		Settings:    func() (run.Settings, error) { return resumeSettings(cctx) },
+		Force:       cctx.Bool("force"),
+		RetryFailed: cctx.Bool("retry-failed"),
+	}
+	if s.usingMock() {
+		in.Check = mockCanServe
+	}
+	r, err := run.Resume(ctx, s.client, in)
+	var changed *run.ChangedError
+	switch {
+	case errors.Is(err, run.ErrNotFound):
+		return fmt.Errorf("no run %s on the Temporal server at %s", runID, cctx.String(wiring.FlagAddress))
+	case errors.As(err, &changed):
+		return fmt.Errorf("run %s was started with other settings (%v); resume with the same flags, or add --force", runID, flagNames(changed.Settings))
+	case err != nil:
+		return err
+	}
+	switch {
+	case r.Started != nil:
+		fmt.Fprintf(os.Stderr, "Resuming run %s (it ended %s): finished epochs and rollouts are reused.\n", runID, statusWord(r.Prior))
+		warnStarted(r.Started)
+	case r.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 		fmt.Fprintf(os.Stderr, "Run %s is running: watching it.\n", runID)
-	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
-		if kind != workflows.EvalName || !cctx.Bool("retry-failed") {
-			fmt.Fprintf(os.Stderr, "Run %s has already finished.\n", runID)
-			break
-		}
-		fallthrough // an eval's stored failures run again
 	default:
-		old, err := startInput(ctx, s.client, runID, info.GetExecution().GetRunId())
-		if err != nil {
-			return err
-		}
-		changed, err := changedConfig(cctx, old)
-		if err != nil {
-			return err
-		}
-		if len(changed.fields) > 0 && !cctx.Bool("force") {
-			return fmt.Errorf("run %s was started with other settings (%v); resume with the same flags, or add --force", runID, changed.fields)
-		}
-		in := changed.input
-		// Not a change of the run's settings: which stored rollouts run again.
-		in.Config.RetryFailed = cctx.Bool("retry-failed")
-		if s.usingMock() {
-			if err := mockCanServe(in.Config); err != nil {
-				return err
-			}
-		}
-		fmt.Fprintf(os.Stderr, "Resuming run %s (it ended %s): finished epochs and rollouts are reused.\n", runID, statusWord(info.Status))
-		switch kind {
-		case workflows.TrainName:
-			if err := startTrain(ctx, s.client, cctx.String(wiring.FlagTaskQueue), in.Config, in.Train); err != nil {
-				return err
-			}
-		case workflows.EvalName:
-			if _, err := startOrAttach(ctx, s.client, cctx.String(wiring.FlagTaskQueue), in.Config); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("run %s is a %s, which cannot be resumed", runID, kind)
-		}
+		fmt.Fprintf(os.Stderr, "Run %s has already finished.\n", runID)
 	}
 	printWhere(s, cctx, runID)
-	if kind == workflows.EvalName {
+	if r.Kind == workflows.EvalName {
 		res, err := watch(ctx, s.client, runID, newProgressBar(os.Stderr))
 		if errors.Is(err, context.Canceled) {
 			fmt.Fprintf(os.Stderr, "\nStopped watching. Continue with: starter resume %s\n", runID)
@@ -194,7 +164,7 @@ func resume(cctx *cli.Context, s *session, runID string) error {
 		if err != nil {
 			return fmt.Errorf("run %s failed: %w", runID, err)
 		}
-		account.eval(ctx, &res)
+		account.Eval(ctx, &res)
 		printSummary(os.Stdout, res, sc)
 		return nil
 	}
@@ -211,30 +181,9 @@ func mockCanServe(cfg workflows.RunConfig) error {
 		"its rollouts would get the offline mock's answers; configure the provider it ran with", cfg.RunID, cfg.Model)
 }
 
-// startTrain starts a training run's workflow, with evalflow's search
-// attributes when the namespace has them.
-func startTrain(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig, train workflows.TrainConfig) error {
-	opts := client.StartWorkflowOptions{
-		ID: cfg.RunID, TaskQueue: taskQueue,
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		TypedSearchAttributes: workflows.SearchAttributes(cfg),
-		StaticSummary:         staticSummary("training", cfg),
-	}
-	in := workflows.TrainInput{Config: cfg, Train: train}
-	_, err := c.ExecuteWorkflow(ctx, opts, workflows.TrainName, in)
-	if isMissingSearchAttributes(err) {
-		opts.TypedSearchAttributes = temporal.SearchAttributes{}
-		_, err = c.ExecuteWorkflow(ctx, opts, workflows.TrainName, in)
-	}
-	if err != nil {
-		return fmt.Errorf("start run %s: %w", cfg.RunID, err)
-	}
-	return nil
-}
-
 // watchTrain follows a training run epoch by epoch until it ends, and
 // reports what it ran and reused as the run store counts it (account).
-func watchTrain(cctx *cli.Context, c client.Client, runID string, account *storeAccount) error {
+func watchTrain(cctx *cli.Context, c client.Client, runID string, account *run.Account) error {
 	ctx := cctx.Context
 	end := make(chan error, 1)
 	var res workflows.TrainResult
@@ -254,16 +203,12 @@ func watchTrain(cctx *cli.Context, c client.Client, runID string, account *store
 			if err != nil {
 				return fmt.Errorf("run %s failed: %w", runID, err)
 			}
-			account.train(ctx, &res)
+			account.Train(ctx, &res)
 			printTrainSummary(os.Stdout, res, storeFlags(cctx))
 			return nil
 		case <-t.C:
-			v, err := c.QueryWorkflow(ctx, runID, "", workflows.QueryProgress)
+			tp, err := run.TrainProgress(ctx, c, runID)
 			if err != nil {
-				continue
-			}
-			var tp workflows.TrainProgress
-			if v.Get(&tp) != nil {
 				continue
 			}
 			if tp.Epoch != epoch {
@@ -271,7 +216,7 @@ func watchTrain(cctx *cli.Context, c client.Client, runID string, account *store
 				epoch = tp.Epoch
 				bar.notice("epoch %d of %s", epoch, epochsText(tp.Epochs))
 			}
-			if p, err := queryProgress(ctx, c, workflows.EpochID(runID, epoch)); err == nil {
+			if p, err := run.Progress(ctx, c, workflows.EpochID(runID, epoch)); err == nil {
 				bar.draw(p)
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"net/http"
 	"net/url"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/run"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -101,71 +101,15 @@ type Rollout struct {
 	TemporalURL string            `json:"temporal_url,omitempty"`
 }
 
-// summary is what a run's summary.json may hold: an eval's
-// workflows.Result or a training run's workflows.TrainResult.
-type summary struct {
-	workflows.Result
-	Epochs []workflows.EpochResult `json:"epochs"`
-}
-
-// runInfo is what the store says of a run.
-type runInfo struct {
-	recs     []results.Record
-	sum      *summary
-	epochs   []int
-	modified time.Time
-	// last is the last finished epoch's result, of a training run.
-	last *workflows.EpochResult
-}
-
-func (v *Viewer) load(ctx context.Context, id string) (runInfo, error) {
-	var info runInfo
-	recs, err := v.store.List(ctx, id)
-	if err != nil {
-		return info, err
-	}
-	info.recs = recs
-	var s summary
-	switch err := v.store.ReadSummary(ctx, id, &s); {
-	case err == nil:
-		info.sum = &s
-	case !errors.Is(err, fs.ErrNotExist):
-		return info, err
-	}
-	if info.epochs, err = v.store.Epochs(ctx, id); err != nil {
-		return info, err
-	}
-	if n := len(info.epochs); n > 0 {
-		var last workflows.EpochResult
-		if err := v.store.ReadEpoch(ctx, id, info.epochs[n-1], &last); err == nil {
-			info.last = &last
-		}
-	}
-	st, err := v.store.Stat(ctx, id)
-	if err != nil {
-		return info, err
-	}
-	if info.sum == nil && len(recs) == 0 && len(info.epochs) == 0 && !st.Exists {
-		return info, fmt.Errorf("run %s: %w", id, errNotFound)
-	}
-	info.modified = st.Modified
-	return info, nil
-}
-
-func (info runInfo) row(id string) RunRow {
-	r := RunRow{ID: id, Kind: KindEval, State: StateRunning, UpdatedAt: info.modified}
-	if len(info.epochs) > 0 || info.sum != nil && len(info.sum.Epochs) > 0 {
+// row is a run's row from what the store holds of it.
+func row(id string, info run.Stored) RunRow {
+	n := run.Count(info.Records)
+	r := RunRow{ID: id, Kind: KindEval, State: StateRunning, UpdatedAt: info.Modified,
+		Rollouts: n.Rollouts, OK: n.OK, Failed: n.Failed, MeanReward: n.MeanReward}
+	if info.IsTrain() {
 		r.Kind = KindTrain
 	}
-	var sum float64
-	for _, rec := range info.recs {
-		r.Rollouts++
-		if rec.Status == rollout.StatusOK {
-			r.OK++
-		} else {
-			r.Failed++
-		}
-		sum += rec.Reward
+	for _, rec := range info.Records {
 		if r.Model == "" {
 			r.Model = rec.Model
 		}
@@ -173,21 +117,20 @@ func (info runInfo) row(id string) RunRow {
 			r.StartedAt = start
 		}
 	}
-	if r.Rollouts > 0 {
-		r.MeanReward = sum / float64(r.Rollouts)
-	}
-	if s := info.sum; s != nil {
+	if info.Summary != nil {
 		r.State = StateFinished
-		r.Model = cmp.Or(s.Model, r.Model)
-		r.Taskset = s.Taskset
-		if !s.StartedAt.IsZero() {
-			r.StartedAt = s.StartedAt
+	}
+	if s := info.Summary; s != nil && s.Eval != nil {
+		r.Model = cmp.Or(s.Eval.Model, r.Model)
+		r.Taskset = s.Eval.Taskset
+		if !s.Eval.StartedAt.IsZero() {
+			r.StartedAt = s.Eval.StartedAt
 		}
 	}
-	if info.last != nil {
+	if last := info.LastEpoch; last != nil {
 		// A training run's summary holds no taskset of its own; its
 		// epochs' results name it.
-		r.Model, r.Taskset = cmp.Or(r.Model, info.last.Run.Model), cmp.Or(r.Taskset, info.last.Run.Taskset)
+		r.Model, r.Taskset = cmp.Or(r.Model, last.Run.Model), cmp.Or(r.Taskset, last.Run.Taskset)
 	}
 	return r
 }
@@ -200,11 +143,11 @@ func (v *Viewer) runs(w http.ResponseWriter, r *http.Request) {
 	}
 	rows := []RunRow{}
 	for _, id := range ids {
-		info, err := v.load(r.Context(), id)
+		info, err := run.Load(r.Context(), v.store, id)
 		if err != nil {
 			continue // a run being removed, or unreadable: the others still show
 		}
-		rows = append(rows, info.row(id))
+		rows = append(rows, row(id, info))
 	}
 	// Newest first.
 	slices.SortStableFunc(rows, func(a, b RunRow) int { return b.StartedAt.Compare(a.StartedAt) })
@@ -213,16 +156,16 @@ func (v *Viewer) runs(w http.ResponseWriter, r *http.Request) {
 
 func (v *Viewer) run(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("run")
-	info, err := v.load(r.Context(), id)
+	info, err := run.Load(r.Context(), v.store, id)
 	if err != nil {
 		v.writeJSON(w, nil, err)
 		return
 	}
-	out := Run{RunRow: info.row(id), Errors: errorKinds(info.recs), Histogram: histogram(info.recs, 10)}
-	out.StdReward = stdReward(info.recs, out.MeanReward)
-	out.PassAtK = passAtK(info.recs, 1)
-	if s := info.sum; s != nil && len(s.PassAtK) > 0 {
-		out.PassAtK, out.Tasks = s.PassAtK, s.Tasks
+	out := Run{RunRow: row(id, info), Errors: errorKinds(info.Records), Histogram: histogram(info.Records, 10)}
+	out.StdReward = stdReward(info.Records, out.MeanReward)
+	out.PassAtK = passAtK(info.Records, 1)
+	if s := info.Summary; s != nil && s.Eval != nil && len(s.Eval.PassAtK) > 0 {
+		out.PassAtK, out.Tasks = s.Eval.PassAtK, s.Eval.Tasks
 	}
 	if out.Kind == KindTrain {
 		out.Epochs, err = v.epochs(r.Context(), id, info)
@@ -237,9 +180,9 @@ func (v *Viewer) run(w http.ResponseWriter, r *http.Request) {
 
 // epochs is one point per epoch: a finished epoch's recorded result, and
 // for an epoch still running, the figures of its rollouts stored so far.
-func (v *Viewer) epochs(ctx context.Context, id string, info runInfo) ([]Epoch, error) {
+func (v *Viewer) epochs(ctx context.Context, id string, info run.Stored) ([]Epoch, error) {
 	var out []Epoch
-	for _, n := range info.epochs {
+	for _, n := range info.Epochs {
 		var res workflows.EpochResult
 		if err := v.store.ReadEpoch(ctx, id, n, &res); err != nil {
 			return nil, fmt.Errorf("read epoch %d of %s: %w", n, id, err)
@@ -248,21 +191,14 @@ func (v *Viewer) epochs(ctx context.Context, id string, info runInfo) ([]Epoch, 
 			MeanReward: res.Run.MeanReward, StdReward: res.Run.StdReward, Finished: true})
 	}
 	byEpoch := map[int][]results.Record{}
-	for _, rec := range info.recs {
-		if !slices.Contains(info.epochs, rec.Epoch) {
+	for _, rec := range info.Records {
+		if !slices.Contains(info.Epochs, rec.Epoch) {
 			byEpoch[rec.Epoch] = append(byEpoch[rec.Epoch], rec)
 		}
 	}
 	for n, recs := range byEpoch {
-		e := Epoch{Epoch: n, Rollouts: int64(len(recs))}
-		var sum float64
-		for _, rec := range recs {
-			sum += rec.Reward
-			if rec.Status != rollout.StatusOK {
-				e.Failed++
-			}
-		}
-		e.MeanReward = sum / float64(len(recs))
+		c := run.Count(recs)
+		e := Epoch{Epoch: n, Rollouts: int64(c.Rollouts), Failed: int64(c.Failed), MeanReward: c.MeanReward}
 		e.StdReward = stdReward(recs, e.MeanReward)
 		out = append(out, e)
 	}
@@ -413,13 +349,13 @@ func (v *Viewer) page(ctx context.Context, id string, q url.Values) (Page, error
 		return Page{}, err
 	}
 
-	info, err := v.load(ctx, id)
+	info, err := run.Load(ctx, v.store, id)
 	if err != nil {
 		return Page{}, err
 	}
 	status, kind, text := q.Get("status"), q.Get("error_kind"), q.Get("q")
-	rows := make([]results.Record, 0, len(info.recs))
-	for _, rec := range info.recs {
+	rows := make([]results.Record, 0, len(info.Records))
+	for _, rec := range info.Records {
 		switch {
 		case status != "" && rec.Status != status,
 			kind != "" && (rec.Status == rollout.StatusOK || cmp.Or(rec.ErrorKind, "unknown") != kind),
@@ -498,9 +434,5 @@ func (v *Viewer) isTrain(ctx context.Context, id string) bool {
 
 // workflowURL links a workflow in the Temporal UI, if its address is known.
 func (v *Viewer) workflowURL(workflowID string) string {
-	if v.opts.TemporalUI == "" {
-		return ""
-	}
-	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", v.opts.TemporalUI,
-		url.PathEscape(v.opts.Namespace), url.PathEscape(workflowID))
+	return run.WorkflowURL(v.opts.TemporalUI, v.opts.Namespace, workflowID)
 }

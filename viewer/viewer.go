@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/run"
 )
 
 //go:embed assets
@@ -94,7 +95,7 @@ func (v *Viewer) writeJSON(w http.ResponseWriter, body any, err error) {
 	if err != nil {
 		status := http.StatusInternalServerError
 		switch {
-		case errors.Is(err, errNotFound), errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, errNotFound), errors.Is(err, run.ErrNotFound), errors.Is(err, fs.ErrNotExist):
 			status = http.StatusNotFound
 		case errors.Is(err, errBadRequest):
 			status = http.StatusBadRequest

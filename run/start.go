@@ -1,0 +1,126 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/evalflow/evalflow/workflows"
+)
+
+// Started is a run's workflow started.
+type Started struct {
+	// NoSearchAttributes is true when the namespace lacks evalflow's
+	// search attributes (a cluster set up without them) and the run was
+	// started without them.
+	NoSearchAttributes bool
+}
+
+// Start starts an evaluation's workflow on taskQueue under the run's id.
+func Start(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig) (Started, error) {
+	return start(ctx, c, taskQueue, cfg, "eval", workflows.EvalName, workflows.EvalInput{Config: cfg})
+}
+
+// StartTrain starts a training run's workflow on taskQueue under the run's id.
+func StartTrain(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig, train workflows.TrainConfig) (Started, error) {
+	return start(ctx, c, taskQueue, cfg, "training", workflows.TrainName, workflows.TrainInput{Config: cfg, Train: train})
+}
+
+func start(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig, kind, workflow string, in any) (Started, error) {
+	opts := client.StartWorkflowOptions{
+		ID:                    cfg.RunID,
+		TaskQueue:             taskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		TypedSearchAttributes: workflows.SearchAttributes(cfg),
+		StaticSummary:         staticSummary(kind, cfg),
+	}
+	var s Started
+	_, err := c.ExecuteWorkflow(ctx, opts, workflow, in)
+	if isMissingSearchAttributes(err) {
+		s.NoSearchAttributes = true
+		opts.TypedSearchAttributes = temporal.SearchAttributes{}
+		_, err = c.ExecuteWorkflow(ctx, opts, workflow, in)
+	}
+	if err != nil {
+		return s, fmt.Errorf("start run %s: %w", cfg.RunID, err)
+	}
+	return s, nil
+}
+
+// Attached is what Attach found of a run and what it did.
+type Attached struct {
+	// Prior is the status of the run's last execution;
+	// WORKFLOW_EXECUTION_STATUS_UNSPECIFIED when no run had its id.
+	Prior enumspb.WorkflowExecutionStatus
+	// Started is the execution Attach started; nil when it started none:
+	// the run is running, or has finished and is not rerun.
+	Started *Started
+}
+
+// Done reports whether the run had finished and nothing was started: its
+// result is the one to report.
+func (a Attached) Done() bool {
+	return a.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED && a.Started == nil
+}
+
+// Attach starts an evaluation, or attaches to the run with its id: a running
+// one is left to run, a finished one is reported (Done) unless it reruns its
+// failures (cfg.RetryFailed), and a failed or terminated one is started
+// again, reusing the rollouts the store holds.
+func Attach(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig) (Attached, error) {
+	var a Attached
+	desc, err := c.DescribeWorkflowExecution(ctx, cfg.RunID, "")
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+	case err != nil:
+		return a, fmt.Errorf("look up run %s: %w", cfg.RunID, err)
+	default:
+		a.Prior = desc.GetWorkflowExecutionInfo().GetStatus()
+		if a.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING ||
+			a.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED && !cfg.RetryFailed {
+			return a, nil
+		}
+	}
+	s, err := Start(ctx, c, taskQueue, cfg)
+	if err != nil {
+		return a, err
+	}
+	a.Started = &s
+	return a, nil
+}
+
+// staticSummary is the line the Temporal UI shows under a run's workflow:
+// what it runs. No secret: the names of the run's taskset and model, never
+// the harness's command line.
+func staticSummary(kind string, cfg workflows.RunConfig) string {
+	tasks := "every task"
+	if cfg.Tasks > 0 {
+		tasks = fmt.Sprintf("%d tasks", cfg.Tasks)
+	}
+	return fmt.Sprintf("%s of %s (%s × %d) with model %s", kind, cfg.Taskset, tasks, max(cfg.RolloutsPerTask, 1), cfg.Model)
+}
+
+// isMissingSearchAttributes tells a start refused because the namespace
+// lacks evalflow's search attributes (a cluster set up without them).
+func isMissingSearchAttributes(err error) bool {
+	var invalid *serviceerror.InvalidArgument
+	return errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute")
+}
+
+// FailedResult returns the result an evaluation that ended past its
+// failure limit (RunConfig.MaxFailures) carries in its error.
+func FailedResult(err error) (workflows.Result, bool) {
+	var appErr *temporal.ApplicationError
+	var res workflows.Result
+	if !errors.As(err, &appErr) || appErr.Type() != workflows.ErrRunFailed || appErr.Details(&res) != nil {
+		return workflows.Result{}, false
+	}
+	return res, true
+}

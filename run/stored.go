@@ -1,0 +1,143 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/workflows"
+)
+
+// Stored is what the run store holds of a run.
+type Stored struct {
+	Records []results.Record
+	// Summary is the finished run's summary; nil while the run has none.
+	Summary *Summary
+	// Epochs are a training run's finished epochs.
+	Epochs []int
+	// LastEpoch is the last finished epoch's result, of a training run.
+	LastEpoch *workflows.EpochResult
+	// Modified is when the store last changed the run.
+	Modified time.Time
+}
+
+// Load reads what the store holds of a run. A run the store does not know
+// is ErrNotFound.
+func Load(ctx context.Context, store results.Store, runID string) (Stored, error) {
+	var s Stored
+	recs, err := store.List(ctx, runID)
+	if err != nil {
+		return s, err
+	}
+	s.Records = recs
+	switch sum, err := ReadSummary(ctx, store, runID); {
+	case err == nil:
+		s.Summary = &sum
+	case !errors.Is(err, fs.ErrNotExist):
+		return s, err
+	}
+	if s.Epochs, err = store.Epochs(ctx, runID); err != nil {
+		return s, err
+	}
+	if n := len(s.Epochs); n > 0 {
+		var last workflows.EpochResult
+		if err := store.ReadEpoch(ctx, runID, s.Epochs[n-1], &last); err == nil {
+			s.LastEpoch = &last
+		}
+	}
+	st, err := store.Stat(ctx, runID)
+	if err != nil {
+		return s, err
+	}
+	if s.Summary == nil && len(recs) == 0 && len(s.Epochs) == 0 && !st.Exists {
+		return s, fmt.Errorf("run %s: %w", runID, ErrNotFound)
+	}
+	s.Modified = st.Modified
+	return s, nil
+}
+
+// IsTrain reports whether the run is a training run: it has epochs.
+func (s Stored) IsTrain() bool {
+	return len(s.Epochs) > 0 || s.Summary != nil && s.Summary.Train != nil && len(s.Summary.Train.Epochs) > 0
+}
+
+// Counts are the figures of a set of stored rollouts.
+type Counts struct {
+	Rollouts, OK, Failed int
+	MeanReward           float64
+	// Epochs is the number of distinct epochs the rollouts belong to.
+	Epochs int
+}
+
+// Count counts rollouts: how many succeeded and failed, their mean reward.
+func Count(recs []results.Record) Counts {
+	var c Counts
+	var sum float64
+	epochs := map[int]bool{}
+	for _, r := range recs {
+		c.Rollouts++
+		if r.Status == rollout.StatusOK {
+			c.OK++
+		} else {
+			c.Failed++
+		}
+		sum += r.Reward
+		epochs[r.Epoch] = true
+	}
+	if c.Rollouts > 0 {
+		c.MeanReward = sum / float64(c.Rollouts)
+	}
+	c.Epochs = len(epochs)
+	return c
+}
+
+// Summary is a finished run's summary: an evaluation's result or a
+// training run's, exactly one of them set. It decodes from either.
+type Summary struct {
+	Eval  *workflows.Result
+	Train *workflows.TrainResult
+}
+
+// UnmarshalJSON decodes a training run's result (it has epochs) or an
+// evaluation's.
+func (s *Summary) UnmarshalJSON(b []byte) error {
+	var probe struct {
+		Epochs json.RawMessage `json:"epochs"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return fmt.Errorf("decode run summary: %w", err)
+	}
+	*s = Summary{}
+	if probe.Epochs != nil {
+		s.Train = new(workflows.TrainResult)
+		return decodeSummary(b, s.Train)
+	}
+	s.Eval = new(workflows.Result)
+	return decodeSummary(b, s.Eval)
+}
+
+// MarshalJSON encodes the result the summary holds.
+func (s Summary) MarshalJSON() ([]byte, error) {
+	if s.Train != nil {
+		return json.Marshal(s.Train)
+	}
+	return json.Marshal(s.Eval)
+}
+
+func decodeSummary(b []byte, v any) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("decode run summary: %w", err)
+	}
+	return nil
+}
+
+// ReadSummary reads a finished run's summary from the store.
+func ReadSummary(ctx context.Context, store results.Store, runID string) (Summary, error) {
+	var s Summary
+	return s, store.ReadSummary(ctx, runID, &s)
+}
