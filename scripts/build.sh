@@ -14,7 +14,10 @@ say() { printf '%s\n' "$*" >&2; }
 # On a terminal a counter redraws one line; in a log it prints every tenth.
 if [ -t 2 ]; then tty=1; else tty=0; fi
 
-if ! GOPROXY=off $GO list -deps "$pkg" >/dev/null 2>&1; then
+# The packages to compile, listed without touching the network: a list that
+# fails is one whose modules are not downloaded yet.
+list() { $GO list -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' "$pkg"; }
+if ! stale=$(GOPROXY=off list 2>/dev/null); then
 	say "build: downloading the Go modules $pkg needs (first build only)…"
 	start=$SECONDS
 	$GO mod download -x 2>&1 | awk -v tty="$tty" '
@@ -22,9 +25,9 @@ if ! GOPROXY=off $GO list -deps "$pkg" >/dev/null 2>&1; then
 		/^go: / { print > "/dev/stderr" }
 		END { if (tty && n) print "" > "/dev/stderr" }'
 	say "build: modules downloaded in $((SECONDS - start)) s"
+	stale=$(list)
 fi
-
-stale=$($GO list -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' "$pkg" | grep -c . || true)
+stale=$(printf '%s' "$stale" | grep -c . || true)
 if [ "$stale" -gt 200 ]; then
 	say "build: compiling $stale packages for $out (a first build; later ones take seconds)…"
 fi
