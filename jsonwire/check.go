@@ -1,4 +1,4 @@
-package jsonshape
+package jsonwire
 
 import (
 	"bytes"
@@ -593,7 +593,7 @@ func (o Object) kept(jsonName string) kept {
 			return o.c.kept[o.base+i]
 		}
 	}
-	panic("jsonshape: " + o.s.name + " has no field " + jsonName)
+	panic("jsonwire: " + o.s.name + " has no field " + jsonName)
 }
 
 // Raw is the occurrence of field jsonName the decoder keeps (for a raw

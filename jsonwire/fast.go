@@ -1,4 +1,4 @@
-package dialects
+package jsonwire
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ import (
 func fastDecode(data []byte, v any) bool { return fastDecodeInto(data, v, false) }
 
 // fastDecodeInto is fastDecode; with share, long strings and raw values
-// share data's memory instead of copying it (see unmarshalOwned).
+// share data's memory instead of copying it (see UnmarshalOwned).
 func fastDecodeInto(data []byte, v any, share bool) bool {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
