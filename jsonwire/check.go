@@ -114,16 +114,7 @@ func (s *Shape) describe() string {
 	return jsonKindName(s.kind)
 }
 
-func (c *checker) skipSpace() {
-	for c.i < len(c.b) {
-		switch c.b[c.i] {
-		case ' ', '\t', '\n', '\r':
-			c.i++
-		default:
-			return
-		}
-	}
-}
+func (c *checker) skipSpace() { c.i = skipSpace(c.b, c.i) }
 
 // value reads the value at c.i as s.
 func (c *checker) value(s *Shape) {

@@ -121,7 +121,8 @@ func topLevelFields(body []byte) (map[string][][2]int, int, error) {
 }
 
 // skipSpace returns the offset of the first byte at or after i that is not
-// JSON whitespace. It and the skippers below read JSON already validated.
+// JSON whitespace, or len(b). The skippers below, unlike it, read only JSON
+// already validated.
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++

@@ -167,19 +167,12 @@ func (b *builder) shape(t reflect.Type) *Shape {
 			if f.Anonymous {
 				panic("jsonwire: " + t.String() + " embeds " + f.Name)
 			}
-			if !f.IsExported() {
+			name, opts, decoded := jsonField(f)
+			if !decoded {
 				continue
 			}
-			tag := f.Tag.Get("json")
-			if tag == "-" {
-				continue
-			}
-			name, opts, _ := strings.Cut(tag, ",")
 			if strings.Contains(","+opts+",", ",string,") {
 				panic("jsonwire: " + t.String() + "." + f.Name + " uses the string option")
-			}
-			if name == "" {
-				name = f.Name
 			}
 			fs := b.shape(f.Type)
 			raw := fs.kind == kindAny
@@ -278,4 +271,19 @@ func (e *Error) Error() string {
 func OneOf(alternatives []reflect.Type, opts ...Option) *Shape {
 	b := newBuilder(opts)
 	return b.union("value", alternatives)
+}
+
+// jsonField returns the JSON name and the options of a struct field as
+// encoding/json reads its tag; decoded is false for a field it leaves
+// alone (unexported, or tagged "-").
+func jsonField(f reflect.StructField) (name, opts string, decoded bool) {
+	tag := f.Tag.Get("json")
+	if !f.IsExported() || tag == "-" {
+		return "", "", false
+	}
+	name, opts, _ = strings.Cut(tag, ",")
+	if name == "" {
+		name = f.Name
+	}
+	return name, opts, true
 }

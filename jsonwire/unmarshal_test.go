@@ -18,39 +18,42 @@ import (
 // use every kind fastDecode plans for, and a map it leaves to v1 mode.
 type (
 	request struct {
-		Model             string          `json:"model"`
-		Messages          []message       `json:"messages"`
-		Temperature       *float64        `json:"temperature,omitempty"`
-		TopP              *float64        `json:"top_p,omitempty"`
-		Seed              *int64          `json:"seed,omitempty"`
-		MaxTokens         *int            `json:"max_tokens,omitempty"`
-		Stream            bool            `json:"stream,omitempty"`
-		Tools             []tool          `json:"tools,omitempty"`
-		ToolChoice        json.RawMessage `json:"tool_choice,omitempty"`
-		Stop              json.RawMessage `json:"stop,omitempty"`
-		ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
-		Ignored           string          `json:"-"`
+		Model      string          `json:"model"`
+		Messages   []message       `json:"messages"`
+		Tools      []tool          `json:"tools"`
+		ToolChoice json.RawMessage `json:"tool_choice"`
+		Stream     bool            `json:"stream,omitempty"`
+	}
+	// sampling takes the same documents as request: a pointer to every
+	// number kind and a bool, where a null keeps the value and an integer
+	// must be integral; Stop, untagged, matches its key only by case,
+	// which fastDecode leaves to v1 mode.
+	sampling struct {
+		Temperature       *float64 `json:"temperature"`
+		TopP              *float64 `json:"top_p,omitzero"`
+		Seed              *int64   `json:"seed,omitempty"`
+		MaxTokens         *int     `json:"max_tokens,omitempty"`
+		ParallelToolCalls *bool    `json:"parallel_tool_calls"`
+		Stop              json.RawMessage
+		Ignored           string `json:"-"`
 	}
 	message struct {
-		Role       string          `json:"role"`
-		Content    json.RawMessage `json:"content"`
-		ToolCalls  []toolCall      `json:"tool_calls,omitempty"`
-		ToolCallID string          `json:"tool_call_id,omitzero"`
+		Role      string          `json:"role"`
+		Content   json.RawMessage `json:"content"`
+		ToolCalls []call          `json:"tool_calls,omitempty"`
 	}
-	toolCall struct {
-		ID       string `json:"id"`
-		Type     string `json:"type"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
+	call struct {
+		ID       string    `json:"id"`
+		Function *function `json:"function"`
+	}
+	function struct {
+		Name       string          `json:"name"`
+		Arguments  string          `json:"arguments"`
+		Parameters json.RawMessage `json:"parameters"`
 	}
 	tool struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name       string          `json:"name"`
-			Parameters json.RawMessage `json:"parameters"`
-		} `json:"function"`
+		Type     string   `json:"type"`
+		Function function `json:"function"`
 	}
 	part struct {
 		Type     string `json:"type"`
@@ -61,18 +64,16 @@ type (
 	}
 	response struct {
 		ID      string   `json:"id"`
-		Object  string   `json:"object"`
 		Created int64    `json:"created"`
-		Model   string   `json:"model"`
 		Choices []choice `json:"choices"`
-		Usage   *struct {
-			PromptTokens            int `json:"prompt_tokens"`
-			CompletionTokens        int `json:"completion_tokens"`
-			TotalTokens             int `json:"total_tokens"`
-			CompletionTokensDetails *struct {
-				ReasoningTokens int `json:"reasoning_tokens"`
-			} `json:"completion_tokens_details,omitempty"`
-		} `json:"usage,omitempty"`
+		Usage   *usage   `json:"usage,omitempty"`
+	}
+	usage struct {
+		Prompt     int `json:"prompt_tokens"`
+		Completion int `json:"completion_tokens"`
+		Details    *struct {
+			ReasoningTokens int `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details,omitempty"`
 	}
 	choice struct {
 		Index        int     `json:"index"`
@@ -87,31 +88,26 @@ type (
 	}
 )
 
-// decodeTargets are the types documents are decoded into, each as a
-// function making a fresh zero value.
-var decodeTargets = map[string]func() any{
-	"request":        func() any { return new(request) },
-	"response":       func() any { return new(response) },
-	"[]part":         func() any { return new([]part) },
-	"[]string":       func() any { return new([]string) },
-	"string":         func() any { return new(string) },
-	"node":           func() any { return new(node) },
-	"[]message":      func() any { return new([]message) },
-	"map[string]any": func() any { return new(map[string]any) },
-}
+// decodeTargets are the types documents are decoded into, as pointers to
+// their zero values.
+var decodeTargets = []any{new(request), new(sampling), new(response), new([]part), new([]string), new(string), new(node), new([]message), new(map[string]any)}
+
+// zeroOf returns a new pointer to the zero value target points to.
+func zeroOf(target any) any { return reflect.New(reflect.TypeOf(target).Elem()).Interface() }
 
 // sameAsV1 checks that Unmarshal and UnmarshalOwned decode data into
 // every target as encoding/json v2's v1 mode does: the same value, and
 // the same error or none.
 func sameAsV1(t *testing.T, data []byte) {
-	for name, zero := range decodeTargets {
-		want := zero()
+	for _, target := range decodeTargets {
+		name := reflect.TypeOf(target).Elem().String()
+		want := zeroOf(target)
 		wantErr := jsonv1.Unmarshal(data, want)
 		for _, f := range []struct {
 			name string
 			fn   func([]byte, any) error
 		}{{"Unmarshal", Unmarshal}, {"UnmarshalOwned", UnmarshalOwned}} {
-			got := zero()
+			got := zeroOf(target)
 			gotErr := f.fn(slices.Clone(data), got)
 			if wantErr == nil {
 				require.NoError(t, gotErr, "%s(%q) into %s", f.name, data, name)
