@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/evalflow/evalflow/jsonwire"
 )
 
 // ParseError reads an error body in Anthropic's shape; another body becomes
@@ -17,7 +19,7 @@ func (anthropicDialect) ParseError(status int, body []byte) error {
 			Message string `json:"message"`
 		} `json:"error"`
 	}
-	if unmarshal(body, &env) == nil && env.Error != nil {
+	if jsonwire.Unmarshal(body, &env) == nil && env.Error != nil {
 		return &AnthropicError{Status: status, Type: env.Error.Type, Message: env.Error.Message}
 	}
 	msg := truncateText(string(bytes.TrimSpace(body)), maxErrorText)

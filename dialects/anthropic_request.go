@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"reflect"
 
-	"github.com/evalflow/evalflow/jsonshape"
+	"github.com/evalflow/evalflow/jsonwire"
 )
 
 // anthropicDialect is Anthropic Messages.
@@ -31,7 +31,7 @@ func (anthropicDialect) Secret(h http.Header) string {
 // tool messages ahead of the rest of the turn.
 func (anthropicDialect) ParseRequest(body []byte) (Request, error) {
 	var ar anthropicRequest
-	if err := unmarshalOwned(body, &ar); err != nil {
+	if err := jsonwire.UnmarshalOwned(body, &ar); err != nil {
 		return Request{}, fmt.Errorf("decode anthropic request: %w", err)
 	}
 	req := Request{
@@ -166,15 +166,15 @@ type imageSource struct {
 // The shapes of what ParseRequest reads: Overlay checks a body against
 // anthropicRequestShape (overlay.go).
 var (
-	anthropicRequestShape = jsonshape.Of(reflect.TypeFor[anthropicRequest](),
-		jsonshape.Union(reflect.TypeFor[anthropicRequest](), "system", reflect.TypeFor[string](), reflect.TypeFor[[]anthropicBlock]()),
-		jsonshape.Hook(reflect.TypeFor[anthropicMessage](), checkAnthropicMessage))
+	anthropicRequestShape = jsonwire.Of(reflect.TypeFor[anthropicRequest](),
+		jsonwire.Union(reflect.TypeFor[anthropicRequest](), "system", reflect.TypeFor[string](), reflect.TypeFor[[]anthropicBlock]()),
+		jsonwire.Hook(reflect.TypeFor[anthropicMessage](), checkAnthropicMessage))
 	// anthropicBlocksShape is what anthropicBlocks reads.
-	anthropicBlocksShape = jsonshape.OneOf([]reflect.Type{reflect.TypeFor[string](), reflect.TypeFor[[]anthropicBlock]()})
+	anthropicBlocksShape = jsonwire.OneOf([]reflect.Type{reflect.TypeFor[string](), reflect.TypeFor[[]anthropicBlock]()})
 	// anthropicUserBlocksShape is a user turn's content: its tool_result
 	// blocks' content is read too.
-	anthropicUserBlocksShape = jsonshape.OneOf([]reflect.Type{reflect.TypeFor[string](), reflect.TypeFor[[]anthropicBlock]()},
-		jsonshape.Hook(reflect.TypeFor[anthropicBlock](), func(o jsonshape.Object) error {
+	anthropicUserBlocksShape = jsonwire.OneOf([]reflect.Type{reflect.TypeFor[string](), reflect.TypeFor[[]anthropicBlock]()},
+		jsonwire.Hook(reflect.TypeFor[anthropicBlock](), func(o jsonwire.Object) error {
 			if o.String("type") == "tool_result" {
 				return o.Check("content", anthropicBlocksShape)
 			}
@@ -184,7 +184,7 @@ var (
 
 // checkAnthropicMessage checks a message's content as ParseRequest reads
 // it: blocks, and in a user turn the content of tool_result blocks too.
-func checkAnthropicMessage(o jsonshape.Object) error {
+func checkAnthropicMessage(o jsonwire.Object) error {
 	if o.String("role") == RoleAssistant {
 		return o.Check("content", anthropicBlocksShape)
 	}
@@ -198,14 +198,14 @@ func anthropicBlocks(raw json.RawMessage) ([]anthropicBlock, error) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
-		s, err := unquoteOwned(raw) // raw is a decoded field
+		s, err := jsonwire.UnquoteOwned(raw) // raw is a decoded field
 		if err != nil {
 			return nil, fmt.Errorf("content: %w", err)
 		}
 		return []anthropicBlock{{Type: "text", Text: s}}, nil
 	}
 	var bs []anthropicBlock
-	if err := unmarshal(raw, &bs); err != nil {
+	if err := jsonwire.Unmarshal(raw, &bs); err != nil {
 		return nil, fmt.Errorf("content: %w", err)
 	}
 	return bs, nil

@@ -1,11 +1,15 @@
 package dialects
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/evalflow/evalflow/jsonwire"
+)
 
 // ParseResponse reads a Message object.
 func (anthropicDialect) ParseResponse(body []byte) (Response, error) {
 	var ar anthropicResponse
-	if err := unmarshalOwned(body, &ar); err != nil {
+	if err := jsonwire.UnmarshalOwned(body, &ar); err != nil {
 		return Response{}, fmt.Errorf("decode anthropic response: %w", err)
 	}
 	if ar.Type == "error" {

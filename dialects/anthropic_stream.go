@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/evalflow/evalflow/jsonwire"
 )
 
 // NewStream returns an empty *AnthropicStream.
@@ -54,7 +56,7 @@ func (s *AnthropicStream) Add(data []byte) error {
 		return nil
 	}
 	var ev anthropicEvent
-	if err := unmarshal(data, &ev); err != nil {
+	if err := jsonwire.Unmarshal(data, &ev); err != nil {
 		return fmt.Errorf("decode anthropic event: %w", err)
 	}
 	switch ev.Type {

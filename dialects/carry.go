@@ -33,6 +33,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/evalflow/evalflow/jsonwire"
 )
 
 // Prefixes of the reasoning state carried in another dialect's field.
@@ -383,7 +385,7 @@ func chatReasoningDetails(m Message) json.RawMessage {
 // other formats stay in the raw reasoning_details only.
 func thinkingOfDetails(raw json.RawMessage) []Thinking {
 	var ds []reasoningDetail
-	if unmarshal(raw, &ds) != nil {
+	if jsonwire.Unmarshal(raw, &ds) != nil {
 		return nil
 	}
 	var out []Thinking
@@ -495,7 +497,7 @@ func anthropicParallelOf(raw json.RawMessage) *bool {
 	var tc struct {
 		Disable *bool `json:"disable_parallel_tool_use"`
 	}
-	if len(bytes.TrimSpace(raw)) == 0 || unmarshal(raw, &tc) != nil || tc.Disable == nil {
+	if len(bytes.TrimSpace(raw)) == 0 || jsonwire.Unmarshal(raw, &tc) != nil || tc.Disable == nil {
 		return nil
 	}
 	parallel := !*tc.Disable

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"reflect"
 
-	"github.com/evalflow/evalflow/jsonshape"
+	"github.com/evalflow/evalflow/jsonwire"
 )
 
 // chatDialect is OpenAI chat completions.
@@ -97,14 +97,14 @@ type chatFunc struct {
 
 // chatRequestShape is what ParseChatRequest reads: Overlay checks a body
 // against it (overlay.go).
-var chatRequestShape = jsonshape.Of(reflect.TypeFor[chatRequest](),
-	jsonshape.Union(reflect.TypeFor[chatMessage](), "content", reflect.TypeFor[string](), reflect.TypeFor[[]chatPart]()))
+var chatRequestShape = jsonwire.Of(reflect.TypeFor[chatRequest](),
+	jsonwire.Union(reflect.TypeFor[chatMessage](), "content", reflect.TypeFor[string](), reflect.TypeFor[[]chatPart]()))
 
 // ParseChatRequest reads a chat completions request body into the typed
 // vocabulary. Content parts it has no type for (audio, files) are skipped.
 func ParseChatRequest(body []byte) (Request, error) {
 	var cr chatRequest
-	if err := unmarshalOwned(body, &cr); err != nil {
+	if err := jsonwire.UnmarshalOwned(body, &cr); err != nil {
 		return Request{}, fmt.Errorf("decode chat request: %w", err)
 	}
 	req := Request{
@@ -183,7 +183,7 @@ func parseChatContent(raw json.RawMessage) ([]Part, string, error) {
 		return parts, "", err
 	}
 	var cps []chatPart
-	if err := unmarshal(raw, &cps); err != nil {
+	if err := jsonwire.Unmarshal(raw, &cps); err != nil {
 		return nil, "", fmt.Errorf("content: %w", err)
 	}
 	var parts []Part
@@ -209,14 +209,14 @@ func stopOf(raw json.RawMessage) []string {
 		return nil // absent: most requests; decoding nothing only builds an error
 	}
 	var one string
-	if unmarshal(raw, &one) == nil {
+	if jsonwire.Unmarshal(raw, &one) == nil {
 		if one == "" {
 			return nil
 		}
 		return []string{one}
 	}
 	var many []string
-	_ = unmarshal(raw, &many)
+	_ = jsonwire.Unmarshal(raw, &many)
 	return many
 }
 

@@ -1,6 +1,10 @@
 package dialects
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/evalflow/evalflow/jsonwire"
+)
 
 func (chatDialect) ParseResponse(body []byte) (Response, error) { return ParseChatResponse(body) }
 
@@ -44,7 +48,7 @@ func (u *chatUsage) usage() Usage {
 // the first choice is kept.
 func ParseChatResponse(body []byte) (Response, error) {
 	var cr chatResponse
-	if err := unmarshalOwned(body, &cr); err != nil {
+	if err := jsonwire.UnmarshalOwned(body, &cr); err != nil {
 		return Response{}, fmt.Errorf("decode chat response: %w", err)
 	}
 	resp := Response{ID: cr.ID, Model: cr.Model, Usage: cr.Usage.usage()}

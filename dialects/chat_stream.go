@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/evalflow/evalflow/jsonwire"
 )
 
 func (chatDialect) NewStream() Stream { return &ChatStream{} }
@@ -65,7 +67,7 @@ func (s *ChatStream) Add(data []byte) error {
 		return nil
 	}
 	var c chatChunk
-	if err := unmarshal(data, &c); err != nil {
+	if err := jsonwire.Unmarshal(data, &c); err != nil {
 		return fmt.Errorf("decode chat chunk: %w", err)
 	}
 	if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) {

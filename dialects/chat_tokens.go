@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/evalflow/evalflow/jsonwire"
 )
 
 // TokenRequest is what a run asks an OpenAI-compatible chat upstream (vLLM,
@@ -130,10 +132,10 @@ func decodePacked(data []byte) ([]byte, error) {
 // choices[].token_ids in the answer; servers that do not know it ignore
 // it). Every other byte of body is kept.
 func OverlayChatTokens(body []byte, r TokenRequest) (Body, error) {
-	out, err := overlayFields(body, chatRequestShape, func(func(string) bool) []field {
-		set := []field{{"logprobs", true}, {"return_token_ids", true}}
+	out, err := jsonwire.Overlay(body, chatRequestShape, func(func(string) bool) []jsonwire.Field {
+		set := []jsonwire.Field{{Key: "logprobs", Value: true}, {Key: "return_token_ids", Value: true}}
 		if r.TopLogprobs > 0 {
-			set = append(set, field{"top_logprobs", r.TopLogprobs})
+			set = append(set, jsonwire.Field{Key: "top_logprobs", Value: r.TopLogprobs})
 		}
 		return set
 	})

@@ -15,5 +15,8 @@
 // contract and the dialects by name), vocabulary.go (the typed messages,
 // requests and responses), carry.go (reasoning state and settings across
 // dialects: what one dialect's state becomes in another's fields),
-// overlay.go, tool_choice.go, errors.go, sse.go, json.go and body.go.
+// overlay.go, tool_choice.go, errors.go, sse.go, values.go and body.go.
+//
+// The JSON underneath (the request shapes' one-pass check, the decode,
+// the byte-exact overlay) is package jsonwire's.
 package dialects

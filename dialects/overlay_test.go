@@ -6,15 +6,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/evalflow/evalflow/jsonshape"
+	"github.com/evalflow/evalflow/jsonwire"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // requestShapes pairs each dialect with the shape its Overlay checks.
 var requestShapes = []struct {
 	d     Dialect
-	shape *jsonshape.Shape
+	shape *jsonwire.Shape
 }{{Chat, chatRequestShape}, {Responses, responsesRequestShape}, {Anthropic, anthropicRequestShape}}
 
 // TestRequestShapeRefusesWhatParseRefuses: bodies of the wrong shape, deep
@@ -71,40 +70,6 @@ func TestRequestShapeRefusesWhatParseRefuses(t *testing.T) {
 func TestOverlayErrorSaysWhereAndWhat(t *testing.T) {
 	_, err := Anthropic.Overlay([]byte(`{"messages":[{"role":"user","content":[{"type":"tool_result","content":{}}]}]}`), "m", Sampling{})
 	assert.EqualError(t, err, "anthropic request: messages[0].content[0].content (at offset 71): want a string or an array, got an object")
-}
-
-// TestTopLevelFieldsSpans checks the spans the overlay edits against tricky
-// strings, nesting and duplicated keys.
-func TestTopLevelFieldsSpans(t *testing.T) {
-	tests := []struct {
-		body   string
-		want   map[string][]string
-		insert string // the body up to the insertion offset
-	}{
-		{body: `{}`, want: map[string][]string{}, insert: `{`},
-		{body: " { } ", want: map[string][]string{}, insert: ` {`},
-		{
-			body: `{"a" : 1 , "b":"x\"y\\","c":[1,{"d":"}"}],"e":{"f":[]},"g":null,"a":-1.5e3}`,
-			want: map[string][]string{
-				"a": {`1`, `-1.5e3`}, "b": {`"x\"y\\"`}, "c": {`[1,{"d":"}"}]`}, "e": {`{"f":[]}`}, "g": {`null`},
-			},
-			insert: `{"a" : 1 , "b":"x\"y\\","c":[1,{"d":"}"}],"e":{"f":[]},"g":null,"a":-1.5e3`,
-		},
-		{body: `{"k\u0041":"v"}`, want: map[string][]string{"kA": {`"v"`}}, insert: `{"k\u0041":"v"`},
-		{body: "{\n\t\"a\"\t:\n[ 1 , 2 ]\n}\n", want: map[string][]string{"a": {"[ 1 , 2 ]"}}, insert: "{\n\t\"a\"\t:\n[ 1 , 2 ]"},
-	}
-	for _, tt := range tests {
-		fields, insert, err := topLevelFields([]byte(tt.body))
-		require.NoError(t, err, "topLevelFields(%q)", tt.body)
-		got := map[string][]string{}
-		for k, spans := range fields {
-			for _, sp := range spans {
-				got[k] = append(got[k], tt.body[sp[0]:sp[1]])
-			}
-		}
-		assert.Equal(t, tt.want, got, "topLevelFields(%q) fields", tt.body)
-		assert.Equal(t, tt.insert, tt.body[:insert], "topLevelFields(%q) insert", tt.body)
-	}
 }
 
 // FuzzRequestShape holds each request shape to its parser: the shape

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"reflect"
 
-	"github.com/evalflow/evalflow/jsonshape"
+	"github.com/evalflow/evalflow/jsonwire"
 )
 
 // responsesDialect is the OpenAI Responses API.
@@ -26,7 +26,7 @@ func (responsesDialect) Secret(h http.Header) string { return chatDialect{}.Secr
 // messages, function calls) folds into one assistant message.
 func (responsesDialect) ParseRequest(body []byte) (Request, error) {
 	var rr responsesRequest
-	if err := unmarshalOwned(body, &rr); err != nil {
+	if err := jsonwire.UnmarshalOwned(body, &rr); err != nil {
 		return Request{}, fmt.Errorf("decode responses request: %w", err)
 	}
 	req := Request{Model: rr.Model, Stream: rr.Stream,
@@ -109,16 +109,16 @@ type responsesText struct {
 // The shapes of what ParseRequest reads: Overlay checks a body against
 // responsesRequestShape (overlay.go).
 var (
-	responsesRequestShape = jsonshape.Of(reflect.TypeFor[responsesRequest](),
-		jsonshape.Union(reflect.TypeFor[responsesRequest](), "input", reflect.TypeFor[string](), reflect.TypeFor[[]responsesItem]()),
-		jsonshape.Hook(reflect.TypeFor[responsesItem](), checkResponsesItem))
+	responsesRequestShape = jsonwire.Of(reflect.TypeFor[responsesRequest](),
+		jsonwire.Union(reflect.TypeFor[responsesRequest](), "input", reflect.TypeFor[string](), reflect.TypeFor[[]responsesItem]()),
+		jsonwire.Hook(reflect.TypeFor[responsesItem](), checkResponsesItem))
 	// responsesContentShape is what responsesContent reads.
-	responsesContentShape = jsonshape.OneOf([]reflect.Type{reflect.TypeFor[string](), reflect.TypeFor[[]responsesText]()})
+	responsesContentShape = jsonwire.OneOf([]reflect.Type{reflect.TypeFor[string](), reflect.TypeFor[[]responsesText]()})
 )
 
 // checkResponsesItem checks the content responsesInput reads for an item
 // of its type.
-func checkResponsesItem(o jsonshape.Object) error {
+func checkResponsesItem(o jsonwire.Object) error {
 	typ := o.String("type")
 	if typ == "" && o.String("role") != "" {
 		typ = "message"
@@ -132,7 +132,7 @@ func checkResponsesItem(o jsonshape.Object) error {
 		// The content is read only when the summary has no text.
 		var summary []responsesText
 		if raw := o.Raw("summary"); raw != nil {
-			_ = unmarshal(raw, &summary) // its shape is checked already
+			_ = jsonwire.Unmarshal(raw, &summary) // its shape is checked already
 		}
 		for _, s := range summary {
 			if s.Text != "" {
@@ -150,14 +150,14 @@ func responsesInput(raw json.RawMessage) ([]Message, error) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
-		s, err := unquoteOwned(raw) // raw is a decoded field
+		s, err := jsonwire.UnquoteOwned(raw) // raw is a decoded field
 		if err != nil {
 			return nil, fmt.Errorf("input: %w", err)
 		}
 		return []Message{{Role: RoleUser, Content: []Part{{Type: PartText, Text: s}}}}, nil
 	}
 	var items []responsesItem
-	if err := unmarshal(raw, &items); err != nil {
+	if err := jsonwire.Unmarshal(raw, &items); err != nil {
 		return nil, fmt.Errorf("input: %w", err)
 	}
 	var out []Message
@@ -236,7 +236,7 @@ func responsesContent(raw json.RawMessage) ([]Part, string, error) {
 		return parts, "", err
 	}
 	var ps []responsesText
-	if err := unmarshal(raw, &ps); err != nil {
+	if err := jsonwire.Unmarshal(raw, &ps); err != nil {
 		return nil, "", fmt.Errorf("content: %w", err)
 	}
 	var parts []Part
@@ -247,7 +247,7 @@ func responsesContent(raw json.RawMessage) ([]Part, string, error) {
 			parts = append(parts, Part{Type: PartText, Text: p.Text})
 		case "input_image":
 			var u string
-			if unmarshal(p.ImageURL, &u) == nil && u != "" {
+			if jsonwire.Unmarshal(p.ImageURL, &u) == nil && u != "" {
 				parts = append(parts, Part{Type: PartImage, ImageURL: u})
 			}
 		case "refusal":

@@ -1,11 +1,15 @@
 package dialects
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/evalflow/evalflow/jsonwire"
+)
 
 // ParseResponse reads a Response object. A failed response is an error.
 func (responsesDialect) ParseResponse(body []byte) (Response, error) {
 	var rr responsesResponse
-	if err := unmarshalOwned(body, &rr); err != nil {
+	if err := jsonwire.UnmarshalOwned(body, &rr); err != nil {
 		return Response{}, fmt.Errorf("decode responses response: %w", err)
 	}
 	return responsesResponseOf(rr)

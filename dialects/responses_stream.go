@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/evalflow/evalflow/jsonwire"
 )
 
 // NewStream returns an empty *ResponsesStream.
@@ -50,7 +52,7 @@ func (s *ResponsesStream) Add(data []byte) error {
 		return nil
 	}
 	var ev responsesEvent
-	if err := unmarshal(data, &ev); err != nil {
+	if err := jsonwire.Unmarshal(data, &ev); err != nil {
 		return fmt.Errorf("decode responses event: %w", err)
 	}
 	item := func() (*responsesStreamItem, error) {

@@ -3,6 +3,8 @@ package dialects
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/evalflow/evalflow/jsonwire"
 )
 
 // openAIToolChoice reads chat's and Responses' tool_choice: a mode string,
@@ -14,7 +16,7 @@ func openAIToolChoice(raw json.RawMessage) *ToolChoice {
 		return nil
 	}
 	var mode string
-	if unmarshal(raw, &mode) == nil {
+	if jsonwire.Unmarshal(raw, &mode) == nil {
 		if mode == ToolChoiceAuto || mode == ToolChoiceNone || mode == ToolChoiceRequired {
 			return &ToolChoice{Mode: mode}
 		}
@@ -27,7 +29,7 @@ func openAIToolChoice(raw json.RawMessage) *ToolChoice {
 			Name string `json:"name"`
 		} `json:"function"`
 	}
-	if unmarshal(raw, &obj) != nil || obj.Type != "function" {
+	if jsonwire.Unmarshal(raw, &obj) != nil || obj.Type != "function" {
 		return nil
 	}
 	name := obj.Name
@@ -68,7 +70,7 @@ func anthropicToolChoiceOf(raw json.RawMessage) *ToolChoice {
 		Type string `json:"type"`
 		Name string `json:"name"`
 	}
-	if len(bytes.TrimSpace(raw)) == 0 || unmarshal(raw, &obj) != nil {
+	if len(bytes.TrimSpace(raw)) == 0 || jsonwire.Unmarshal(raw, &obj) != nil {
 		return nil
 	}
 	switch obj.Type {

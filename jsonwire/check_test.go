@@ -1,4 +1,4 @@
-package jsonshape_test
+package jsonwire_test
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/evalflow/evalflow/jsonshape"
+	"github.com/evalflow/evalflow/jsonwire"
 )
 
 // sample has a field of every kind a Shape models.
@@ -39,8 +39,8 @@ type part struct {
 	Next *part  `json:"next"`
 }
 
-var sampleShape = jsonshape.Of(reflect.TypeFor[sample](),
-	jsonshape.Union(reflect.TypeFor[sample](), "union", reflect.TypeFor[string](), reflect.TypeFor[[]part]()))
+var sampleShape = jsonwire.Of(reflect.TypeFor[sample](),
+	jsonwire.Union(reflect.TypeFor[sample](), "union", reflect.TypeFor[string](), reflect.TypeFor[[]part]()))
 
 // unionOK is what a reader of sample.Union accepts: what Union describes.
 func unionOK(raw json.RawMessage) bool {
@@ -59,7 +59,7 @@ func decodes(b []byte) bool {
 	return json.Unmarshal(b, &v) == nil && unionOK(v.Union)
 }
 
-var rawShape = jsonshape.Of(reflect.TypeFor[json.RawMessage]())
+var rawShape = jsonwire.Of(reflect.TypeFor[json.RawMessage]())
 
 func TestCheck(t *testing.T) {
 	tests := []struct {
@@ -123,7 +123,7 @@ func TestCheck(t *testing.T) {
 			continue
 		}
 		require.Error(t, err, "Check(%q)", tt.body)
-		var e *jsonshape.Error
+		var e *jsonwire.Error
 		require.ErrorAs(t, err, &e)
 		if tt.path != "" {
 			assert.Equal(t, tt.path, e.Path, "Check(%q) = %v", tt.body, err)
@@ -166,8 +166,8 @@ func TestHookSeesKeptOccurrences(t *testing.T) {
 		Kind    string          `json:"kind"`
 		Payload json.RawMessage `json:"payload"`
 	}
-	numbers := jsonshape.OneOf([]reflect.Type{reflect.TypeFor[[]int]()})
-	shape := jsonshape.Of(reflect.TypeFor[[]item](), jsonshape.Hook(reflect.TypeFor[item](), func(o jsonshape.Object) error {
+	numbers := jsonwire.OneOf([]reflect.Type{reflect.TypeFor[[]int]()})
+	shape := jsonwire.Of(reflect.TypeFor[[]item](), jsonwire.Hook(reflect.TypeFor[item](), func(o jsonwire.Object) error {
 		if o.String("kind") == "numbers" {
 			return o.Check("payload", numbers)
 		}
@@ -199,7 +199,7 @@ func TestOfRefusesWhatItCannotModel(t *testing.T) {
 	}
 	for _, typ := range []reflect.Type{reflect.TypeFor[embedded](), reflect.TypeFor[iface](), reflect.TypeFor[stringOpt](),
 		reflect.TypeFor[[]byte](), reflect.TypeFor[[2]int]()} {
-		assert.Panics(t, func() { jsonshape.Of(typ) }, "Of(%s)", typ)
+		assert.Panics(t, func() { jsonwire.Of(typ) }, "Of(%s)", typ)
 	}
 }
 

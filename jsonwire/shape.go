@@ -1,22 +1,4 @@
-// Package jsonshape checks, in one pass over the bytes and without
-// decoding, that a JSON document is valid and that encoding/json would
-// decode it into a given Go type without an error.
-//
-// The interception server's relay arm uses it to refuse a malformed or
-// mistyped request before the upstream sees it, at a fraction of the cost
-// of decoding the request: the typed decode then happens only when the
-// trace is read, off the caller's path.
-//
-// A Shape is built once from a Go type by reflection, so it cannot drift
-// from the type the document is later decoded into. It follows
-// encoding/json's rules: null fits every type, object keys match field
-// names exactly or else case-insensitively (bytes.EqualFold), unknown keys
-// are ignored, every occurrence of a duplicated key must fit, integers must
-// be integral and in range, floats in range, and json.RawMessage takes
-// anything. Fields that the decoder takes raw and reads later (a content
-// that is a string or an array of parts) are described with Union and
-// Hook.
-package jsonshape
+package jsonwire
 
 import (
 	"encoding/json"
@@ -42,6 +24,16 @@ const (
 )
 
 // Shape is the shape of a Go type as encoding/json decodes into it.
+//
+// A Shape is built once from a Go type by reflection, so it cannot drift
+// from the type the document is later decoded into. It follows
+// encoding/json's rules: null fits every type, object keys match field
+// names exactly or else case-insensitively (bytes.EqualFold), unknown keys
+// are ignored, every occurrence of a duplicated key must fit, integers must
+// be integral and in range, floats in range, and json.RawMessage takes
+// anything. Fields that the decoder takes raw and reads later (a content
+// that is a string or an array of parts) are described with Union and
+// Hook.
 type Shape struct {
 	kind kind
 	bits int
@@ -139,7 +131,7 @@ func (b *builder) shape(t reflect.Type) *Shape {
 		s.kind = kindAny
 		return s
 	case t.Implements(unmarshaler) || reflect.PointerTo(t).Implements(unmarshaler):
-		panic("jsonshape: " + t.String() + " has its own UnmarshalJSON")
+		panic("jsonwire: " + t.String() + " has its own UnmarshalJSON")
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
@@ -159,12 +151,12 @@ func (b *builder) shape(t reflect.Type) *Shape {
 		s.kind, s.bits = kindFloat, t.Bits()
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 {
-			panic("jsonshape: " + t.String() + " decodes from base64")
+			panic("jsonwire: " + t.String() + " decodes from base64")
 		}
 		s.kind, s.elem = kindSlice, b.shape(t.Elem())
 	case reflect.Map:
 		if t.Key().Kind() != reflect.String {
-			panic("jsonshape: " + t.String() + " has non-string keys")
+			panic("jsonwire: " + t.String() + " has non-string keys")
 		}
 		s.kind, s.elem = kindMap, b.shape(t.Elem())
 	case reflect.Struct:
@@ -173,27 +165,20 @@ func (b *builder) shape(t reflect.Type) *Shape {
 		for i := range t.NumField() {
 			f := t.Field(i)
 			if f.Anonymous {
-				panic("jsonshape: " + t.String() + " embeds " + f.Name)
+				panic("jsonwire: " + t.String() + " embeds " + f.Name)
 			}
-			if !f.IsExported() {
+			name, opts, decoded := jsonField(f)
+			if !decoded {
 				continue
 			}
-			tag := f.Tag.Get("json")
-			if tag == "-" {
-				continue
-			}
-			name, opts, _ := strings.Cut(tag, ",")
 			if strings.Contains(","+opts+",", ",string,") {
-				panic("jsonshape: " + t.String() + "." + f.Name + " uses the string option")
-			}
-			if name == "" {
-				name = f.Name
+				panic("jsonwire: " + t.String() + "." + f.Name + " uses the string option")
 			}
 			fs := b.shape(f.Type)
 			raw := fs.kind == kindAny
 			if alts, ok := b.unions[fieldKey{t, name}]; ok {
 				if f.Type != rawMessage {
-					panic("jsonshape: union field " + t.String() + "." + f.Name + " is not a json.RawMessage")
+					panic("jsonwire: union field " + t.String() + "." + f.Name + " is not a json.RawMessage")
 				}
 				fs = b.union(name, alts)
 			}
@@ -204,7 +189,7 @@ func (b *builder) shape(t reflect.Type) *Shape {
 		}
 		s.track = s.track || s.hook != nil
 	default:
-		panic("jsonshape: cannot describe " + t.String())
+		panic("jsonwire: cannot describe " + t.String())
 	}
 	return s
 }
@@ -227,10 +212,10 @@ func (b *builder) union(name string, alts []reflect.Type) *Shape {
 		case kindBool:
 			slot = &u.boolean
 		default:
-			panic("jsonshape: union " + name + " alternative " + t.String() + " has no single JSON kind")
+			panic("jsonwire: union " + name + " alternative " + t.String() + " has no single JSON kind")
 		}
 		if *slot != nil {
-			panic("jsonshape: union " + name + " has two alternatives of one JSON kind")
+			panic("jsonwire: union " + name + " has two alternatives of one JSON kind")
 		}
 		*slot = a
 		names = append(names, jsonKindName(a.kind))
@@ -286,4 +271,19 @@ func (e *Error) Error() string {
 func OneOf(alternatives []reflect.Type, opts ...Option) *Shape {
 	b := newBuilder(opts)
 	return b.union("value", alternatives)
+}
+
+// jsonField returns the JSON name and the options of a struct field as
+// encoding/json reads its tag; decoded is false for a field it leaves
+// alone (unexported, or tagged "-").
+func jsonField(f reflect.StructField) (name, opts string, decoded bool) {
+	tag := f.Tag.Get("json")
+	if !f.IsExported() || tag == "-" {
+		return "", "", false
+	}
+	name, opts, _ = strings.Cut(tag, ",")
+	if name == "" {
+		name = f.Name
+	}
+	return name, opts, true
 }

@@ -1,4 +1,4 @@
-package dialects
+package jsonwire
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"reflect"
 	"strconv"
-	"strings"
 	"sync"
 	"unicode/utf8"
 	"unsafe"
@@ -26,7 +25,7 @@ import (
 func fastDecode(data []byte, v any) bool { return fastDecodeInto(data, v, false) }
 
 // fastDecodeInto is fastDecode; with share, long strings and raw values
-// share data's memory instead of copying it (see unmarshalOwned).
+// share data's memory instead of copying it (see UnmarshalOwned).
 func fastDecodeInto(data []byte, v any, share bool) bool {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
@@ -136,20 +135,13 @@ func buildPlan(t reflect.Type, built map[reflect.Type]*plan) *plan {
 				ok = false
 				break
 			}
-			if !f.IsExported() {
+			name, opts, decoded := jsonField(f)
+			if !decoded {
 				continue
 			}
-			tag := f.Tag.Get("json")
-			if tag == "-" {
-				continue
-			}
-			name, opts, _ := strings.Cut(tag, ",")
 			if opts != "" && opts != "omitempty" && opts != "omitzero" {
 				ok = false // ",string" and the like
 				break
-			}
-			if name == "" {
-				name = f.Name
 			}
 			if _, dup := p.fields[name]; dup || !isPlainName(name) {
 				ok = false
@@ -231,16 +223,7 @@ func (d *fastDecoder) bytesOf(i, j int) []byte {
 // maxFastDepth bounds nesting; deeper documents go to v1 mode.
 const maxFastDepth = 512
 
-func (d *fastDecoder) space() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
+func (d *fastDecoder) space() { d.i = skipSpace(d.b, d.i) }
 
 // value decodes the next value into v, of plan p.
 func (d *fastDecoder) value(p *plan, v reflect.Value, depth int) bool {

@@ -9,25 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestUnquote(t *testing.T) {
-	tests := []struct{ raw, want string }{
-		{`""`, ""},
-		{`"plain text"`, "plain text"},
-		{`"tab\tand \"quote\""`, "tab\tand \"quote\""},
-		{`"\u00e9t\u00e9"`, "été"},
-		{`"été"`, "été"},
-		{"\"bad \xff utf8\"", "bad \uFFFD utf8"},
-	}
-	for _, tt := range tests {
-		got, err := unquote([]byte(tt.raw))
-		require.NoError(t, err, "unquote(%q)", tt.raw)
-		assert.Equal(t, tt.want, got, "unquote(%q)", tt.raw)
-		owned, err := unquoteOwned([]byte(tt.raw))
-		require.NoError(t, err, "unquoteOwned(%q)", tt.raw)
-		assert.Equal(t, tt.want, owned, "unquoteOwned(%q)", tt.raw)
-	}
-}
-
 // A content string shares the decoded field's bytes: parsing a long
 // message allocates its text once, not twice.
 func TestParsedContentIsOneCopy(t *testing.T) {

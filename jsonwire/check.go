@@ -1,4 +1,4 @@
-package jsonshape
+package jsonwire
 
 import (
 	"bytes"
@@ -114,16 +114,7 @@ func (s *Shape) describe() string {
 	return jsonKindName(s.kind)
 }
 
-func (c *checker) skipSpace() {
-	for c.i < len(c.b) {
-		switch c.b[c.i] {
-		case ' ', '\t', '\n', '\r':
-			c.i++
-		default:
-			return
-		}
-	}
-}
+func (c *checker) skipSpace() { c.i = skipSpace(c.b, c.i) }
 
 // value reads the value at c.i as s.
 func (c *checker) value(s *Shape) {
@@ -593,7 +584,7 @@ func (o Object) kept(jsonName string) kept {
 			return o.c.kept[o.base+i]
 		}
 	}
-	panic("jsonshape: " + o.s.name + " has no field " + jsonName)
+	panic("jsonwire: " + o.s.name + " has no field " + jsonName)
 }
 
 // Raw is the occurrence of field jsonName the decoder keeps (for a raw
