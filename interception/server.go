@@ -397,7 +397,7 @@ func (d decoded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if clean != "/" && strings.HasSuffix(p, "/") {
 		clean += "/"
 	}
-	if clean != p {
+	if clean != p || !strings.HasPrefix(p, "/") { // "*" too, which http.ServeMux refuses with a 400
 		d.unknown(w, r)
 		return
 	}
