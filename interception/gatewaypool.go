@@ -76,18 +76,5 @@ func (p *Pool) StartGatewaySweeper(every time.Duration) {
 	if every <= 0 {
 		every = DefaultGatewaySweep
 	}
-	t := time.NewTicker(every)
-	p.bg.Add(1)
-	go func() {
-		defer p.bg.Done()
-		defer t.Stop()
-		for {
-			select {
-			case <-p.ctx.Done():
-				return
-			case <-t.C:
-				p.SweepGateway()
-			}
-		}
-	}()
+	p.every(every, func() { p.SweepGateway() })
 }

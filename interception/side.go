@@ -1,20 +1,12 @@
 package interception
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
-	"time"
 
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/interception/sidecar"
-	"github.com/evalflow/evalflow/trace"
 )
-
-// personaAnswerLimit bounds a persona's answer read from the provider.
-const personaAnswerLimit = 8 << 20
 
 // sideProxy is a server as its side routes see it.
 type sideProxy struct{ s *Server }
@@ -38,35 +30,6 @@ func (p sideProxy) Authenticate(w http.ResponseWriter, r *http.Request) (sidecar
 // ReadBody reads a body within the server's body read timeout.
 func (p sideProxy) ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int, string, string) {
 	return readBounded(w, r, limit, p.s.cfg.BodyReadTimeout)
-}
-
-// Ask makes a persona's call through the server's upstream.
-func (p sideProxy) Ask(ctx context.Context, turn *trace.Turn) (string, error) {
-	s := p.s
-	turn.Dialect = s.up.Name()
-	body, err := s.up.EncodeRequest(turn.Request)
-	if err != nil {
-		return "", fmt.Errorf("encode persona request: %w", err)
-	}
-	resp, attempts, err := s.cfg.Upstream.Relay(ctx, s.up.Path(), nil, dialects.Body{body})
-	turn.Attempts = attempts
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	turn.Status = resp.StatusCode
-	data, err := io.ReadAll(io.LimitReader(resp.Body, personaAnswerLimit))
-	if err != nil {
-		return "", fmt.Errorf("read persona answer: %w", err)
-	}
-	turn.TTFT = time.Since(turn.StartedAt)
-	if resp.StatusCode != http.StatusOK {
-		return "", s.up.ParseError(resp.StatusCode, data)
-	}
-	if turn.Response, err = s.up.ParseResponse(data); err != nil {
-		return "", fmt.Errorf("decode persona answer: %w", err)
-	}
-	return turn.Response.Message.Text(), nil
 }
 
 // Model is the rollout's model.

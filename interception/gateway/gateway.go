@@ -105,6 +105,7 @@ type Config struct {
 // registrations' expiries.
 type Gateway struct {
 	cfg                  Config
+	token                [sha256.Size]byte // the hash of cfg.Token
 	pool                 Pool
 	onServer, standalone *http.ServeMux
 
@@ -123,7 +124,7 @@ func New(p Pool, cfg Config) *Gateway {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{cfg: cfg, pool: p, expires: make(map[string]time.Time)}
+	g := &Gateway{cfg: cfg, token: sha256.Sum256([]byte(cfg.Token)), pool: p, expires: make(map[string]time.Time)}
 	g.onServer, g.standalone = g.routes(false), g.routes(true)
 	return g
 }
@@ -211,13 +212,15 @@ func (g *Gateway) serveModel(w http.ResponseWriter, r *http.Request) {
 	g.pool.ServeModel(w, r2, KeyPrefix+id)
 }
 
+// authorized reports whether r presents the token as its bearer token,
+// compared by hash in constant time.
 func (g *Gateway) authorized(r *http.Request) bool {
-	v := r.Header.Get("Authorization")
-	if len(v) < 7 || !strings.EqualFold(v[:7], "bearer ") {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
 		return false
 	}
-	got, want := sha256.Sum256([]byte(strings.TrimSpace(v[7:]))), sha256.Sum256([]byte(g.cfg.Token))
-	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	return subtle.ConstantTimeCompare(got[:], g.token[:]) == 1
 }
 
 func (g *Gateway) trajectory(w http.ResponseWriter, _ *http.Request, id string) {

@@ -52,10 +52,7 @@ type personaMessage struct {
 // kept on the user turn, and is refused past the user's max_turns, so
 // that a harness cannot spend the provider's tokens through it.
 func (h *Handler) persona(ctx context.Context, ro Rollout, conversation []personaMessage) (string, bool, *trace.Turn, error) {
-	s := ro.State()
-	s.mu.Lock()
-	raw := s.task
-	s.mu.Unlock()
+	_, raw, used := ro.State().read()
 	var task sideTask
 	if raw == nil || json.Unmarshal(raw, &task) != nil || task.User == nil || task.User.Persona == "" {
 		return "", false, nil, errNoPersona
@@ -64,9 +61,6 @@ func (h *Handler) persona(ctx context.Context, ro Rollout, conversation []person
 	if limit <= 0 {
 		limit = defaultPersonaTurns
 	}
-	s.mu.Lock()
-	used := len(s.users)
-	s.mu.Unlock()
 	if used >= limit {
 		return "", false, nil, errPersonaTurns
 	}

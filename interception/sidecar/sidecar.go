@@ -100,10 +100,7 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 }
 
 func (h *Handler) getState(w http.ResponseWriter, _ *http.Request, ro Rollout, _ dialects.Dialect) {
-	s := ro.State()
-	s.mu.Lock()
-	state := s.state
-	s.mu.Unlock()
+	state, _, _ := ro.State().read()
 	if state == nil {
 		state = json.RawMessage("{}")
 	}
@@ -181,10 +178,7 @@ func storeState(w http.ResponseWriter, s *State, d dialects.Dialect, change func
 // prompt, messages, info and tools, never its reference answer (which
 // would be the agent's to read too).
 func (h *Handler) getTask(w http.ResponseWriter, _ *http.Request, ro Rollout, d dialects.Dialect) {
-	s := ro.State()
-	s.mu.Lock()
-	task := s.task
-	s.mu.Unlock()
+	_, task, _ := ro.State().read()
 	if task == nil {
 		d.WriteError(w, http.StatusNotFound, "task_unknown", "The rollout's task is not known yet.")
 		return

@@ -47,6 +47,13 @@ func (s *State) Side() Side {
 	return Side{State: bytes.Clone(s.state), Users: append([]trace.UserTurn(nil), s.users...)}
 }
 
+// read returns the state, the task and how many user turns there are.
+func (s *State) read() (state, task json.RawMessage, users int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state, s.task, len(s.users)
+}
+
 // mergePatch applies an RFC 7386 merge patch to an object.
 func mergePatch(target, patch map[string]json.RawMessage) map[string]json.RawMessage {
 	if target == nil {
