@@ -2,6 +2,11 @@
 // to: it authenticates each call by its rollout's secret, relays it to the
 // upstream provider with the run's model and sampling when both speak the
 // same dialect, translates it otherwise, and records every turn.
+//
+// Each server's http.ServeMux also serves the side routes of the programs
+// beside a harness (package sidecar) and, with a gateway token, the
+// rollout gateway's (package gateway): handlers of their own over small
+// interfaces the server and the pool satisfy (side.go, gatewaypool.go).
 package interception
 
 import (
