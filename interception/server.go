@@ -295,8 +295,8 @@ func Routes() []Route {
 			Public: rt.open != nil, Body: rt.method != http.MethodGet})
 	}
 	for _, p := range gateway.Routes() {
-		method, path, _ := strings.Cut(p, " ")
-		rs = append(rs, Route{Method: method, Path: path, Gateway: true, Body: strings.HasSuffix(path, "/register")})
+		method, urlPath, _ := strings.Cut(p, " ")
+		rs = append(rs, Route{Method: method, Path: urlPath, Gateway: true, Body: strings.HasSuffix(urlPath, "/register")})
 	}
 	return rs
 }
@@ -313,8 +313,8 @@ func (s *Server) routes(side http.Handler) []route {
 		rs = append(rs, route{method: http.MethodPost, path: "/v1" + d.Path(), dialect: d, serve: s.model})
 	}
 	for _, p := range sidecar.Routes() {
-		method, path, _ := strings.Cut(p, " ")
-		rs = append(rs, route{method: method, path: path, side: side})
+		method, urlPath, _ := strings.Cut(p, " ")
+		rs = append(rs, route{method: method, path: urlPath, side: side})
 	}
 	return rs
 }
@@ -330,8 +330,8 @@ func (s *Server) newMux() *http.ServeMux {
 		mux.Handle(rt.method+" "+rt.path, s.handler(rt))
 		methods[rt.path] = rt.dialect
 	}
-	for path, d := range methods {
-		mux.Handle(path, methodNotAllowed(d))
+	for urlPath, d := range methods {
+		mux.Handle(urlPath, methodNotAllowed(d))
 	}
 	if s.cfg.gateway != nil {
 		mux.Handle(gateway.Prefix, s.cfg.gateway)

@@ -55,8 +55,8 @@ type Handler struct {
 // maxBodyBytes (and by StateLimit).
 func New(p Proxy, maxBodyBytes int64) *Handler {
 	h := &Handler{proxy: p, limit: min(maxBodyBytes, StateLimit), mux: http.NewServeMux()}
-	for pattern, serve := range h.routes() {
-		h.mux.HandleFunc(pattern, h.authenticated(serve))
+	for _, rt := range h.routes() {
+		h.mux.HandleFunc(rt.pattern, h.authenticated(rt.serve))
 	}
 	return h
 }
@@ -65,25 +65,33 @@ func New(p Proxy, maxBodyBytes int64) *Handler {
 // A server routes them to the Handler and answers the other methods on
 // their paths itself.
 func Routes() []string {
-	return []string{"GET /state", "PUT /state", "PATCH /state", "GET /task", "POST /user"}
+	var ps []string
+	for _, rt := range (&Handler{}).routes() {
+		ps = append(ps, rt.pattern)
+	}
+	return ps
 }
 
-type serveFunc func(http.ResponseWriter, *http.Request, Rollout, dialects.Dialect)
+// route is a side route: a pattern and what serves an authenticated call.
+type route struct {
+	pattern string
+	serve   func(http.ResponseWriter, *http.Request, Rollout, dialects.Dialect)
+}
 
-func (h *Handler) routes() map[string]serveFunc {
-	return map[string]serveFunc{
-		"GET /state":   h.getState,
-		"PUT /state":   h.putState,
-		"PATCH /state": h.patchState,
-		"GET /task":    h.getTask,
-		"POST /user":   h.postUser,
+func (h *Handler) routes() []route {
+	return []route{
+		{"GET /state", h.getState},
+		{"PUT /state", h.putState},
+		{"PATCH /state", h.patchState},
+		{"GET /task", h.getTask},
+		{"POST /user", h.postUser},
 	}
 }
 
 // ServeHTTP serves a side route.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
-func (h *Handler) authenticated(serve serveFunc) http.HandlerFunc {
+func (h *Handler) authenticated(serve func(http.ResponseWriter, *http.Request, Rollout, dialects.Dialect)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ro, d, ok := h.proxy.Authenticate(w, r)
 		if ok {
