@@ -39,7 +39,7 @@ var allowed = map[string][]string{
 	"harness/packaged": {"harness", "tasksets"},
 	"providers":        {"dialects"},
 	"providers/mock":   {"dialects", "arith"},
-	"interception":     {"dialects", "metrics", "trace", "tunnel"},
+	"interception":     {"dialects", "interception/gateway", "interception/sidecar", "metrics", "trace", "tunnel"},
 	"results":          {"rollout", "trace"},
 	// The PostgreSQL run store, the contract suite both stores pass, a
 	// test database of its own per test, and the flat export of a run.
@@ -55,8 +55,14 @@ var allowed = map[string][]string{
 	// The pull API over HTTP, for trainers outside Go: a handler over the
 	// pull client. pull itself links no HTTP server.
 	"pull/pullhttp": {"pull", "workflows", "rollout"},
-	"activities": {"rollout", "dialects", "harness", "interception", "metrics", "providers", "results",
+	"activities": {"rollout", "dialects", "harness", "interception", "interception/sidecar", "metrics", "providers", "results",
 		"rubrics", "tasksets", "tasksets/tables", "trace", "tunnel"},
+	// The rollout gateway and the side routes (/state, /task, /user) are
+	// handlers of their own, over small interfaces the proxy satisfies:
+	// interception composes them.
+	"interception/gateway": {"dialects", "trace"},
+	"interception/sidecar": {"dialects", "trace"},
+
 	// Tasksets backed by tables (CSV, Parquet, Arrow): their readers stay
 	// out of what links tasksets for its types only (the built-in agent).
 	"tasksets/tables": {"tasksets"},

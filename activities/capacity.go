@@ -140,7 +140,7 @@ func (c *Capacity) Sweep(age time.Duration) []string {
 
 // TryTake takes a unit for key at once, or reports that none is free,
 // without waiting: for the rollout gateway's registrations
-// (interception.SlotCounter), whose trainer is told the worker is full.
+// (gateway.SlotCounter), whose trainer is told the worker is full.
 // The unit counts as running, so Sweep keeps it until Give.
 func (c *Capacity) TryTake(key string) bool {
 	c.mu.Lock()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/interception/sidecar"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/rubrics"
@@ -217,7 +218,7 @@ type outcome struct {
 	// notes are what preparing the workspace could not reproduce.
 	notes []string
 	// side is what the task's tool servers and user left (side.go).
-	side interception.Side
+	side sidecar.Side
 }
 
 // runHarness runs the harness against the slot's server, heartbeating, and

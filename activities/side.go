@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/interception/sidecar"
 )
 
 // shareTask gives the rollout's tool servers and user its task at
@@ -24,7 +24,7 @@ func (a *Activities) shareTask(j job) {
 // shared state and the user's turns, kept in its trace, with the
 // rollout's secret blanked out of them as out of the harness's output.
 // Read before the slot is released.
-func (a *Activities) sideOf(key, secret string) interception.Side {
+func (a *Activities) sideOf(key, secret string) sidecar.Side {
 	s, _ := a.Pool.Side(key)
 	if secret == "" {
 		return s

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/interception/gateway"
 	"github.com/evalflow/evalflow/wiring"
 )
 
@@ -48,7 +48,7 @@ func TestWorkerServesTheGatewayAtItsAddress(t *testing.T) {
 	}
 	status, body := call(http.MethodPost, "/v1/rollouts/e2e-1/register", `{"model":"policy","max_turns":4,"trace_tokens":true}`)
 	require.Equal(t, http.StatusOK, status, string(body))
-	var reg interception.Registration
+	var reg gateway.Registration
 	require.NoError(t, json.Unmarshal(body, &reg))
 	assert.Equal(t, root+"/v1/rollouts/e2e-1/v1", reg.OpenAIBaseURL)
 
@@ -64,7 +64,7 @@ func TestWorkerServesTheGatewayAtItsAddress(t *testing.T) {
 
 	status, body = call(http.MethodPost, "/v1/rollouts/e2e-1/unregister", "")
 	require.Equal(t, http.StatusOK, status, string(body))
-	var tr interception.Trajectory
+	var tr gateway.Trajectory
 	require.NoError(t, json.Unmarshal(body, &tr))
 	require.Len(t, tr.Turns, 1)
 	require.Len(t, tr.Tokens, 1, "the offline mock returns token data when asked")

@@ -21,6 +21,7 @@ import (
 	"github.com/evalflow/evalflow/activities"
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/interception/gateway"
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/trace"
@@ -74,27 +75,27 @@ func newGatewayRig(t *testing.T, capacity int) gatewayRig {
 	return gatewayRig{pool: pool, addr: "http://" + ln.Addr().String(), clock: clk, slots: slots}
 }
 
-func (g gatewayRig) register(t *testing.T, id, body string) (int, interception.Registration) {
+func (g gatewayRig) register(t *testing.T, id, body string) (int, gateway.Registration) {
 	t.Helper()
 	status, out := gatewayCall(t, http.MethodPost, g.addr+"/v1/rollouts/"+id+"/register", gatewayToken, body)
-	var reg interception.Registration
+	var reg gateway.Registration
 	if status == http.StatusOK {
 		require.NoError(t, json.Unmarshal(out, &reg))
 	}
 	return status, reg
 }
 
-func (g gatewayRig) trajectory(t *testing.T, id string) (int, interception.Trajectory) {
+func (g gatewayRig) trajectory(t *testing.T, id string) (int, gateway.Trajectory) {
 	t.Helper()
 	status, out := gatewayCall(t, http.MethodGet, g.addr+"/v1/rollouts/"+id+"/trajectory", gatewayToken, "")
-	var tr interception.Trajectory
+	var tr gateway.Trajectory
 	if status == http.StatusOK {
 		require.NoError(t, json.Unmarshal(out, &tr))
 	}
 	return status, tr
 }
 
-func chatClient(reg interception.Registration) openai.Client {
+func chatClient(reg gateway.Registration) openai.Client {
 	return openai.NewClient(option.WithBaseURL(reg.OpenAIBaseURL+"/"), option.WithAPIKey(reg.APIKey), option.WithMaxRetries(0))
 }
 
@@ -121,7 +122,7 @@ func TestGatewayStableAddress(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, msg.Content[0].Text, "8")
 
-	bad := chatClient(interception.Registration{OpenAIBaseURL: reg.OpenAIBaseURL, APIKey: "wrong"})
+	bad := chatClient(gateway.Registration{OpenAIBaseURL: reg.OpenAIBaseURL, APIKey: "wrong"})
 	_, err = ask(bad, openai.UserMessage("hi"))
 	var apiErr *openai.Error
 	require.ErrorAs(t, err, &apiErr)
@@ -137,7 +138,7 @@ func TestGatewayStableAddress(t *testing.T) {
 	assert.Equal(t, http.StatusOK, status)
 	status, _ = gatewayCall(t, http.MethodPost, g.addr+"/v1/rollouts/r1/register", "wrong-token", `{"model":"policy"}`)
 	assert.Equal(t, http.StatusUnauthorized, status)
-	_, err = ask(chatClient(interception.Registration{OpenAIBaseURL: g.addr + "/v1/rollouts/nobody/v1", APIKey: reg.APIKey}), openai.UserMessage("hi"))
+	_, err = ask(chatClient(gateway.Registration{OpenAIBaseURL: g.addr + "/v1/rollouts/nobody/v1", APIKey: reg.APIKey}), openai.UserMessage("hi"))
 	require.ErrorAs(t, err, &apiErr)
 	assert.Equal(t, http.StatusNotFound, apiErr.StatusCode, "an unregistered rollout")
 }
@@ -204,7 +205,7 @@ func TestGatewayTrajectory(t *testing.T) {
 
 	status, body := gatewayCall(t, http.MethodPost, g.addr+"/v1/rollouts/tj/unregister", gatewayToken, "")
 	require.Equal(t, http.StatusOK, status)
-	var tr interception.Trajectory
+	var tr gateway.Trajectory
 	require.NoError(t, json.Unmarshal(body, &tr))
 	assert.False(t, tr.IsTruncated)
 	require.Len(t, tr.Prompt, 1)
@@ -256,7 +257,7 @@ func TestGatewayRegistrationsExpire(t *testing.T) {
 	var apiErr *openai.Error
 	require.ErrorAs(t, err, &apiErr)
 	assert.Equal(t, http.StatusNotFound, apiErr.StatusCode, "the expired rollout is gone")
-	_, held := g.pool.Slot(interception.GatewayKeyPrefix + "short")
+	_, held := g.pool.Slot(gateway.KeyPrefix + "short")
 	assert.False(t, held, "its slot is released")
 
 	status, long := g.register(t, "long", `{"model":"policy"}`)

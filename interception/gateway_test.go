@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/interception/gateway"
 )
 
 const gatewayToken = "gw-test-token-1f2e3d"
@@ -39,7 +40,7 @@ func TestGatewayRegisterRunTrajectoryUnregister(t *testing.T) {
 
 	status, body := gatewayCall(t, http.MethodPost, root+"/register", gatewayToken, `{"model":"policy-7"}`)
 	require.Equal(t, http.StatusOK, status, string(body))
-	var reg interception.Registration
+	var reg gateway.Registration
 	require.NoError(t, json.Unmarshal(body, &reg))
 	assert.Equal(t, "trainer-42", reg.RolloutID)
 	assert.Equal(t, reg.BaseURL+"/v1", reg.OpenAIBaseURL)
@@ -58,7 +59,7 @@ func TestGatewayRegisterRunTrajectoryUnregister(t *testing.T) {
 
 	status, body = gatewayCall(t, http.MethodGet, root+"/trajectory", gatewayToken, "")
 	require.Equal(t, http.StatusOK, status, string(body))
-	var traj interception.Trajectory
+	var traj gateway.Trajectory
 	require.NoError(t, json.Unmarshal(body, &traj))
 	require.Len(t, traj.Turns, 1)
 	assert.Equal(t, "policy-7", traj.Turns[0].Request.Model, "the registered model is the one called")

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/interception/gateway"
 )
 
 // TestRoutesAreServed: every route Routes lists is one the server answers
@@ -110,7 +111,7 @@ func TestAnnouncedHugeBodyRefusedUnread(t *testing.T) {
 		assert.Equal(t, tt.shape == "anthropic", shape.Type == "error", "%s: %s", tt.path, body)
 		assert.Equal(t, tt.shape == "gateway", shape.Error.Type == "gateway_error", "%s: %s", tt.path, body)
 	}
-	_, registered := f.pool.Slot(interception.GatewayKeyPrefix + "huge")
+	_, registered := f.pool.Slot(gateway.KeyPrefix + "huge")
 	assert.False(t, registered, "no gateway rollout registered")
 }
 

@@ -23,6 +23,11 @@ func (p *Pool) StartMonitor(interval time.Duration) {
 		return
 	}
 	p.monitored = true
+	p.every(interval, func() { p.CheckTunnels(p.ctx) })
+}
+
+// every calls f each interval, in a goroutine of its own, until Close.
+func (p *Pool) every(interval time.Duration, f func()) {
 	p.bg.Add(1)
 	go func() {
 		defer p.bg.Done()
@@ -33,7 +38,7 @@ func (p *Pool) StartMonitor(interval time.Duration) {
 			case <-p.ctx.Done():
 				return
 			case <-t.C:
-				p.CheckTunnels(p.ctx)
+				f()
 			}
 		}
 	}()

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/evalflow/evalflow/interception/gateway"
 	"github.com/evalflow/evalflow/trace"
 	"github.com/evalflow/evalflow/tunnel"
 )
@@ -50,7 +51,7 @@ type Pool struct {
 	// exposedAt is the tunnel generation each rollout was given by Expose.
 	exposedAt map[string]uint64
 
-	gw gatewayState // gateway registrations (gateway.go)
+	gw *gateway.Gateway // the rollout gateway over the pool (gatewaypool.go)
 }
 
 // member is a pooled server and its tunnel exposure, created on first use.
@@ -78,7 +79,11 @@ func NewPool(cfg Config) *Pool {
 		name: tunnelName(cfg.Tunnel), single: single, ctx: ctx, cancel: cancel,
 		slots: make(map[string]Slot), exposedAt: make(map[string]uint64),
 	}
-	cfg.pool = p
+	p.gw = gateway.New(gatewayPool{p}, gateway.Config{Token: cfg.GatewayToken, TTL: cfg.GatewayTTL,
+		Slots: cfg.GatewaySlots, Now: cfg.Now, Logger: cfg.Logger})
+	if cfg.GatewayToken != "" {
+		cfg.gateway = p.gw.Handler()
+	}
 	p.cfg = cfg
 	return p
 }

@@ -2,6 +2,11 @@
 // to: it authenticates each call by its rollout's secret, relays it to the
 // upstream provider with the run's model and sampling when both speak the
 // same dialect, translates it otherwise, and records every turn.
+//
+// Each server's http.ServeMux also serves the side routes of the programs
+// beside a harness (package sidecar) and, with a gateway token, the
+// rollout gateway's (package gateway): handlers of their own over small
+// interfaces the server and the pool satisfy (side.go, gatewaypool.go).
 package interception
 
 import (
@@ -15,12 +20,16 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/interception/gateway"
+	"github.com/evalflow/evalflow/interception/sidecar"
 	"github.com/evalflow/evalflow/metrics"
 	"github.com/evalflow/evalflow/trace"
 	"github.com/evalflow/evalflow/tunnel"
@@ -50,21 +59,24 @@ type Config struct {
 	// the request's goroutine. Setting it puts the relay arm's parse of the
 	// turn (turns.go) back on the request's path: it is for tests.
 	OnTurn func(rolloutKey string, turn trace.Turn)
-	// GatewayToken enables the rollout gateway routes (gateway.go) for
-	// callers presenting it; empty disables them. A credential: never log it.
+	// GatewayToken enables the rollout gateway's routes (package gateway)
+	// for callers presenting it; empty disables them. A credential: never
+	// log it.
 	GatewayToken string
 	// GatewayTTL is how long a gateway registration lives unless its
-	// register call says otherwise; DefaultGatewayTTL when 0.
+	// register call says otherwise; gateway.DefaultTTL when 0.
 	GatewayTTL time.Duration
 	// GatewaySlots, when set, counts gateway registrations against the
 	// worker's capacity.
-	GatewaySlots SlotCounter
+	GatewaySlots gateway.SlotCounter
 	// Now is the clock of gateway expiries; time.Now when nil.
 	Now func() time.Time
 	// Metrics counts every model call served; nil counts nothing.
 	Metrics *metrics.Metrics
 
-	pool *Pool // the pool a server belongs to, for the gateway routes
+	// gateway is the pool's gateway routes, which each of its servers
+	// serves; nil without a GatewayToken.
+	gateway http.Handler
 }
 
 func (c Config) withDefaults() Config {
@@ -82,9 +94,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.GatewayTTL <= 0 {
-		c.GatewayTTL = DefaultGatewayTTL
 	}
 	return c
 }
@@ -116,8 +125,8 @@ type Server struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	table []route
-	up    dialects.Dialect // the upstream's
+	routed decoded          // the routes (newMux)
+	up     dialects.Dialect // the upstream's
 
 	mu       sync.RWMutex
 	bySecret map[[sha256.Size]byte]*entry
@@ -149,7 +158,7 @@ func Listen(cfg Config) (*Server, error) {
 		bySecret: make(map[[sha256.Size]byte]*entry),
 		byKey:    make(map[string]*entry),
 	}
-	s.table = s.routes()
+	s.routed = decoded{mux: s.newMux(), unknown: s.unknown}
 	s.srv = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 30 * time.Second,
@@ -256,9 +265,11 @@ type route struct {
 	method, path string
 	// dialect shapes the route's errors; nil picks one from the caller's headers.
 	dialect dialects.Dialect
-	// serve answers an authenticated call; public routes set open instead.
+	// serve answers an authenticated call; public routes set open instead,
+	// and the side routes side, a handler of their own that authenticates.
 	serve func(http.ResponseWriter, *http.Request, *entry, dialects.Dialect)
 	open  http.HandlerFunc
+	side  http.Handler
 }
 
 // Route is one route of an interception server, as Routes lists it.
@@ -279,20 +290,20 @@ type Route struct {
 // the gateway's: what a test must cover to cover the server.
 func Routes() []Route {
 	var rs []Route
-	for _, rt := range (&Server{}).routes() {
+	for _, rt := range (&Server{}).routes(nil) {
 		rs = append(rs, Route{Method: rt.method, Path: rt.path, Dialect: rt.dialect,
 			Public: rt.open != nil, Body: rt.method != http.MethodGet})
 	}
-	for _, a := range gatewayActions {
-		rs = append(rs, Route{Method: a.method, Path: gatewayPrefix + "{id}/" + a.name,
-			Gateway: true, Body: a.name == "register"})
+	for _, p := range gateway.Routes() {
+		method, urlPath, _ := strings.Cut(p, " ")
+		rs = append(rs, Route{Method: method, Path: urlPath, Gateway: true, Body: strings.HasSuffix(urlPath, "/register")})
 	}
 	return rs
 }
 
 // routes is the route table: every path the server answers but the
-// gateway's. Add new routes here.
-func (s *Server) routes() []route {
+// gateway's, the side routes served by side. Add new routes here.
+func (s *Server) routes(side http.Handler) []route {
 	rs := []route{
 		{method: http.MethodGet, path: "/healthz", open: healthz},
 		{method: http.MethodGet, path: "/v1/models", serve: s.models},
@@ -301,7 +312,52 @@ func (s *Server) routes() []route {
 	for _, d := range dialects.All {
 		rs = append(rs, route{method: http.MethodPost, path: "/v1" + d.Path(), dialect: d, serve: s.model})
 	}
-	return append(rs, s.sideRoutes()...)
+	for _, p := range sidecar.Routes() {
+		method, urlPath, _ := strings.Cut(p, " ")
+		rs = append(rs, route{method: method, path: urlPath, side: side})
+	}
+	return rs
+}
+
+// newMux composes the server's routes: the route table, each path of it
+// answering its other methods with a 405, and the gateway's routes when
+// the pool has a gateway. Anything else is an unknown URL.
+func (s *Server) newMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", notFound)
+	methods := make(map[string]dialects.Dialect) // path: the dialect of its 405
+	for _, rt := range s.routes(sidecar.New(sideProxy{s}, s.cfg.MaxBodyBytes)) {
+		mux.Handle(rt.method+" "+rt.path, s.handler(rt))
+		methods[rt.path] = rt.dialect
+	}
+	for urlPath, d := range methods {
+		mux.Handle(urlPath, methodNotAllowed(d))
+	}
+	if s.cfg.gateway != nil {
+		mux.Handle(gateway.Prefix, s.cfg.gateway)
+		// An unknown URL, not a redirect to the gateway's prefix.
+		mux.HandleFunc(strings.TrimSuffix(gateway.Prefix, "/"), notFound)
+	}
+	return mux
+}
+
+// handler serves a route of the table.
+func (s *Server) handler(rt route) http.Handler {
+	switch {
+	case rt.open != nil:
+		return rt.open
+	case rt.side != nil:
+		return rt.side
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d := rt.dialect
+		if d == nil {
+			d = callerDialect(r.Header)
+		}
+		if e := s.authenticate(w, r, d); e != nil {
+			rt.serve(w, r, e, d)
+		}
+	})
 }
 
 func healthz(w http.ResponseWriter, _ *http.Request) {
@@ -319,53 +375,72 @@ func callerDialect(h http.Header) dialects.Dialect {
 }
 
 // ServeHTTP routes a request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.gateway(w, r) {
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.routed.ServeHTTP(w, r) }
+
+// unknown answers a path that is no route's: in the gateway's shape below
+// its prefix, when the pool has a gateway.
+func (s *Server) unknown(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.gateway != nil && strings.HasPrefix(r.URL.Path, gateway.Prefix) {
+		gateway.NotFound(w, r)
 		return
 	}
-	var onPath *route
-	for i := range s.table {
-		rt := &s.table[i]
-		if rt.path != r.URL.Path {
-			continue
-		}
-		onPath = rt
-		if rt.method != r.Method && !(rt.method == http.MethodGet && r.Method == http.MethodHead) {
-			continue
-		}
-		if rt.open != nil {
-			rt.open(w, r)
-			return
-		}
-		d := rt.dialect
+	notFound(w, r)
+}
+
+// decoded routes a request through mux by its decoded path, as the
+// servers have always matched routes (a %2F is a slash). A path that is
+// not clean is no route's: unknown answers it, where http.ServeMux would
+// redirect to the clean path.
+type decoded struct {
+	mux     http.Handler
+	unknown http.HandlerFunc
+}
+
+func (d decoded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	clean := path.Clean(p)
+	if clean != "/" && strings.HasSuffix(p, "/") {
+		clean += "/"
+	}
+	if clean != p || !strings.HasPrefix(p, "/") { // "*" too, which http.ServeMux refuses with a 400
+		d.unknown(w, r)
+		return
+	}
+	if r.URL.RawPath != "" {
+		r2, u := *r, *r.URL
+		u.RawPath = ""
+		r2.URL = &u
+		r = &r2
+	}
+	d.mux.ServeHTTP(w, r)
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) {
+	callerDialect(r.Header).WriteError(w, http.StatusNotFound, "unknown_url", fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
+}
+
+// methodNotAllowed answers a method a route's path has no route for, in
+// the route's dialect (nil: the caller's).
+func methodNotAllowed(d dialects.Dialect) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		d := d
 		if d == nil {
 			d = callerDialect(r.Header)
 		}
-		s.authenticated(w, r, d, rt.serve)
-		return
-	}
-	d := callerDialect(r.Header)
-	if onPath != nil {
-		if onPath.dialect != nil {
-			d = onPath.dialect
-		}
 		d.WriteError(w, http.StatusMethodNotAllowed, "method_not_allowed",
 			fmt.Sprintf("Method %s is not allowed on %s.", r.Method, r.URL.Path))
-		return
 	}
-	d.WriteError(w, http.StatusNotFound, "unknown_url", fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
 }
 
-// authenticated finds the rollout by the secret in d's carrier (Bearer or
-// x-api-key), answering 401 in d's shape when there is none.
-func (s *Server) authenticated(w http.ResponseWriter, r *http.Request, d dialects.Dialect,
-	next func(http.ResponseWriter, *http.Request, *entry, dialects.Dialect)) {
+// authenticate finds the rollout by the secret in d's carrier (Bearer or
+// x-api-key), answering 401 in d's shape and returning nil when there is
+// none.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, d dialects.Dialect) *entry {
 	e := s.lookup(d.Secret(r.Header))
 	if e == nil {
 		d.WriteError(w, http.StatusUnauthorized, "invalid_api_key", "Incorrect API key provided.")
-		return
 	}
-	next(w, r, e, d)
+	return e
 }
 
 // lookup finds a rollout by secret. The map is keyed by the secret's hash, so

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/interception/sidecar"
 	"github.com/evalflow/evalflow/trace"
 )
 
@@ -35,8 +36,8 @@ type entry struct {
 	used usage
 	// idempotencyKeys are the Idempotency-Key headers of its calls so far.
 	idempotencyKeys map[string]struct{}
-	// side is what its tool servers and user share (sidecar.go).
-	side side
+	// side is what its tool servers and user share (package sidecar).
+	side sidecar.State
 }
 
 // begin numbers a turn when its call arrives, so turns keep the order of

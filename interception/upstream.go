@@ -3,7 +3,10 @@ package interception
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"time"
 
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/trace"
@@ -64,4 +67,37 @@ func statusFailure(status int) trace.UpstreamFailure {
 		return trace.UpstreamStatus
 	}
 	return ""
+}
+
+// personaAnswerLimit bounds a persona's answer read from the provider.
+const personaAnswerLimit = 8 << 20
+
+// Ask makes a persona's call (package sidecar) through the server's upstream,
+// the one call upstream that is not a harness's.
+func (p sideProxy) Ask(ctx context.Context, turn *trace.Turn) (string, error) {
+	s := p.s
+	turn.Dialect = s.up.Name()
+	body, err := s.up.EncodeRequest(turn.Request)
+	if err != nil {
+		return "", fmt.Errorf("encode persona request: %w", err)
+	}
+	resp, attempts, err := s.cfg.Upstream.Relay(ctx, s.up.Path(), nil, dialects.Body{body})
+	turn.Attempts = attempts
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	turn.Status = resp.StatusCode
+	data, err := io.ReadAll(io.LimitReader(resp.Body, personaAnswerLimit))
+	if err != nil {
+		return "", fmt.Errorf("read persona answer: %w", err)
+	}
+	turn.TTFT = time.Since(turn.StartedAt)
+	if resp.StatusCode != http.StatusOK {
+		return "", s.up.ParseError(resp.StatusCode, data)
+	}
+	if turn.Response, err = s.up.ParseResponse(data); err != nil {
+		return "", fmt.Errorf("decode persona answer: %w", err)
+	}
+	return turn.Response.Message.Text(), nil
 }

@@ -70,7 +70,7 @@ type Interception struct {
 	SSHPublicHost string `json:"ssh_public_host"`
 
 	// GatewayToken enables the rollout gateway routes on the interception
-	// servers for trainers presenting it (see interception/gateway.go).
+	// servers for trainers presenting it (package interception/gateway).
 	GatewayToken string `json:"-"`
 	// GatewayAddr is the stable host:port the worker serves the gateway at
 	// (register, trajectory, unregister, and the registered rollouts' model
@@ -78,7 +78,7 @@ type Interception struct {
 	// servers' own ports. It needs GatewayToken.
 	GatewayAddr string `json:"gateway_addr,omitempty"`
 	// GatewayTTL is how long a gateway registration lives unless its
-	// register call says otherwise (interception.DefaultGatewayTTL when 0).
+	// register call says otherwise (gateway.DefaultTTL when 0).
 	GatewayTTL time.Duration `json:"gateway_ttl,omitempty"`
 
 	// Use, when set, is the tunnel whatever Type says: for programs that

@@ -1,4 +1,4 @@
-package interception
+package sidecar
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package interception
+package gateway
 
 import (
 	"testing"

@@ -1,12 +1,10 @@
-package interception
+package sidecar
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"time"
 
@@ -23,9 +21,6 @@ const (
 // personaDone is the marker of a persona's reply that ends the
 // conversation (tasksets.UserDone).
 const personaDone = "[DONE]"
-
-// personaAnswerLimit bounds a persona's answer read from the provider.
-const personaAnswerLimit = 8 << 20
 
 // sideTask is what the persona needs of a rollout's task.
 type sideTask struct {
@@ -51,15 +46,13 @@ type personaMessage struct {
 }
 
 // persona answers a user turn with the task's persona, run through the
-// server's upstream with the rollout's model: its prompt template filled
+// proxy's upstream with the rollout's model: its prompt template filled
 // with the task's prompt and the conversation. The call is the user's,
 // not the agent's: it counts against none of the rollout's limits, is
 // kept on the user turn, and is refused past the user's max_turns, so
 // that a harness cannot spend the provider's tokens through it.
-func (s *Server) persona(ctx context.Context, e *entry, conversation []personaMessage) (string, bool, *trace.Turn, error) {
-	e.side.mu.Lock()
-	raw := e.side.task
-	e.side.mu.Unlock()
+func (h *Handler) persona(ctx context.Context, ro Rollout, conversation []personaMessage) (string, bool, *trace.Turn, error) {
+	_, raw, used := ro.State().read()
 	var task sideTask
 	if raw == nil || json.Unmarshal(raw, &task) != nil || task.User == nil || task.User.Persona == "" {
 		return "", false, nil, errNoPersona
@@ -68,18 +61,15 @@ func (s *Server) persona(ctx context.Context, e *entry, conversation []personaMe
 	if limit <= 0 {
 		limit = defaultPersonaTurns
 	}
-	e.side.mu.Lock()
-	used := len(e.side.users)
-	e.side.mu.Unlock()
 	if used >= limit {
 		return "", false, nil, errPersonaTurns
 	}
 	prompt := renderPersona(task.User.Persona, taskPrompt(task), conversation)
-	req := dialects.Request{Model: e.rollout.Model, Messages: []dialects.Message{
+	req := dialects.Request{Model: ro.Model(), Messages: []dialects.Message{
 		{Role: dialects.RoleUser, Content: []dialects.Part{{Type: dialects.PartText, Text: prompt}}},
 	}}
-	turn := &trace.Turn{Dialect: s.up.Name(), Route: "user", Request: req, StartedAt: time.Now()}
-	text, err := s.askUpstream(ctx, turn)
+	turn := &trace.Turn{Route: "user", Request: req, StartedAt: time.Now()}
+	text, err := h.proxy.Ask(ctx, turn)
 	turn.Latency = time.Since(turn.StartedAt)
 	if err != nil {
 		turn.Error = err.Error()
@@ -94,32 +84,6 @@ var (
 	errNoPersona    = errors.New("the rollout's task has no persona user")
 	errPersonaTurns = errors.New("the persona has had its turns")
 )
-
-func (s *Server) askUpstream(ctx context.Context, turn *trace.Turn) (string, error) {
-	body, err := s.up.EncodeRequest(turn.Request)
-	if err != nil {
-		return "", fmt.Errorf("encode persona request: %w", err)
-	}
-	resp, attempts, err := s.cfg.Upstream.Relay(ctx, s.up.Path(), nil, dialects.Body{body})
-	turn.Attempts = attempts
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	turn.Status = resp.StatusCode
-	data, err := io.ReadAll(io.LimitReader(resp.Body, personaAnswerLimit))
-	if err != nil {
-		return "", fmt.Errorf("read persona answer: %w", err)
-	}
-	turn.TTFT = time.Since(turn.StartedAt)
-	if resp.StatusCode != http.StatusOK {
-		return "", s.up.ParseError(resp.StatusCode, data)
-	}
-	if turn.Response, err = s.up.ParseResponse(data); err != nil {
-		return "", fmt.Errorf("decode persona answer: %w", err)
-	}
-	return turn.Response.Message.Text(), nil
-}
 
 // taskPrompt is the task's prompt, or its last user message.
 func taskPrompt(t sideTask) string {

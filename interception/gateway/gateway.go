@@ -1,0 +1,280 @@
+// Package gateway lets an external trainer run its own agent against a
+// rollout of the interception pool: it registers a rollout and gets a base
+// URL and a secret for the agent, then fetches the recorded trajectory,
+// then unregisters it.
+//
+//	POST /v1/rollouts/{id}/register   {"model": "...", "sampling": {...}, "max_turns": 8, ...}
+//	GET  /v1/rollouts/{id}/trajectory
+//	POST /v1/rollouts/{id}/unregister
+//
+// Every call presents Config.Token as a bearer token. The routes are
+// served by every interception server of the pool (Handler) and, at a
+// stable address, by Standalone, which also serves the rollouts' model
+// routes below /v1/rollouts/{id}/ (an agent's base URL there is
+// {gateway}/v1/rollouts/{id}/v1).
+//
+// A registration expires after its TTL (Config.TTL, or the register
+// call's ttl), when Sweep finds it, so a trainer that never unregisters
+// leaks nothing; each one takes a unit of the worker's capacity
+// (Config.Slots) while it lives.
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/evalflow/evalflow/trace"
+)
+
+// Prefix starts every path the gateway answers.
+const Prefix = "/v1/rollouts/"
+
+// KeyPrefix starts the pool keys of gateway rollouts, so they never
+// collide with workflow rollouts (run/epoch/index/k).
+const KeyPrefix = "gateway/"
+
+// DefaultTTL is how long a registration lives unless the register call or
+// Config.TTL says otherwise.
+const DefaultTTL = 4 * time.Hour
+
+// actions are the gateway's routes below Prefix+"{id}/".
+var actions = []struct{ name, method string }{
+	{"register", http.MethodPost}, {"trajectory", http.MethodGet}, {"unregister", http.MethodPost},
+}
+
+var rolloutID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+// Pool is what the gateway needs of the interception pool. Keys are the
+// pool's, KeyPrefix and the rollout id.
+type Pool interface {
+	// Acquire takes a slot for the rollout of key as req registers it, and
+	// returns the rollout's secret.
+	Acquire(ctx context.Context, key string, req RegisterRequest) (secret string, err error)
+	// Expose returns the base URL (without /v1) of the rollout's server.
+	Expose(ctx context.Context, key string) (string, error)
+	// Held reports whether a rollout holds a slot.
+	Held(key string) bool
+	// Turns returns the turns recorded so far for a rollout.
+	Turns(key string) ([]trace.Turn, bool)
+	// Finish ends a rollout's calls and returns its turns.
+	Finish(key string) ([]trace.Turn, bool)
+	// Release frees a rollout's slot.
+	Release(key string)
+	// ReadBody reads r's body, at most limit bytes, or says how to answer
+	// instead: a status other than 0, with an error code and message.
+	ReadBody(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, status int, code, msg string)
+	// ServeModel serves r, a model call at its path below the rollout's
+	// base URL, on the rollout's own server, answering 404 for a rollout
+	// that holds no slot.
+	ServeModel(w http.ResponseWriter, r *http.Request, key string)
+}
+
+// SlotCounter is the worker's capacity as the gateway uses it: a
+// registration takes a unit for its key, or is refused when none is free,
+// and gives it back when it ends.
+type SlotCounter interface {
+	TryTake(key string) bool
+	Give(key string)
+}
+
+// Config configures a Gateway. Zero fields take defaults.
+type Config struct {
+	// Token is the bearer token every call presents; empty, the gateway
+	// has no routes. A credential: never log it.
+	Token string
+	// TTL is how long a registration lives unless its register call says
+	// otherwise; DefaultTTL when 0.
+	TTL time.Duration
+	// Slots, when set, counts registrations against the worker's capacity.
+	Slots SlotCounter
+	// Now is the clock of expiries; time.Now when nil.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Gateway serves the gateway's routes over a pool and keeps its
+// registrations' expiries.
+type Gateway struct {
+	cfg                  Config
+	token                [sha256.Size]byte // the hash of cfg.Token
+	pool                 Pool
+	onServer, standalone *http.ServeMux
+
+	mu      sync.Mutex
+	expires map[string]time.Time // by rollout id
+}
+
+// New returns the gateway of pool p.
+func New(p Pool, cfg Config) *Gateway {
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	g := &Gateway{cfg: cfg, token: sha256.Sum256([]byte(cfg.Token)), pool: p, expires: make(map[string]time.Time)}
+	g.onServer, g.standalone = g.routes(false), g.routes(true)
+	return g
+}
+
+// Routes are the gateway's routes as http.ServeMux patterns,
+// "METHOD /v1/rollouts/{id}/action".
+func Routes() []string {
+	var ps []string
+	for _, a := range actions {
+		ps = append(ps, a.method+" "+Prefix+"{id}/"+a.name)
+	}
+	return ps
+}
+
+// Handler serves the gateway's routes as an interception server does,
+// below Prefix: anything else there is an unknown gateway route.
+func (g *Gateway) Handler() http.Handler { return g.onServer }
+
+// Standalone serves the gateway at an address of its own (the worker's
+// --gateway-addr): its routes, with base URLs at that address, and the
+// registered rollouts' model routes below Prefix+"{id}/". Anything else is
+// an unknown gateway route.
+func (g *Gateway) Standalone() http.Handler { return g.standalone }
+
+// routes is the gateway's mux; standalone adds the rollouts' model routes.
+func (g *Gateway) routes(standalone bool) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", notFound)
+	if g.cfg.Token == "" {
+		return mux
+	}
+	for _, a := range actions {
+		path := Prefix + "{id}/" + a.name
+		h := g.guard(a.name, a.method, g.action(a.name, standalone))
+		mux.HandleFunc(a.method+" "+path, h)
+		mux.HandleFunc(path, h) // the other methods: 405 once id and token pass
+	}
+	if standalone {
+		mux.HandleFunc(Prefix+"{id}/v1/{path...}", g.serveModel)
+		mux.HandleFunc(Prefix+"{id}/v1", notFound) // not redirected to .../v1/
+	}
+	return mux
+}
+
+// guard checks a call's rollout id, token and method, in that order, and
+// serves it.
+func (g *Gateway) guard(action, method string, serve func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		switch {
+		case !rolloutID.MatchString(id):
+			notFound(w, r)
+		case !g.authorized(r):
+			writeError(w, http.StatusUnauthorized, "missing or wrong gateway token")
+		case r.Method != method: // HEAD, which a GET pattern takes too
+			writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" is not allowed on "+action)
+		default:
+			serve(w, r, id)
+		}
+	}
+}
+
+func (g *Gateway) action(name string, standalone bool) func(http.ResponseWriter, *http.Request, string) {
+	switch name {
+	case "register":
+		return func(w http.ResponseWriter, r *http.Request, id string) { g.register(w, r, id, standalone) }
+	case "trajectory":
+		return g.trajectory
+	default:
+		return g.unregister
+	}
+}
+
+// serveModel serves a model call of a gateway rollout, made at the
+// gateway's address, on the rollout's own server: authenticated by the
+// rollout's secret and recorded alike.
+func (g *Gateway) serveModel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !rolloutID.MatchString(id) {
+		notFound(w, r)
+		return
+	}
+	r2 := r.Clone(r.Context())
+	r2.URL.Path, r2.URL.RawPath = "/v1/"+r.PathValue("path"), ""
+	g.pool.ServeModel(w, r2, KeyPrefix+id)
+}
+
+// authorized reports whether r presents the token as its bearer token,
+// compared by hash in constant time.
+func (g *Gateway) authorized(r *http.Request) bool {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	return subtle.ConstantTimeCompare(got[:], g.token[:]) == 1
+}
+
+func (g *Gateway) trajectory(w http.ResponseWriter, _ *http.Request, id string) {
+	turns, ok := g.pool.Turns(KeyPrefix + id)
+	if !ok {
+		writeError(w, http.StatusNotFound, "rollout "+id+" is not registered")
+		return
+	}
+	writeJSON(w, http.StatusOK, trajectoryOf(id, turns))
+}
+
+func (g *Gateway) unregister(w http.ResponseWriter, _ *http.Request, id string) {
+	turns, ok := g.end(id)
+	if !ok {
+		writeError(w, http.StatusNotFound, "rollout "+id+" is not registered")
+		return
+	}
+	writeJSON(w, http.StatusOK, trajectoryOf(id, turns))
+}
+
+// Sweep ends the registrations whose TTL has passed, as unregister does,
+// and returns their ids.
+func (g *Gateway) Sweep() []string {
+	now := g.cfg.Now()
+	g.mu.Lock()
+	var expired []string
+	for id, at := range g.expires {
+		if !now.Before(at) {
+			expired = append(expired, id)
+		}
+	}
+	g.mu.Unlock()
+	sort.Strings(expired)
+	for _, id := range expired {
+		g.end(id)
+		g.cfg.Logger.Info("gateway registration expired", "rollout", id)
+	}
+	return expired
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"message": msg, "type": "gateway_error"}})
+}
+
+func notFound(w http.ResponseWriter, _ *http.Request) {
+	writeError(w, http.StatusNotFound, "unknown gateway route")
+}
+
+// NotFound answers as the gateway does a path below Prefix it has no
+// route for.
+func NotFound(w http.ResponseWriter, r *http.Request) { notFound(w, r) }
