@@ -13,7 +13,7 @@ DOCKER_HOST ?= unix:///run/podman/podman.sock
 export DOCKER_HOST
 
 # The built-in agent is built first: rollouts run this small program rather
-# than the starter, which links the Temporal server (wiring/agent.go).
+# than the starter, which links the Temporal server (internal/wiring/agent.go).
 # scripts/build.sh says what a first build is doing (minutes on 2 cores).
 run: bin/evalflow-agent bin/starter
 	EVALFLOW_AGENT=$(CURDIR)/bin/evalflow-agent bin/starter eval --tasks $(TASKS) $(ARGS)
@@ -65,7 +65,7 @@ lint:
 # cores): writes bench/results.json and the results section of BENCHMARKS.md.
 bench: engine
 	$(GO) test -run '^$$' -bench . -benchmem ./bench/ ./dialects/ > bench/gobench.txt
-	$(GO) test -run '^$$' -bench . -benchtime 10x ./harness/container/ >> bench/gobench.txt && cat bench/gobench.txt
+	$(GO) test -run '^$$' -bench . -benchtime 10x ./internal/harness/container/ >> bench/gobench.txt && cat bench/gobench.txt
 	$(GO) run ./bench/cmd/bench -gobench bench/gobench.txt
 
 # The 20,000-rollout eval (bounded histories, flat worker memory); takes

@@ -21,32 +21,32 @@ var allowed = map[string][]string{
 	"rollout": {},
 	"arith":   {},
 	// JSON as it crosses the wire: shape checks, the decode, the overlay.
-	"jsonwire":  {},
-	"tunnel":    {},
-	"devserver": {},
+	"internal/jsonwire":  {},
+	"internal/tunnel":    {},
+	"internal/devserver": {},
 	// Prometheus collectors; a nil *Metrics records nothing.
-	"metrics":  {},
-	"dialects": {"jsonwire"},
-	"trace":    {"dialects"},
-	"tasksets": {"arith"},
-	"rubrics":  {"tasksets", "arith"},
-	"harness":  {"tasksets"},
+	"internal/metrics": {},
+	"dialects":         {"internal/jsonwire"},
+	"trace":            {"dialects"},
+	"tasksets":         {"arith"},
+	"rubrics":          {"tasksets", "arith"},
+	"harness":          {"tasksets"},
 	// The built-in agent is a program of its own: it knows the task format
 	// and the arithmetic of its tool, nothing of the worker.
-	"harness/agent": {"arith", "tasksets"},
+	"internal/harness/agent": {"arith", "tasksets"},
 	// Packaged harnesses (codex, claude-code) wrap a runtime: installed
 	// from npm, configured for the slot, run like any harness.
-	"harness/packaged": {"harness", "tasksets"},
-	"providers":        {"dialects"},
-	"providers/mock":   {"dialects", "arith"},
-	"interception":     {"dialects", "interception/gateway", "interception/sidecar", "metrics", "trace", "tunnel"},
-	"results":          {"rollout", "trace"},
+	"internal/harness/packaged": {"harness", "tasksets"},
+	"internal/providers":        {"dialects"},
+	"internal/providers/mock":   {"dialects", "arith"},
+	"internal/interception":     {"dialects", "internal/interception/gateway", "internal/interception/sidecar", "internal/metrics", "trace", "internal/tunnel"},
+	"results":                   {"rollout", "trace"},
 	// The PostgreSQL run store, the contract suite both stores pass, a
 	// test database of its own per test, and the flat export of a run.
-	"results/postgres":        {"results", "rollout", "trace"},
-	"results/postgres/pgtest": {},
-	"results/storetest":       {"results", "rollout", "trace"},
-	"results/export":          {"results", "trace"},
+	"results/postgres":                 {"results", "rollout", "trace"},
+	"internal/results/postgres/pgtest": {},
+	"results/storetest":                {"results", "rollout", "trace"},
+	"results/export":                   {"results", "trace"},
 	// Workflows and the pull client know the contract only: no transport,
 	// tunnel or subprocess is linked into a trainer or a workflow worker
 	// through them.
@@ -55,13 +55,13 @@ var allowed = map[string][]string{
 	// The pull API over HTTP, for trainers outside Go: a handler over the
 	// pull client. pull itself links no HTTP server.
 	"pull/pullhttp": {"pull", "workflows", "rollout"},
-	"activities": {"rollout", "dialects", "harness", "interception", "interception/sidecar", "metrics", "providers", "results",
-		"rubrics", "tasksets", "tasksets/tables", "trace", "tunnel"},
+	"internal/activities": {"rollout", "dialects", "harness", "internal/interception", "internal/interception/sidecar", "internal/metrics", "internal/providers", "results",
+		"rubrics", "tasksets", "tasksets/tables", "trace", "internal/tunnel"},
 	// The rollout gateway and the side routes (/state, /task, /user) are
 	// handlers of their own, over small interfaces the proxy satisfies:
 	// interception composes them.
-	"interception/gateway": {"dialects", "trace"},
-	"interception/sidecar": {"dialects", "trace"},
+	"internal/interception/gateway": {"dialects", "trace"},
+	"internal/interception/sidecar": {"dialects", "trace"},
 
 	// Tasksets backed by tables (CSV, Parquet, Arrow): their readers stay
 	// out of what links tasksets for its types only (the built-in agent).
@@ -72,35 +72,35 @@ var allowed = map[string][]string{
 	"run": {"results", "rollout", "workflows"},
 	// The run viewer reads the store, and the run's summaries as workflows
 	// write them.
-	"viewer": {"results", "rollout", "run", "workflows"},
+	"internal/viewer": {"results", "rollout", "run", "workflows"},
 	// Drives a headless Chromium for the viewer's browser tests.
-	"viewer/viewertest": {},
+	"internal/viewer/viewertest": {},
 	// The Docker Engine API client, and a test engine that fails a test
 	// when it does not answer.
-	"engine":            {},
-	"engine/enginetest": {"engine"},
+	"internal/engine":            {},
+	"internal/engine/enginetest": {"internal/engine"},
 	// The container runtime, its keeper (linked into the built-in agent,
 	// so the standard library only), and its test set-up.
-	"harness/container":               {"engine", "harness", "harness/container/keeper", "tasksets"},
-	"harness/container/keeper":        {},
-	"harness/container/containertest": {"engine", "engine/enginetest", "harness", "harness/container", "harness/container/keeper", "tasksets"},
-	"wiring": {"activities", "dialects", "engine", "harness", "harness/agent", "harness/container", "harness/container/keeper", "harness/packaged", "interception", "metrics", "providers",
-		"providers/mock", "results", "results/postgres", "rollout", "tasksets", "tunnel", "workflows"},
+	"internal/harness/container":               {"internal/engine", "harness", "internal/harness/container/keeper", "tasksets"},
+	"internal/harness/container/keeper":        {},
+	"internal/harness/container/containertest": {"internal/engine", "internal/engine/enginetest", "harness", "internal/harness/container", "internal/harness/container/keeper", "tasksets"},
+	"internal/wiring": {"internal/activities", "dialects", "internal/engine", "harness", "internal/harness/agent", "internal/harness/container", "internal/harness/container/keeper", "internal/harness/packaged", "internal/interception", "internal/metrics", "internal/providers",
+		"internal/providers/mock", "results", "results/postgres", "rollout", "tasksets", "internal/tunnel", "workflows"},
 	// Binaries and tools sit on top; nothing imports them.
-	"starter":              {"*"},
-	"worker":               {"*"},
-	"cmd/evalflow-agent":   {"*"},
-	"bench":                {"*"},
-	"bench/cmd/bench":      {"*"},
-	"bench/cmd/storebench": {"*"},
-	"bench/loadgen":        {"*"},
-	"bench/orchestration":  {"*"},
-	"bench/targets":        {"*"},
-	"bench/upstream":       {"*"},
-	"tunnel/tunneltest":    {"tunnel"},
-	"e2e":                  {},
-	"faults":               {},
-	"deploy":               {},
+	"starter":                    {"*"},
+	"worker":                     {"*"},
+	"cmd/evalflow-agent":         {"*"},
+	"bench":                      {"*"},
+	"bench/cmd/bench":            {"*"},
+	"bench/cmd/storebench":       {"*"},
+	"bench/loadgen":              {"*"},
+	"bench/orchestration":        {"*"},
+	"bench/targets":              {"*"},
+	"bench/upstream":             {"*"},
+	"internal/tunnel/tunneltest": {"internal/tunnel"},
+	"e2e":                        {},
+	"faults":                     {},
+	"deploy":                     {},
 	// Checks the docs against the binaries' flags and the repository.
 	"internal/docscheck": {},
 	"":                   {},

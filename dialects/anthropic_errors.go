@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/evalflow/evalflow/jsonwire"
+	"github.com/evalflow/evalflow/internal/jsonwire"
 )
 
 // ParseError reads an error body in Anthropic's shape; another body becomes

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"reflect"
 
-	"github.com/evalflow/evalflow/jsonwire"
+	"github.com/evalflow/evalflow/internal/jsonwire"
 )
 
 // anthropicDialect is Anthropic Messages.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/evalflow/evalflow/jsonwire"
+	"github.com/evalflow/evalflow/internal/jsonwire"
 )
 
 // NewStream returns an empty *AnthropicStream.

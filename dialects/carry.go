@@ -34,7 +34,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/evalflow/evalflow/jsonwire"
+	"github.com/evalflow/evalflow/internal/jsonwire"
 )
 
 // Prefixes of the reasoning state carried in another dialect's field.

@@ -3,7 +3,7 @@ package dialects
 import (
 	"fmt"
 
-	"github.com/evalflow/evalflow/jsonwire"
+	"github.com/evalflow/evalflow/internal/jsonwire"
 )
 
 func (chatDialect) ParseResponse(body []byte) (Response, error) { return ParseChatResponse(body) }

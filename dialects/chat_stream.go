@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/evalflow/evalflow/jsonwire"
+	"github.com/evalflow/evalflow/internal/jsonwire"
 )
 
 func (chatDialect) NewStream() Stream { return &ChatStream{} }

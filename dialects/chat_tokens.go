@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/evalflow/evalflow/jsonwire"
+	"github.com/evalflow/evalflow/internal/jsonwire"
 )
 
 // TokenRequest is what a run asks an OpenAI-compatible chat upstream (vLLM,

@@ -9,7 +9,7 @@ import (
 	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/stretchr/testify/require"
 
-	"github.com/evalflow/evalflow/jsonwire"
+	"github.com/evalflow/evalflow/internal/jsonwire"
 )
 
 // decodeTargets are the types the parsers decode documents into, each as a

@@ -3,7 +3,7 @@ package dialects
 import (
 	"fmt"
 
-	"github.com/evalflow/evalflow/jsonwire"
+	"github.com/evalflow/evalflow/internal/jsonwire"
 )
 
 // overlay checks body against shape and sets model, temperature, top_p,

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/evalflow/evalflow/jsonwire"
+	"github.com/evalflow/evalflow/internal/jsonwire"
 	"github.com/stretchr/testify/assert"
 )
 

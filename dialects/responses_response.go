@@ -3,7 +3,7 @@ package dialects
 import (
 	"fmt"
 
-	"github.com/evalflow/evalflow/jsonwire"
+	"github.com/evalflow/evalflow/internal/jsonwire"
 )
 
 // ParseResponse reads a Response object. A failed response is an error.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/evalflow/evalflow/jsonwire"
+	"github.com/evalflow/evalflow/internal/jsonwire"
 )
 
 // scalarContent reads content given as null, absent or a JSON string; ok is

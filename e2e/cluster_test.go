@@ -19,9 +19,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/evalflow/evalflow/devserver"
 	"github.com/evalflow/evalflow/harness"
-	"github.com/evalflow/evalflow/wiring"
+	"github.com/evalflow/evalflow/internal/devserver"
+	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
 

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/evalflow/evalflow/engine/enginetest"
-	"github.com/evalflow/evalflow/harness/container"
+	"github.com/evalflow/evalflow/internal/engine/enginetest"
+	"github.com/evalflow/evalflow/internal/harness/container"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/tasksets"
 )
@@ -69,7 +69,7 @@ func TestContainerHarborSample(t *testing.T) {
 // image's own COPY and RUN: the oracle scores 1, doing nothing 0, and a
 // task over its memory_mb is the agent's failure "oom".
 func TestContainerTerminalBenchShapedTasks(t *testing.T) {
-	dir, err := filepath.Abs("../harness/container/testdata/tb-shaped")
+	dir, err := filepath.Abs("../internal/harness/container/testdata/tb-shaped")
 	require.NoError(t, err)
 	t.Run("oracle", func(t *testing.T) {
 		rt := containerRuntime(t)

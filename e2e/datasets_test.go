@@ -20,10 +20,10 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/harness"
-	"github.com/evalflow/evalflow/providers/mock"
+	"github.com/evalflow/evalflow/internal/providers/mock"
+	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/tasksets/tables"
-	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
 

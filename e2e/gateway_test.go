@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/evalflow/evalflow/interception/gateway"
-	"github.com/evalflow/evalflow/wiring"
+	"github.com/evalflow/evalflow/internal/interception/gateway"
+	"github.com/evalflow/evalflow/internal/wiring"
 )
 
 // A worker with --gateway-addr serves the rollout gateway at that stable

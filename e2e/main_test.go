@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/evalflow/evalflow/harness/agent"
-	"github.com/evalflow/evalflow/tunnel"
-	"github.com/evalflow/evalflow/tunnel/tunneltest"
+	"github.com/evalflow/evalflow/internal/harness/agent"
+	"github.com/evalflow/evalflow/internal/tunnel"
+	"github.com/evalflow/evalflow/internal/tunnel/tunneltest"
 )
 
 // agentCommand is the built-in agent the tests' workers run as harness: the

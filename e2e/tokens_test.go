@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/dialects"
-	"github.com/evalflow/evalflow/providers/mock"
+	"github.com/evalflow/evalflow/internal/providers/mock"
 	"github.com/evalflow/evalflow/pull"
 	"github.com/evalflow/evalflow/rollout"
 )

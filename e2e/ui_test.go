@@ -18,9 +18,9 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/pull"
 	"github.com/evalflow/evalflow/rollout"
-	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
 

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/evalflow/evalflow/engine"
-	"github.com/evalflow/evalflow/engine/enginetest"
-	"github.com/evalflow/evalflow/harness/container"
+	"github.com/evalflow/evalflow/internal/engine"
+	"github.com/evalflow/evalflow/internal/engine/enginetest"
+	"github.com/evalflow/evalflow/internal/harness/container"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/workflows"
 )

@@ -13,8 +13,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/evalflow/evalflow/harness/agent"
-	"github.com/evalflow/evalflow/tunnel"
+	"github.com/evalflow/evalflow/internal/harness/agent"
+	"github.com/evalflow/evalflow/internal/tunnel"
 )
 
 // bin holds the binaries the suite runs as real processes: starter, worker

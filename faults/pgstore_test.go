@@ -19,11 +19,11 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/evalflow/evalflow/internal/results/postgres/pgtest"
 	"github.com/evalflow/evalflow/pull"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/results/export"
 	"github.com/evalflow/evalflow/results/postgres"
-	"github.com/evalflow/evalflow/results/postgres/pgtest"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/trace"
 	"github.com/evalflow/evalflow/workflows"

@@ -15,8 +15,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/evalflow/evalflow/devserver"
-	"github.com/evalflow/evalflow/wiring"
+	"github.com/evalflow/evalflow/internal/devserver"
+	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
 

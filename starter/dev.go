@@ -6,7 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/evalflow/evalflow/wiring"
+	"github.com/evalflow/evalflow/internal/wiring"
 )
 
 func devCommand() *cli.Command {

@@ -16,13 +16,13 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/harness"
-	"github.com/evalflow/evalflow/harness/packaged"
+	"github.com/evalflow/evalflow/internal/harness/packaged"
+	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/rubrics"
 	"github.com/evalflow/evalflow/run"
 	"github.com/evalflow/evalflow/tasksets/tables"
-	"github.com/evalflow/evalflow/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
-	"github.com/evalflow/evalflow/harness/packaged"
+	"github.com/evalflow/evalflow/internal/harness/packaged"
 	"github.com/evalflow/evalflow/workflows"
 )
 

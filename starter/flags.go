@@ -6,7 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/evalflow/evalflow/wiring"
+	"github.com/evalflow/evalflow/internal/wiring"
 )
 
 // The starter's own flags; the worker's come from wiring.WorkerFlags.

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
-	"github.com/evalflow/evalflow/wiring"
+	"github.com/evalflow/evalflow/internal/wiring"
 )
 
 // names lists flags by name and aliases, with their env vars.

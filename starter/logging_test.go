@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
-	"github.com/evalflow/evalflow/wiring"
+	"github.com/evalflow/evalflow/internal/wiring"
 )
 
 // The worker's and the server's log lines go to <data-dir>/evalflow.log,

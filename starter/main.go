@@ -13,9 +13,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/evalflow/evalflow/harness/agent"
-	"github.com/evalflow/evalflow/tunnel"
-	"github.com/evalflow/evalflow/wiring"
+	"github.com/evalflow/evalflow/internal/harness/agent"
+	"github.com/evalflow/evalflow/internal/tunnel"
+	"github.com/evalflow/evalflow/internal/wiring"
 )
 
 func main() {

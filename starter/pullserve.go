@@ -14,9 +14,9 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.temporal.io/sdk/client"
 
+	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/pull/pullhttp"
 	"github.com/evalflow/evalflow/results"
-	"github.com/evalflow/evalflow/wiring"
 )
 
 // defaultPullAddr is where the pull API listens: loopback unless told.

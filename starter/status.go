@@ -12,9 +12,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/run"
-	"github.com/evalflow/evalflow/wiring"
 )
 
 func statusCommand() *cli.Command {

@@ -15,9 +15,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
-	"github.com/evalflow/evalflow/wiring"
 )
 
 // fakeTemporal answers DescribeWorkflowExecution with desc or err; queries

@@ -6,8 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/results"
-	"github.com/evalflow/evalflow/wiring"
 )
 
 // storeFlags is the run store a command's flags name: --store, else files

@@ -13,8 +13,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/evalflow/evalflow/viewer"
-	"github.com/evalflow/evalflow/wiring"
+	"github.com/evalflow/evalflow/internal/viewer"
+	"github.com/evalflow/evalflow/internal/wiring"
 )
 
 // defaultViewerAddr is where the run viewer listens: loopback only.

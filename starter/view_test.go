@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
+	"github.com/evalflow/evalflow/internal/viewer"
+	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/results"
-	"github.com/evalflow/evalflow/viewer"
-	"github.com/evalflow/evalflow/wiring"
 )
 
 func TestServeViewerOnLoopback(t *testing.T) {

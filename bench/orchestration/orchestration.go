@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/bench/loadgen"
-	"github.com/evalflow/evalflow/devserver"
-	"github.com/evalflow/evalflow/wiring"
+	"github.com/evalflow/evalflow/internal/devserver"
+	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
 

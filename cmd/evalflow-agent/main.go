@@ -12,8 +12,8 @@ import (
 	"context"
 	"os"
 
-	"github.com/evalflow/evalflow/harness/agent"
-	"github.com/evalflow/evalflow/harness/container/keeper"
+	"github.com/evalflow/evalflow/internal/harness/agent"
+	"github.com/evalflow/evalflow/internal/harness/container/keeper"
 )
 
 func main() {

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/internal/results/postgres/pgtest"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/results/export"
 	"github.com/evalflow/evalflow/results/postgres"
-	"github.com/evalflow/evalflow/results/postgres/pgtest"
 	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/trace"
 )

@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/bench/orchestration"
-	"github.com/evalflow/evalflow/wiring"
+	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
 

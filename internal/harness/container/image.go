@@ -1,0 +1,238 @@
+package container
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/engine"
+	"github.com/evalflow/evalflow/tasksets"
+)
+
+// DefaultBuildTimeout bounds an image build whose task sets no
+// build_timeout_sec.
+const DefaultBuildTimeout = 30 * time.Minute
+
+// buildOutputLimit bounds the build output kept in a trace.
+const buildOutputLimit = 64 << 10
+
+// build is one image build, shared by the rollouts that wait for it.
+type build struct {
+	done chan struct{}
+	err  error
+	log  string
+}
+
+// imageFor is the image a rollout's sandbox starts from: the task's
+// docker_image as given, else a build of its Dockerfile (tagged by a hash
+// of the build context, built once), else Image. log is the build's
+// output when this call built it. An image that cannot be had because of
+// the task (a failed build, a missing image not to be pulled) is a
+// *harness.ConfigError naming the task.
+func (r *Runtime) imageFor(ctx context.Context, task tasksets.Task, ws *harness.Workspace, env harness.Environment) (image, log string, err error) {
+	if f := composeFile(task.Environment); f != "" {
+		return "", "", &harness.ConfigError{Err: fmt.Errorf("task %s: its environment is a compose file (%s), whose services the container runtime does not start: it runs one container per rollout", task.ID, f)}
+	}
+	switch {
+	case ws.Image() != "":
+		return ws.Image(), "", r.ensure(ctx, task, ws.Image())
+	case ws.BuildContext() != "":
+		return r.build(ctx, task, ws.BuildContext(), env)
+	}
+	image = r.Image
+	if image == "" {
+		image = DefaultImage
+	}
+	return image, "", r.ensure(ctx, task, image)
+}
+
+// Prepare builds (or finds) the image of a task ahead of its rollouts, so
+// that a Dockerfile that does not build is shown before a run fans out.
+func (r *Runtime) Prepare(ctx context.Context, task tasksets.Task) error {
+	ws, err := r.PrepareWorkspace("", task)
+	if err != nil {
+		return err
+	}
+	defer ws.Remove()
+	env, err := harness.EnvironmentOf(task)
+	if err != nil {
+		return &harness.ConfigError{Err: err}
+	}
+	_, _, err = r.imageFor(ctx, task, ws, env)
+	return err
+}
+
+// ensure makes sure the engine holds image, pulling it when allowed.
+func (r *Runtime) ensure(ctx context.Context, task tasksets.Task, image string) error {
+	_, err := r.Engine.InspectImage(ctx, image)
+	if err == nil || !engine.IsNotFound(err) {
+		return err
+	}
+	if r.Pull == PullNever {
+		return &harness.ConfigError{Err: fmt.Errorf("task %s: image %s is not on the engine, and --runtime.pull is never", task.ID, image)}
+	}
+	var out bytes.Buffer
+	if err := r.Engine.Pull(ctx, image, &out); err != nil {
+		var ue *engine.UnavailableError
+		if errors.As(err, &ue) || ctx.Err() != nil {
+			return err
+		}
+		return &harness.ConfigError{Err: fmt.Errorf("task %s: pull image %s: %w", task.ID, image, err)}
+	}
+	return nil
+}
+
+// build builds the task's environment directory once per content.
+func (r *Runtime) build(ctx context.Context, task tasksets.Task, dir string, env harness.Environment) (tag, log string, err error) {
+	sum, err := hashTree(dir)
+	if err != nil {
+		return "", "", fmt.Errorf("hash the environment of task %s: %w", task.ID, err)
+	}
+	tag = "localhost/evalflow-env/" + imageName(task.ID) + ":" + sum[:16]
+	for {
+		b := &build{done: make(chan struct{})}
+		got, loaded := r.images.LoadOrStore(tag, b)
+		if loaded {
+			b = got.(*build)
+			select {
+			case <-b.done:
+			case <-ctx.Done():
+				return "", "", ctx.Err()
+			}
+			if b.err == nil {
+				return tag, "", nil
+			}
+			if errors.As(b.err, new(*harness.ConfigError)) {
+				return "", "", b.err
+			}
+			// The engine failed the other build: try again.
+			r.images.CompareAndDelete(tag, b)
+			continue
+		}
+		b.log, b.err = r.buildOnce(ctx, task, dir, tag, env)
+		close(b.done)
+		if b.err != nil && !errors.As(b.err, new(*harness.ConfigError)) {
+			r.images.CompareAndDelete(tag, b)
+		}
+		return tag, b.log, b.err
+	}
+}
+
+func (r *Runtime) buildOnce(ctx context.Context, task tasksets.Task, dir, tag string, env harness.Environment) (string, error) {
+	if _, err := r.Engine.InspectImage(ctx, tag); err == nil {
+		return "", nil
+	} else if !engine.IsNotFound(err) {
+		return "", err
+	}
+	timeout := DefaultBuildTimeout
+	if env.BuildTimeoutSec > 0 {
+		timeout = time.Duration(env.BuildTimeoutSec * float64(time.Second))
+	}
+	bctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(engine.TarDir(pw, dir, "")) }()
+	out := harness.NewTail(buildOutputLimit)
+	r.logger().Info("building a task's image", "task", task.ID, "image", tag)
+	err := r.Engine.Build(bctx, pr, engine.BuildOptions{
+		Tag: tag, HostNetwork: true, Output: out,
+		Labels: map[string]string{labelSandbox: "image", "evalflow.task": task.ID},
+	})
+	pr.CloseWithError(io.ErrClosedPipe)
+	var be *engine.BuildError
+	switch {
+	case errors.As(err, &be):
+		return out.String(), &harness.ConfigError{Err: fmt.Errorf("task %s: the image of %s does not build: %s", task.ID, filepath.Join(dir, "Dockerfile"), be.Message)}
+	case err != nil && ctx.Err() == nil && bctx.Err() != nil:
+		return out.String(), &harness.ConfigError{Err: fmt.Errorf("task %s: the image build took longer than its build_timeout_sec (%v)", task.ID, timeout)}
+	case err != nil:
+		return out.String(), fmt.Errorf("build the image of task %s: %w", task.ID, err)
+	}
+	return out.String(), nil
+}
+
+// imageName is a task ID as an image repository name: lower case letters,
+// digits, dots, dashes and underscores.
+func imageName(id string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(id) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	name := strings.Trim(b.String(), ".-_")
+	if name == "" {
+		return "task"
+	}
+	if len(name) > 64 {
+		name = name[:64]
+	}
+	return name
+}
+
+// hashTree hashes the names, modes, link targets and contents under dir:
+// the build context's identity, whatever its files' times.
+func hashTree(dir string) (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%o\x00", filepath.ToSlash(rel), fi.Mode())
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(h, "%s\x00", link)
+		case fi.Mode().IsRegular():
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// composeFile is the name of the compose file in a task's environment
+// directory, "" when there is none.
+func composeFile(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	for _, name := range []string{"docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml"} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return name
+		}
+	}
+	return ""
+}

@@ -1,0 +1,190 @@
+// Package container is the container runtime: every rollout attempt works
+// in a sandbox of its own, a container started from the task's image (its
+// Dockerfile built by the engine, or its docker_image) on any Docker
+// Engine API, Docker's or Podman's. The harness is executed in the
+// sandbox, then the tests are copied in and the verifier is executed in
+// the same sandbox, and the sandbox is removed with the rollout's
+// workspace. The image need not know about evalflow: the built-in agent is
+// mounted into it read-only, and it reaches the interception on the
+// worker's loopback, directly (a task that allows the internet shares the
+// host's network) or, for a task without internet, through the sandbox's
+// keeper over a unix socket (the sandbox has no network at all).
+package container
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"sync"
+
+	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/engine"
+	"github.com/evalflow/evalflow/tasksets"
+)
+
+// Paths inside every sandbox.
+const (
+	// AgentPath is where the built-in agent program is mounted.
+	AgentPath = "/opt/evalflow/bin/evalflow-agent"
+	// RunDir holds task.json, answer.txt and the keeper's sockets.
+	RunDir = "/opt/evalflow/run"
+	// LogsDir is the rollout's logs (/logs/agent, /logs/verifier).
+	LogsDir = "/logs"
+	// TestsDir is where the tests are copied for the verifier.
+	TestsDir = "/tests"
+	// SolutionDir is where the oracle finds the task's solution.
+	SolutionDir = "/solution"
+	// DefaultWorkdir is the workspace of an image that sets no WORKDIR.
+	DefaultWorkdir = "/app"
+)
+
+// DefaultImage is the image of a rollout whose task names none.
+const DefaultImage = "docker.io/library/debian:bookworm-slim"
+
+// Pull policies for images a task names.
+const (
+	PullMissing = "missing"
+	PullNever   = "never"
+)
+
+var (
+	_ harness.Runtime           = (*Runtime)(nil)
+	_ harness.Verifier          = (*Runtime)(nil)
+	_ harness.WorkspacePreparer = (*Runtime)(nil)
+)
+
+// Runtime runs rollouts in containers of one engine.
+type Runtime struct {
+	Engine *engine.Client
+	// Agent is the built-in agent program on this host, a static binary:
+	// mounted into every sandbox at AgentPath, where it also keeps the
+	// sandbox. A harness command naming it runs the mounted copy.
+	Agent string
+	// Image is the image of a rollout whose task names none; "" is
+	// DefaultImage.
+	Image string
+	// Pull is PullMissing (the default) or PullNever, for images that a
+	// task names and the engine lacks.
+	Pull string
+	// Dir is the parent of the workspaces (the sandboxes' logs and run
+	// files); "" is os.TempDir().
+	Dir string
+	// Worker names this worker in the sandboxes' labels.
+	Worker string
+	Logger *slog.Logger
+
+	images sync.Map // tag → *build: one build of an image at a time
+	host   owner
+}
+
+// New is a runtime of engine with the agent program at agent; it checks
+// that the engine answers and removes the sandboxes a killed worker of
+// this host left.
+func New(ctx context.Context, eng *engine.Client, agent string) (*Runtime, error) {
+	r := &Runtime{Engine: eng, Agent: agent}
+	if err := r.check(ctx); err != nil {
+		return nil, err
+	}
+	if n, err := r.RemoveOrphans(ctx); err != nil {
+		return nil, err
+	} else if n > 0 {
+		r.logger().Info("removed the sandboxes a stopped worker of this host left", "count", n)
+	}
+	return r, nil
+}
+
+func (r *Runtime) check(ctx context.Context) error {
+	if r.Engine == nil {
+		return errors.New("container runtime: no engine")
+	}
+	if _, err := r.Engine.Version(ctx); err != nil {
+		return fmt.Errorf("container runtime: %w (set DOCKER_HOST, or run scripts/engine.sh)", err)
+	}
+	fi, err := os.Stat(r.Agent)
+	if err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("container runtime: the built-in agent program %q is needed in every sandbox (make build, or set EVALFLOW_AGENT): %v", r.Agent, err)
+	}
+	return nil
+}
+
+func (r *Runtime) logger() *slog.Logger {
+	if r.Logger == nil {
+		return slog.Default()
+	}
+	return r.Logger
+}
+
+// PrepareWorkspace is a workspace of the task's image: its files are the
+// image's, so only the logs are on the host.
+func (r *Runtime) PrepareWorkspace(parent string, task tasksets.Task) (*harness.Workspace, error) {
+	if parent == "" {
+		parent = r.Dir
+	}
+	return harness.NewSandboxWorkspace(parent, task)
+}
+
+// Run starts the rollout's sandbox and executes the harness in it. With a
+// workspace, the sandbox stays attached to it for the verifier and is
+// removed with it; without one, it is removed when the harness ends. A
+// harness that times out ends with its sandbox.
+func (r *Runtime) Run(ctx context.Context, spec harness.Spec) (harness.Result, error) {
+	if len(spec.Command) == 0 {
+		return harness.Result{}, errors.New("run harness: empty command")
+	}
+	ws := spec.Workspace
+	if ws == nil {
+		var err error
+		if ws, err = r.PrepareWorkspace("", spec.Task); err != nil {
+			return harness.Result{}, err
+		}
+		defer ws.Remove()
+	}
+	env, err := harness.EnvironmentOf(spec.Task)
+	if err != nil {
+		return harness.Result{}, &harness.ConfigError{Err: err}
+	}
+	if env.GPUs > 0 {
+		return harness.Result{}, &harness.ConfigError{Err: fmt.Errorf("task %s asks for %d GPU(s); the container runtime gives a sandbox none", spec.Task.ID, env.GPUs)}
+	}
+	image, buildLog, err := r.imageFor(ctx, spec.Task, ws, env)
+	if err != nil {
+		return harness.Result{}, err
+	}
+	sb, err := r.start(ctx, spec, ws, image, env)
+	if err != nil {
+		return harness.Result{}, err
+	}
+	ws.Attach(sb)
+	res, err := sb.runHarness(ctx, spec, env)
+	if buildLog != "" {
+		res.SessionLogs = append(res.SessionLogs, harness.SessionLog{Name: "image-build.log", Content: buildLog})
+	}
+	if err != nil || res.TimedOut {
+		_ = ws.Remove() // stops the sandbox; its logs go with it
+	}
+	return res, err
+}
+
+// Verify copies the tests into the rollout's sandbox and executes the
+// verifier there, where the agent worked.
+func (r *Runtime) Verify(ctx context.Context, spec harness.VerifySpec) (harness.VerifyResult, error) {
+	if spec.Workspace == nil || spec.Command == "" {
+		return harness.VerifyResult{}, errors.New("verify: no workspace or no command")
+	}
+	sb, ok := spec.Workspace.Sandbox().(*sandbox)
+	if !ok {
+		return harness.VerifyResult{}, errors.New("verify: the rollout's sandbox is gone")
+	}
+	return sb.verify(ctx, spec)
+}
+
+// cpus is what a sandbox may use of a task's cpus on this host.
+func cpus(asked float64) float64 {
+	if n := float64(runtime.NumCPU()); asked > n {
+		return n
+	}
+	return asked
+}

@@ -1,0 +1,75 @@
+package viewer_test
+
+import (
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/evalflow/evalflow/internal/viewer/viewertest"
+	"github.com/evalflow/evalflow/rollout"
+)
+
+// TestBrowser drives the viewer in a real Chromium over the fixture's runs:
+// the runs list shows them, a failed rollout is marked failed with its
+// reason, a transcript shows a tool call, and the training run's plot has
+// one point per epoch.
+func TestBrowser(t *testing.T) {
+	b := viewertest.New(t, "viewer")
+	srv := serve(t)
+
+	// The runs list.
+	b.Open(srv.URL + "/")
+	b.WaitVisible(`tr[data-run="` + evalRun + `"]`)
+	evalRow, trainRow := b.Text(`tr[data-run="`+evalRun+`"]`), b.Text(`tr[data-run="`+trainRun+`"]`)
+	b.Shot("runs.png")
+	for _, want := range []string{"eval", "finished", "mock-1", "arith", "12", "8", "4"} {
+		assert.Contains(t, evalRow, want)
+	}
+	assert.Contains(t, trainRow, "train")
+	assert.Contains(t, trainRow, "running")
+
+	// A run: its figures, and its failed rollouts found through the error kinds.
+	failedKey := rollout.Key(evalRun, 0, 4, 0)
+	b.GoTo("#/run/" + evalRun)
+	b.WaitVisible(`#rollouts-table tbody tr`)
+	assert.Equal(t, 10, b.Count(`#reward-histogram rect.bin`))
+	b.Shot("run.png")
+	b.Click(`#error-kinds a`) // the most frequent kind first: harness_exit
+	b.WaitVisible(`#rollouts-table[data-total="2"] tr.rollout-row.error[data-key="` + failedKey + `"]`)
+	assert.Equal(t, 2, b.Count(`#rollouts-table tbody tr`), "the filter keeps the two harness exits")
+	assert.Contains(t, b.Text(`#page-info`), "of 2")
+	failedRow := b.Text(`tr[data-key="` + failedKey + `"]`)
+	assert.Contains(t, failedRow, "failed")
+	assert.Contains(t, failedRow, "harness_exit: harness exited with code 3")
+	b.Shot("run-failed.png")
+
+	// A rollout: both attempts, the transcript with its tool call.
+	retried := rollout.Key(evalRun, 0, 2, 0)
+	b.GoTo("#/rollout/" + url.PathEscape(evalRun) + "/" + url.PathEscape(retried))
+	b.WaitVisible(`details.attempt[open] .tool-call[data-tool="calculator"]`)
+	assert.Equal(t, 2, b.Count(`details.attempt`), "the failed first attempt is shown too")
+	assert.Equal(t, 2, b.Count(`details.attempt[open] .turn`))
+	call := b.Text(`details.attempt[open] .tool-call[data-tool="calculator"]`)
+	assert.Contains(t, call, "calculator")
+	assert.Contains(t, call, `"expression": "17*23"`)
+	assert.Contains(t, b.Text(`details.attempt[data-attempt="1"] > summary`), "failed")
+	b.Shot("rollout.png")
+
+	// A failed rollout's page says why, and shows no secret.
+	b.GoTo("#/rollout/" + url.PathEscape(evalRun) + "/" + url.PathEscape(failedKey))
+	b.WaitVisible(`#rollout-error`)
+	assert.Contains(t, b.Text(`#rollout-error`), "harness_exit: harness exited with code 3")
+	assert.Equal(t, "3", b.Text(`details.attempt[open] .exit-code`))
+	html := b.HTML()
+	assert.Contains(t, html, "Traceback: boom")
+	assert.NotContains(t, html, providerKey)
+	assert.NotContains(t, html, plantedKey)
+	b.Shot("rollout-failed.png")
+
+	// A training run: one point per epoch.
+	b.GoTo("#/run/" + trainRun)
+	b.WaitVisible(`#epoch-plot circle.epoch-point`)
+	assert.Equal(t, 3, b.Count(`#epoch-plot circle.epoch-point`))
+	b.Shot("train.png")
+}

@@ -1,0 +1,438 @@
+// Package wiring builds an evalflow worker from its configuration. Both the
+// worker binary and the starter's in-process worker use it, so nothing is
+// wired twice.
+package wiring
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/activities"
+	"github.com/evalflow/evalflow/internal/harness/container"
+	"github.com/evalflow/evalflow/internal/harness/packaged"
+	"github.com/evalflow/evalflow/internal/interception"
+	"github.com/evalflow/evalflow/internal/metrics"
+	"github.com/evalflow/evalflow/internal/providers"
+	"github.com/evalflow/evalflow/internal/providers/mock"
+	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/workflows"
+)
+
+// DefaultTaskQueue is the shared task queue runs are started on.
+const DefaultTaskQueue = "evalflow"
+
+// EvalWorkflowName is the registered name of workflows.Eval.
+const EvalWorkflowName = workflows.EvalName
+
+// Config configures a worker. It holds the name of the API key's
+// environment variable, never the key.
+type Config struct {
+	TaskQueue string
+	// RunsDir is the files run store's root ("runs" if empty).
+	RunsDir string
+	// StoreURL, when set, is the PostgreSQL run store
+	// (postgres://user:password@host/db) used instead of RunsDir, for
+	// workers that share no filesystem. It holds a password: never logged.
+	StoreURL string `json:"-"`
+	// BaseURL is an OpenAI-compatible provider (…/v1). Empty: the offline mock model.
+	BaseURL string
+	// APIKeyEnv names the environment variable holding the provider's key;
+	// empty: ANTHROPIC_API_KEY for an anthropic upstream, else OPENAI_API_KEY.
+	APIKeyEnv string
+	// UpstreamDialect is the provider's wire format: chat (default),
+	// responses or anthropic. Calls in another dialect are translated.
+	UpstreamDialect string
+	Mock            mock.Config
+	// Upstream bounds how long the provider may take and how many calls it
+	// gets at once; zero fields take the providers package's defaults.
+	Upstream UpstreamLimits
+	// BodyReadTimeout bounds how long a harness may take to send a request
+	// body; 0 is interception.DefaultBodyReadTimeout.
+	BodyReadTimeout time.Duration
+	// MaxRollouts bounds the rollouts this worker runs at once.
+	MaxRollouts int
+	// Multiplex is how many rollouts share one interception server.
+	Multiplex int
+	// WorkDir is where harness workdirs are made; empty: the system temp dir.
+	WorkDir string
+	// Runtime runs harnesses; nil: local subprocesses. Packaged harnesses
+	// (codex, claude-code) run on it too (see packagedRuntime).
+	Runtime harness.Runtime
+	// SkipUnsupported lets the local, netns and bwrap runtimes run a task
+	// whose Dockerfile asks for what they cannot carry out (RUN lines,
+	// earlier build stages), skipping those lines; without it such a task
+	// fails its run.
+	SkipUnsupported bool
+	// HarnessCache is where packaged harnesses are installed; empty:
+	// packaged.DefaultCacheDir.
+	HarnessCache string
+	// Interception is how harnesses reach the interception servers: through
+	// its tunnel when Runtime is remote, at loopback otherwise.
+	Interception Interception
+	// DefaultHarness is the command of the built-in agent; empty: this
+	// executable's hidden "agent" command.
+	DefaultHarness []string
+	Logger         *slog.Logger
+	// MetricsAddr is where the worker serves Prometheus metrics at
+	// /metrics (host:port; port 0 picks one, see Worker.MetricsAddr).
+	// Empty: no metrics.
+	MetricsAddr string
+	// Namespace is the Temporal namespace of the worker's client, which
+	// the SDK's metrics are tagged with; empty: "default".
+	Namespace string
+}
+
+// store is the run store cfg names.
+func (cfg Config) store() StoreConfig {
+	return StoreConfig{URL: cfg.StoreURL, RunsDir: cfg.RunsDir}
+}
+
+// StoreName names the run store for a log line, without a password.
+func (cfg Config) StoreName() string { return cfg.store().String() }
+
+// UpstreamLimits are the provider client's timeouts and its adaptive
+// concurrency bounds (providers.Client).
+type UpstreamLimits struct {
+	HeaderTimeout, IdleTimeout     time.Duration
+	MinConcurrency, MaxConcurrency int
+}
+
+// SDKTimeout is the request timeout a harness's SDK is given: the longest
+// the interception server may take to begin an answer while it retries the
+// provider (every attempt waiting the header timeout, each retry after at
+// most the longest Retry-After it honours), so that the SDK does not give
+// up first and send the call again on its own.
+func (l UpstreamLimits) SDKTimeout() time.Duration {
+	header := l.HeaderTimeout
+	if header <= 0 {
+		header = providers.DefaultResponseHeaderTimeout
+	}
+	n := time.Duration(providers.DefaultMaxAttempts)
+	return n*header + (n-1)*providers.DefaultMaxRetryAfter
+}
+
+// apply sets the limits on c.
+func (l UpstreamLimits) apply(c *providers.Client) {
+	c.ResponseHeaderTimeout, c.StreamIdleTimeout = l.HeaderTimeout, l.IdleTimeout
+	c.MinConcurrency, c.MaxConcurrency = l.MinConcurrency, l.MaxConcurrency
+}
+
+// Worker is a running evalflow worker: a worker on the shared task queue, one
+// on this process's own host queue, and the interception pool they share.
+type Worker struct {
+	cfg     Config
+	shared  worker.Worker
+	host    worker.Worker
+	pool    *interception.Pool
+	cap     *activities.Capacity
+	acts    *activities.Activities
+	mock    *http.Server
+	stop    chan struct{}
+	sweeper sync.WaitGroup
+	metrics *metricsEndpoint // nil without Config.MetricsAddr
+	gateway *gatewayEndpoint // nil without Interception.GatewayAddr
+	store   results.Store
+	// UsingMock is true when no provider is configured and rollouts talk to
+	// the offline mock model.
+	UsingMock bool
+}
+
+// NewWorker builds a worker on c. Call Start, then Stop.
+func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
+	if cfg.TaskQueue == "" {
+		cfg.TaskQueue = DefaultTaskQueue
+	}
+	if cfg.MaxRollouts <= 0 {
+		cfg.MaxRollouts = 64
+	}
+	if cfg.APIKeyEnv == "" {
+		cfg.APIKeyEnv = "OPENAI_API_KEY"
+		if cfg.UpstreamDialect == "anthropic" {
+			cfg.APIKeyEnv = "ANTHROPIC_API_KEY"
+		}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	for _, w := range cfg.Interception.Warnings {
+		cfg.Logger.Warn(w)
+	}
+	if cfg.Multiplex <= 0 {
+		cfg.Multiplex = cfg.Interception.multiplex()
+	}
+	if len(cfg.DefaultHarness) == 0 {
+		command, lean, err := builtinAgent()
+		if err != nil {
+			return nil, err
+		}
+		if !lean {
+			cfg.Logger.Info("the built-in agent runs as this program; build cmd/evalflow-agent beside it (make build) or set "+AgentEnv+" for lighter rollouts", "program", command[0])
+		}
+		cfg.DefaultHarness = command
+	}
+	if cfg.Runtime == nil {
+		cfg.Runtime = &harness.Local{Dir: cfg.WorkDir}
+	}
+	if a, ok := cfg.Runtime.(*harness.Auto); ok {
+		cfg.Logger.Info("runtime auto: " + a.Choice())
+	}
+	cfg.Runtime = packagedRuntime(cfg.Runtime, cfg.HarnessCache, cfg.WorkDir)
+	store, err := OpenStore(context.Background(), cfg.store(), cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = store.Close()
+		}
+	}()
+	w := &Worker{cfg: cfg, stop: make(chan struct{}), store: store}
+	var m *metrics.Metrics // nil records nothing
+	if cfg.MetricsAddr != "" {
+		if w.metrics, err = newMetricsEndpoint(c, cfg.Namespace, cfg.Logger); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				w.metrics.close(cfg.Logger)
+			}
+		}()
+		c, m = w.metrics.client, w.metrics.m
+	}
+
+	tun, err := cfg.Interception.Tunnel(cfg.Runtime)
+	if err != nil {
+		return nil, err
+	}
+	upstream, err := w.upstream()
+	if err != nil {
+		return nil, err
+	}
+	w.cap = activities.NewCapacity(cfg.MaxRollouts)
+	w.pool = interception.NewPool(interception.Config{
+		Multiplex:       cfg.Multiplex,
+		Tunnel:          tun,
+		Upstream:        upstream,
+		Logger:          cfg.Logger,
+		GatewayToken:    cfg.Interception.GatewayToken,
+		GatewayTTL:      cfg.Interception.GatewayTTL,
+		GatewaySlots:    w.cap,
+		BodyReadTimeout: cfg.BodyReadTimeout,
+		Metrics:         m,
+	})
+	w.pool.StartMonitor(cfg.Interception.HealthInterval)
+	w.pool.StartGatewaySweeper(0)
+	m.TunnelsUp(w.pool.Tunnels)
+	acts := &activities.Activities{
+		Pool:            w.pool,
+		Runtime:         cfg.Runtime,
+		Store:           store,
+		Tasksets:        &activities.TasksetCache{},
+		HostQueue:       hostQueue(cfg.TaskQueue),
+		DefaultHarness:  cfg.DefaultHarness,
+		Capacity:        w.cap,
+		Judge:           upstream,
+		WorkDir:         cfg.WorkDir,
+		SkipUnsupported: cfg.SkipUnsupported,
+		SDKTimeout:      cfg.Upstream.SDKTimeout(),
+		Logger:          cfg.Logger,
+		Metrics:         m,
+	}
+
+	w.shared = worker.New(c, cfg.TaskQueue, worker.Options{
+		// Acquire blocks while this worker is full, so at most this many wait here.
+		MaxConcurrentActivityExecutionSize: cfg.MaxRollouts,
+		// More pollers than the SDK's 2 keep a poll waiting when a window of
+		// rollouts schedules activities at once: schedule-to-start p99 fell
+		// 2-5x in bench/ (BENCHMARKS.md, section 4).
+		MaxConcurrentActivityTaskPollers: activityPollers,
+		MaxConcurrentWorkflowTaskPollers: workflowPollers,
+	})
+	w.shared.RegisterWorkflowWithOptions(workflows.Eval, workflow.RegisterOptions{Name: workflows.EvalName})
+	w.shared.RegisterWorkflowWithOptions(workflows.Train, workflow.RegisterOptions{Name: workflows.TrainName})
+	w.shared.RegisterWorkflowWithOptions(workflows.Epoch, workflow.RegisterOptions{Name: workflows.EpochName})
+	w.shared.RegisterWorkflowWithOptions(workflows.Pull, workflow.RegisterOptions{Name: workflows.PullName})
+	w.acts = acts
+	w.shared.RegisterActivity(acts)
+	w.host = worker.New(c, acts.HostQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize: 2*cfg.MaxRollouts + 8,
+		MaxConcurrentActivityTaskPollers:   activityPollers,
+	})
+	w.host.RegisterActivityWithOptions(acts.Expose, activity.RegisterOptions{Name: rollout.ActivityExpose})
+	w.host.RegisterActivityWithOptions(acts.Run, activity.RegisterOptions{Name: rollout.ActivityRun})
+	w.host.RegisterActivityWithOptions(acts.Verify, activity.RegisterOptions{Name: rollout.ActivityVerify})
+	w.host.RegisterActivityWithOptions(acts.Release, activity.RegisterOptions{Name: rollout.ActivityRelease})
+	return w, nil
+}
+
+// upstream picks the configured provider, or starts the offline mock model.
+func (w *Worker) upstream() (interception.Upstream, error) {
+	if w.cfg.BaseURL != "" {
+		up, err := providers.New(w.cfg.UpstreamDialect, w.cfg.BaseURL, os.Getenv(w.cfg.APIKeyEnv))
+		if err != nil {
+			return nil, fmt.Errorf("upstream: %w", err)
+		}
+		w.cfg.Upstream.apply(up)
+		return up, nil
+	}
+	m, err := mock.New(w.cfg.Mock)
+	if err != nil {
+		return nil, fmt.Errorf("start mock model: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("start mock model: %w", err)
+	}
+	w.mock = &http.Server{Handler: m, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = w.mock.Serve(ln) }()
+	w.UsingMock = true
+	up, err := providers.New(w.cfg.UpstreamDialect, "http://"+ln.Addr().String()+"/v1", "")
+	if err != nil {
+		_ = w.mock.Close()
+		return nil, fmt.Errorf("upstream: %w", err)
+	}
+	w.cfg.Upstream.apply(up)
+	return up, nil
+}
+
+// Start starts serving metrics, when configured, and polling both task
+// queues.
+func (w *Worker) Start() error {
+	if w.metrics != nil {
+		if err := w.metrics.listen(w.cfg.MetricsAddr); err != nil {
+			return err
+		}
+	}
+	if w.cfg.Interception.GatewayAddr != "" {
+		gw, err := listenGateway(w.cfg.Interception.GatewayAddr, w.pool)
+		if err != nil {
+			w.stopMetrics()
+			return err
+		}
+		w.gateway = gw
+		w.cfg.Logger.Info("rollout gateway listening", "addr", gw.ln.Addr().String())
+	}
+	if err := w.shared.Start(); err != nil {
+		w.stopGateway()
+		w.stopMetrics()
+		return fmt.Errorf("start worker on %s: %w", w.cfg.TaskQueue, err)
+	}
+	if err := w.host.Start(); err != nil {
+		w.shared.Stop()
+		w.stopGateway()
+		w.stopMetrics()
+		return fmt.Errorf("start host worker: %w", err)
+	}
+	w.sweeper.Add(1)
+	go w.sweep()
+	return nil
+}
+
+// sweep frees slots acquired here whose rollout never came to run (its
+// workflow retried elsewhere), so they do not hold capacity forever.
+func (w *Worker) sweep() {
+	defer w.sweeper.Done()
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			for _, key := range activities.Sweep(w.acts, 5*time.Minute) {
+				w.cfg.Logger.Warn("released a slot whose rollout never ran", "key", key)
+			}
+		}
+	}
+}
+
+// Stop stops polling, waits for running activities to end, and closes every
+// interception server.
+func (w *Worker) Stop() {
+	close(w.stop)
+	w.sweeper.Wait()
+	w.shared.Stop()
+	w.host.Stop()
+	// No activity runs now: what waits for a Verify goes.
+	activities.CloseLeases(w.acts)
+	w.stopGateway()
+	if err := w.pool.Close(); err != nil {
+		w.cfg.Logger.Warn("close interception pool", "error", err)
+	}
+	if w.mock != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := w.mock.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			w.cfg.Logger.Warn("stop mock model", "error", err)
+		}
+	}
+	w.stopMetrics()
+	if err := w.store.Close(); err != nil {
+		w.cfg.Logger.Warn("close run store", "error", err)
+	}
+}
+
+// stopMetrics stops the metrics endpoint, if there is one.
+func (w *Worker) stopMetrics() {
+	if w.metrics != nil {
+		w.metrics.close(w.cfg.Logger)
+		w.metrics = nil
+	}
+}
+
+// MetricsAddr is the address the worker serves /metrics at once started,
+// or "" without metrics.
+func (w *Worker) MetricsAddr() string {
+	if w.metrics == nil || w.metrics.ln == nil {
+		return ""
+	}
+	return w.metrics.ln.Addr().String()
+}
+
+func hostQueue(shared string) string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s/host/%s/%s", shared, host, hex.EncodeToString(b))
+}
+
+// Pollers per worker; see NewWorker.
+const (
+	activityPollers = 16
+	workflowPollers = 8
+)
+
+// packagedRuntime wraps rt so that runs naming a packaged harness
+// (packaged.Command) install and run it; other commands run on rt as they
+// are. Packaged harnesses are installed on this host and configured in
+// host directories, which only the local and netns runtimes see.
+func packagedRuntime(rt harness.Runtime, cache, workDir string) harness.Runtime {
+	if p, ok := rt.(*packaged.Runtime); ok {
+		return p
+	}
+	p := &packaged.Runtime{Runtime: rt, Installer: &packaged.Installer{Dir: cache}, Dir: workDir}
+	switch rt.(type) {
+	case *harness.Local, *harness.Netns, *harness.Auto, *container.Runtime:
+		// In a container sandbox they run as their native programs,
+		// mounted at their host paths.
+	default:
+		p.Unsupported = fmt.Sprintf("runs in the local or netns runtime only (its program and configuration are on this host), not in %T", rt)
+	}
+	return p
+}
