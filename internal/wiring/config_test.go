@@ -42,7 +42,7 @@ func TestWorkerFlagsGolden(t *testing.T) {
 	want, err := os.ReadFile("testdata/worker_flags.txt")
 	require.NoError(t, err)
 	got := strings.Join(describe(WorkerFlags()), "\n") + "\n"
-	assert.Equal(t, string(want), got, "WorkerFlags() changed: update testdata/worker_flags.txt and README.md")
+	assert.Equal(t, string(want), got, "WorkerFlags() changed: update testdata/worker_flags.txt and the worker flags table of docs/clusters.md")
 }
 
 func TestWorkerFlagsHaveEnvVars(t *testing.T) {
