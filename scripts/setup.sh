@@ -65,6 +65,7 @@ if [ ! -s "$pgdir/data/PG_VERSION" ]; then
 	[ "$(id -u)" -ne 0 ] || chown postgres: "$pgdir/password"
 	aspg "$pgbin/initdb" -D "$pgdir/data" -U evalflow --pwfile="$pgdir/password" \
 		--auth-local=trust --auth-host=scram-sha-256 --no-sync >/dev/null
+	rm -f "$pgdir/password"
 	port=15432
 	while (: > "/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
 	printf "port = %d\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '%s'\nfsync = off\nmax_connections = 300\n" \
