@@ -21,8 +21,8 @@ import (
 
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/internal/devserver"
+	"github.com/evalflow/evalflow/internal/namespace"
 	"github.com/evalflow/evalflow/internal/wiring"
-	"github.com/evalflow/evalflow/workflows"
 )
 
 // startServer starts an embedded Temporal server on free ports in a temp dir.
@@ -36,14 +36,10 @@ func startServer(t testing.TB) (*devserver.Server, client.Client) {
 	// packages' tests run beside this one): pick another.
 	for range 5 {
 		srv, err = devserver.Start(ctx, devserver.Config{
-			DataDir: t.TempDir(),
-			Port:    freePort(t),
-			UIPort:  -1,
-			SearchAttributes: map[string]enumspb.IndexedValueType{
-				workflows.AttrRunID:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-				workflows.AttrModel:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-				workflows.AttrTaskset: enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-			},
+			DataDir:          t.TempDir(),
+			Port:             freePort(t),
+			UIPort:           -1,
+			SearchAttributes: namespace.Attributes(),
 		})
 		if !errors.Is(err, syscall.EADDRINUSE) && !errors.Is(err, devserver.ErrStartFailed) {
 			break

@@ -100,7 +100,7 @@ func TestStarterKilledAndRerun(t *testing.T) {
 	dataDir, runs := caseDir(t), caseDir(t)
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	args := []string{"eval", "--taskset", "arithmetic", "--tasks", "200", "--max-concurrent", "32",
-		"--run-id", "kill-starter", "--address", addr, "--data-dir", dataDir, "--runs-dir", runs,
+		"--run-id", "kill-starter", "--address", addr, "--embedded", "--data-dir", dataDir, "--runs-dir", runs,
 		"--ui-port", "-1", "--mock-latency", "100ms", "--mock-error-rate", "0"}
 	first := spawn(t, "starter", args...)
 	waitStored(t, runs, "kill-starter", 100, 3*time.Minute)

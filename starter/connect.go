@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/internal/devserver"
+	"github.com/evalflow/evalflow/internal/namespace"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -63,8 +63,13 @@ func (s *session) Close() {
 
 // connectOptions say what a command needs besides a client.
 type connectOptions struct {
-	// embed allows starting an embedded server when nothing answers.
+	// embed allows starting an embedded server when nothing answers: at the
+	// default address when the user gave none, or where --embedded says.
+	// An address the user gave must answer otherwise.
 	embed bool
+	// serve starts the embedded server wherever --address says (`starter
+	// dev`, whose purpose it is).
+	serve bool
 	// worker runs an in-process worker: "auto" runs one only with an embedded server.
 	worker string
 }
@@ -104,7 +109,8 @@ func useMock(cfg *workflows.RunConfig) string {
 }
 
 // connect dials --address, or starts an embedded server there when nothing
-// answers at a local address and the command allows it. A process that may
+// answers, the command allows it and the user did not name a cluster (no
+// --address, or --embedded). A process that may
 // run the server or a worker logs to <data-dir>/evalflow.log, so that no log
 // line lands in the progress bar; others log to stderr.
 func connect(cctx *cli.Context, opts connectOptions) (*session, error) {
@@ -124,12 +130,21 @@ func connect(cctx *cli.Context, opts connectOptions) (*session, error) {
 		}
 		s.logger = slog.New(shutdownFilter{h})
 	}
-	address, ns := cctx.String(wiring.FlagAddress), cctx.String(wiring.FlagNamespace)
-	c, err := wiring.Dial(ctx, address, ns, s.logger, 2*time.Second)
+	conn := wiring.ConnectionFromFlags(cctx)
+	address := conn.Address
+	c, err := wiring.DialConnection(ctx, conn, s.logger, 2*time.Second)
 	if err != nil {
-		if !opts.embed || !isLocal(address) {
+		if !opts.embed || !(opts.serve || mayEmbed(cctx)) {
 			s.Close()
-			return nil, fmt.Errorf("no Temporal server answers at %s (start one with `starter dev`, or point --address at your cluster): %w", address, err)
+			return nil, unreachable(cctx, conn, opts.embed, err)
+		}
+		if conn.Secure() {
+			s.Close()
+			return nil, fmt.Errorf("--embedded with --tls, --tls-* or --api-key: the embedded server speaks plain gRPC on loopback; drop those flags, or start your cluster at %s", address)
+		}
+		if !isLocal(address) {
+			s.Close()
+			return nil, fmt.Errorf("--embedded at %s: the embedded server listens on a loopback address only (e.g. localhost:7233)", address)
 		}
 		if c, err = s.startEmbedded(cctx, address); err != nil {
 			s.Close()
@@ -137,6 +152,13 @@ func connect(cctx *cli.Context, opts connectOptions) (*session, error) {
 		}
 	}
 	s.client = c
+	if !s.Embedded() {
+		// A cluster's namespace is made once, by `starter setup`.
+		if err := wiring.CheckNamespace(ctx, c, conn); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	if u := cctx.String(uiURLFlag.Name); u != "" {
 		// The cluster's own UI, or one the user prefers to the embedded one.
 		s.uiURL = u
@@ -163,20 +185,16 @@ func (s *session) startEmbedded(cctx *cli.Context, address string) (client.Clien
 	defer cancel()
 	fmt.Fprintf(os.Stderr, "No Temporal server at %s: starting an embedded one (data in %s/)…\n", address, cctx.String(dataDirFlag.Name))
 	srv, err := devserver.Start(ctx, devserver.Config{
-		DataDir:   cctx.String(dataDirFlag.Name),
-		Port:      port,
-		UIPort:    cctx.Int(uiPortFlag.Name),
-		Namespace: cctx.String(wiring.FlagNamespace),
-		SearchAttributes: map[string]enumspb.IndexedValueType{
-			workflows.AttrRunID:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-			workflows.AttrModel:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-			workflows.AttrTaskset: enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		},
-		Logger: s.logger,
+		DataDir:          cctx.String(dataDirFlag.Name),
+		Port:             port,
+		UIPort:           cctx.Int(uiPortFlag.Name),
+		Namespace:        cctx.String(wiring.FlagNamespace),
+		SearchAttributes: namespace.Attributes(),
+		Logger:           s.logger,
 	})
 	if errors.Is(err, devserver.ErrAlreadyRunning) {
 		// Another evalflow process owns the data dir and is still starting.
-		return wiring.Dial(cctx.Context, address, cctx.String(wiring.FlagNamespace), s.logger, 30*time.Second)
+		return wiring.DialConnection(cctx.Context, wiring.ConnectionFromFlags(cctx), s.logger, 30*time.Second)
 	}
 	if err != nil {
 		return nil, err
@@ -211,6 +229,22 @@ func (s *session) startWorker(cctx *cli.Context) error {
 		fmt.Fprintf(os.Stderr, "Metrics: http://%s/metrics\n", addr)
 	}
 	return nil
+}
+
+// mayEmbed reports whether the user left the choice of server to the
+// starter: no --address (nor its environment variables), or --embedded.
+func mayEmbed(cctx *cli.Context) bool {
+	return !cctx.IsSet(wiring.FlagAddress) || cctx.Bool(embeddedFlag.Name)
+}
+
+// unreachable is the error for a Temporal server that did not answer at the
+// address the user gave: named, with what to do.
+func unreachable(cctx *cli.Context, conn wiring.Connection, embed bool, err error) error {
+	hint := "start one with `starter dev`, or point --address at your cluster"
+	if embed {
+		hint = fmt.Sprintf("check that the cluster is up, point --address at it, or add --embedded to start an embedded server at %s", conn.Address)
+	}
+	return fmt.Errorf("no Temporal server answers at %s (%s): %w", conn, hint, err)
 }
 
 func isLocal(address string) bool {

@@ -23,7 +23,7 @@ func devCommand() *cli.Command {
 			if cctx.Bool("worker") {
 				worker = "on"
 			}
-			s, err := connect(cctx, connectOptions{embed: true, worker: worker})
+			s, err := connect(cctx, connectOptions{embed: true, serve: true, worker: worker})
 			if err != nil {
 				return err
 			}

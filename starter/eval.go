@@ -107,7 +107,7 @@ func evalMaxFailures(cctx *cli.Context) float64 {
 // (address, run store, provider, …) are added from wiring.WorkerFlags.
 func runFlags() []cli.Flag {
 	return []cli.Flag{
-		configFlag, dryRunFlag, dataDirFlag, uiPortFlag, uiURLFlag, viewerAddrFlag,
+		configFlag, dryRunFlag, dataDirFlag, embeddedFlag, uiPortFlag, uiURLFlag, viewerAddrFlag,
 		&cli.StringFlag{Name: "run-id", Usage: "run id; the same id resumes that run (default: generated)"},
 		&cli.StringFlag{Name: "taskset", Value: "sample", Usage: "taskset: a JSONL, CSV, TSV or Parquet path, a Hugging Face dataset saved to disk (its directory), a directory of task directories, `sample`, or `arithmetic[?seed=N]` (infinite)"},
 		&cli.StringFlag{Name: "taskset.prompt-field", Usage: "CSV, Parquet and Hugging Face tasksets: the column holding the prompt (default prompt, else question)"},

@@ -19,6 +19,10 @@ var (
 		Name: "ui-port", Value: 8233, EnvVars: []string{"EVALFLOW_UI_PORT"},
 		Usage: "port of the embedded Temporal Web UI (-1 disables it)",
 	}
+	embeddedFlag = &cli.BoolFlag{
+		Name: "embedded", EnvVars: []string{"EVALFLOW_EMBEDDED"},
+		Usage: "when nothing answers at --address, start the embedded Temporal server there (the default only when no --address is given)",
+	}
 	uiURLFlag = &cli.StringFlag{
 		Name: "ui-url", EnvVars: []string{"EVALFLOW_UI_URL"},
 		Usage: "Temporal Web UI of the cluster at --address (e.g. http://temporal-ui:8080): the run's link is printed with it; the embedded server's own UI needs none",

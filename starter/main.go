@@ -57,6 +57,7 @@ func newApp() *cli.App {
 			resultsCommand(),
 			exportCommand(),
 			devCommand(),
+			setupCommand(),
 			viewCommand(),
 			pullServeCommand(),
 		},

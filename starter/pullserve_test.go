@@ -63,7 +63,7 @@ func TestTrainPullServesTheAPI(t *testing.T) {
 		app.Writer, app.ErrWriter = io.Discard, io.Discard
 		done <- app.RunContext(ctx, []string{"starter", "train", "--pull", "--run-id", "served", "--tasks", "4",
 			"--epochs", "0", "--harness", "sh " + script, "--pull-addr", pullAddr,
-			"--address", freeAddr(t), "--ui-port", "-1", "--data-dir", filepath.Join(dir, "data"),
+			"--address", freeAddr(t), "--embedded", "--ui-port", "-1", "--data-dir", filepath.Join(dir, "data"),
 			"--runs-dir", filepath.Join(dir, "runs")})
 	}()
 	base := "http://" + pullAddr + "/v1/pull/served/"

@@ -71,12 +71,15 @@ func serve(cctx *cli.Context) error {
 		}
 	}()
 	cfg.Logger = logger
-	address := cctx.String(wiring.FlagAddress)
-	c, err := wiring.Dial(cctx.Context, address, cctx.String(wiring.FlagNamespace), logger, 30*time.Second)
+	conn := wiring.ConnectionFromFlags(cctx)
+	c, err := wiring.DialConnection(cctx.Context, conn, logger, 30*time.Second)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	if err := wiring.CheckNamespace(cctx.Context, c, conn); err != nil {
+		return err
+	}
 	w, err := wiring.NewWorker(c, cfg)
 	if err != nil {
 		return err
@@ -85,7 +88,7 @@ func serve(cctx *cli.Context) error {
 		return err
 	}
 	defer w.Stop()
-	logger.Info("worker started", "version", wiring.Version(), "address", address, "task_queue", cfg.TaskQueue,
+	logger.Info("worker started", "version", wiring.Version(), "address", conn.String(), "task_queue", cfg.TaskQueue,
 		"store", cfg.StoreName(), "mock_model", w.UsingMock, "metrics", w.MetricsAddr())
 	<-cctx.Context.Done()
 	logger.Info("stopping: waiting for running rollouts")

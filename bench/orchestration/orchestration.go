@@ -10,11 +10,11 @@ import (
 	"log/slog"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/bench/loadgen"
 	"github.com/evalflow/evalflow/internal/devserver"
+	"github.com/evalflow/evalflow/internal/namespace"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -76,11 +76,7 @@ func StartServer(ctx context.Context, dir string) (*Server, error) {
 	}
 	srv, err := devserver.Start(ctx, devserver.Config{
 		DataDir: dir, Port: port, UIPort: -1,
-		SearchAttributes: map[string]enumspb.IndexedValueType{
-			workflows.AttrRunID:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-			workflows.AttrModel:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-			workflows.AttrTaskset: enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		},
+		SearchAttributes: namespace.Attributes(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start embedded temporal: %w", err)

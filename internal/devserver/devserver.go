@@ -21,6 +21,7 @@ import (
 	"sync"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/server/common/authorization"
 	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/temporal"
 )
@@ -60,6 +61,26 @@ type Config struct {
 	// Logger receives start and stop messages. The Temporal server's own logs
 	// go to DataDir/temporal.log at warn level.
 	Logger *slog.Logger
+	// TLS, when set, serves the frontend over TLS (tests of secure
+	// connections; the starter's embedded server is plain).
+	TLS *TLS
+	// Authorizer and ClaimMapper replace the ones that admit every call
+	// (tests of API keys and of refused operator calls).
+	Authorizer  authorization.Authorizer
+	ClaimMapper authorization.ClaimMapper
+}
+
+// TLS is the frontend's TLS: its certificate and key, signed by CAFile,
+// which also signs the client certificates it accepts. The server's own
+// system worker presents the server certificate as its client certificate,
+// so it must allow client authentication too.
+type TLS struct {
+	CAFile, CertFile, KeyFile string
+	// RequireClientCert turns on mTLS.
+	RequireClientCert bool
+	// ServerName is the name in the server certificate, for the server's
+	// own clients.
+	ServerName string
 }
 
 func (c Config) withDefaults() Config {

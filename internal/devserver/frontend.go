@@ -2,15 +2,18 @@ package devserver
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
-	"maps"
-	"slices"
+	"os"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/evalflow/evalflow/internal/namespace"
 )
 
 // workflowService is the service name the frontend reports health for.
@@ -21,7 +24,11 @@ const workflowService = "temporal.api.workflowservice.v1.WorkflowService"
 // it creates the namespace, so ones added in a later release need this. The
 // services see an added attribute after their next namespace refresh (2 s).
 func readyFrontend(ctx context.Context, cfg Config, address string) error {
-	conn, err := grpc.NewClient(address, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds, err := transportCredentials(cfg.TLS)
+	if err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient(address, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return fmt.Errorf("dial frontend %s: %w", address, err)
 	}
@@ -41,37 +48,28 @@ func readyFrontend(ctx context.Context, cfg Config, address string) error {
 	if err != nil {
 		return fmt.Errorf("wait for frontend %s: %w", address, err)
 	}
-	return addSearchAttributes(ctx, operatorservice.NewOperatorServiceClient(conn), cfg.Namespace, cfg.SearchAttributes)
+	return namespace.AddAttributes(ctx, operatorservice.NewOperatorServiceClient(conn), namespace.Want{Namespace: cfg.Namespace, Attributes: cfg.SearchAttributes})
 }
 
-// addSearchAttributes registers the attributes of want missing from
-// namespace; one registered with another type is an error.
-func addSearchAttributes(ctx context.Context, op operatorservice.OperatorServiceClient, namespace string, want map[string]enumspb.IndexedValueType) error {
-	if len(want) == 0 {
-		return nil
+// transportCredentials are the credentials the server's readiness check
+// dials its frontend with: plain, or TLS with the server's own certificate.
+func transportCredentials(t *TLS) (credentials.TransportCredentials, error) {
+	if t == nil {
+		return insecure.NewCredentials(), nil
 	}
-	have, err := op.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	pair, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 	if err != nil {
-		return fmt.Errorf("list search attributes: %w", err)
+		return nil, fmt.Errorf("frontend TLS certificate: %w", err)
 	}
-	missing := map[string]enumspb.IndexedValueType{}
-	for _, name := range slices.Sorted(maps.Keys(want)) {
-		got, ok := have.GetCustomAttributes()[name]
-		switch {
-		case !ok:
-			missing[name] = want[name]
-		case got != want[name]:
-			return fmt.Errorf("search attribute %s is %s in namespace %q, want %s (remove the data dir to start afresh)",
-				name, got, namespace, want[name])
-		}
+	ca, err := os.ReadFile(t.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("frontend TLS CA: %w", err)
 	}
-	if len(missing) == 0 {
-		return nil
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("frontend TLS CA %s holds no PEM certificate", t.CAFile)
 	}
-	if _, err := op.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
-		Namespace: namespace, SearchAttributes: missing,
-	}); err != nil {
-		return fmt.Errorf("add search attributes: %w", err)
-	}
-	return nil
+	return credentials.NewTLS(&tls.Config{
+		MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}, RootCAs: pool, ServerName: t.ServerName,
+	}), nil
 }

@@ -129,6 +129,23 @@ func newTemporal(cfg Config, p ports, logger log.Logger) (temporal.Server, error
 		},
 		PublicClient: config.PublicClient{HostPort: host(p.frontend)},
 	}
+	if t := cfg.TLS; t != nil {
+		serverCfg.Global.TLS = config.RootTLS{
+			Frontend: config.GroupTLS{Server: config.ServerTLS{
+				CertFile: t.CertFile, KeyFile: t.KeyFile, ClientCAFiles: []string{t.CAFile}, RequireClientAuth: t.RequireClientCert,
+			}},
+			SystemWorker: config.WorkerTLS{CertFile: t.CertFile, KeyFile: t.KeyFile,
+				Client: config.ClientTLS{ServerName: t.ServerName, RootCAFiles: []string{t.CAFile}}},
+		}
+	}
+	var authorizer authorization.Authorizer = authorization.NewNoopAuthorizer()
+	if cfg.Authorizer != nil {
+		authorizer = cfg.Authorizer
+	}
+	var claimMapper authorization.ClaimMapper = authorization.NewNoopClaimMapper()
+	if cfg.ClaimMapper != nil {
+		claimMapper = cfg.ClaimMapper
+	}
 
 	// Static hosts replace ringpop membership, whose join races at start-up.
 	hosts := map[primitives.ServiceName]static.Hosts{
@@ -143,9 +160,9 @@ func newTemporal(cfg Config, p ports, logger log.Logger) (temporal.Server, error
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithStaticHosts(hosts),
 		temporal.WithLogger(logger),
-		temporal.WithAuthorizer(authorization.NewNoopAuthorizer()),
+		temporal.WithAuthorizer(authorizer),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper {
-			return authorization.NewNoopClaimMapper()
+			return claimMapper
 		}),
 		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
 			// Custom search attributes are read fresh, so a just-registered one works at once.

@@ -62,9 +62,21 @@ const (
 func ClientFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: FlagAddress, Value: "localhost:7233", EnvVars: []string{"EVALFLOW_ADDRESS", "TEMPORAL_ADDRESS"},
-			Usage: "Temporal frontend host:port (the starter starts an embedded server there when nothing answers at a local address)"},
+			Usage: "Temporal frontend host:port (given, it must answer: the starter starts an embedded server only when no address is given, or with --embedded)"},
 		&cli.StringFlag{Name: FlagNamespace, Value: "default", EnvVars: []string{"EVALFLOW_NAMESPACE", "TEMPORAL_NAMESPACE"},
 			Usage: "Temporal namespace"},
+		&cli.BoolFlag{Name: FlagTLS, EnvVars: []string{"EVALFLOW_TLS", "TEMPORAL_TLS"},
+			Usage: "connect to Temporal over TLS with the system's roots (implied by every --tls-* flag and by --api-key)"},
+		&cli.StringFlag{Name: FlagTLSCert, EnvVars: []string{"EVALFLOW_TLS_CERT", "TEMPORAL_TLS_CERT"},
+			Usage: "PEM file of the client certificate for mTLS to Temporal (with --tls-key)"},
+		&cli.StringFlag{Name: FlagTLSKey, EnvVars: []string{"EVALFLOW_TLS_KEY", "TEMPORAL_TLS_KEY"},
+			Usage: "PEM file of the client certificate's private key (never logged)"},
+		&cli.StringFlag{Name: FlagTLSCA, EnvVars: []string{"EVALFLOW_TLS_CA", "TEMPORAL_TLS_CA"},
+			Usage: "PEM file of the CA that signed the Temporal frontend's certificate (default: the system's roots)"},
+		&cli.StringFlag{Name: FlagTLSServerName, EnvVars: []string{"EVALFLOW_TLS_SERVER_NAME", "TEMPORAL_TLS_SERVER_NAME"},
+			Usage: "name the frontend's certificate is checked against, when not --address's host"},
+		&cli.StringFlag{Name: FlagAPIKey, EnvVars: []string{"EVALFLOW_TEMPORAL_API_KEY", "TEMPORAL_API_KEY"},
+			Usage: "Temporal Cloud API key, sent as a bearer token over TLS; prefer the environment variable (never logged)"},
 	}
 }
 
