@@ -23,7 +23,11 @@ var allowed = map[string][]string{
 	// JSON as it crosses the wire: shape checks, the decode, the overlay.
 	"internal/jsonwire":  {},
 	"internal/tunnel":    {},
-	"internal/devserver": {},
+	"internal/devserver": {"internal/namespace", "rollout", "workflows"},
+	// A namespace made ready for evalflow: the namespace, its search attributes.
+	"internal/namespace": {"rollout", "workflows"},
+	// A certificate authority of a test's own.
+	"internal/testca": {},
 	// Prometheus collectors; a nil *Metrics records nothing.
 	"internal/metrics": {},
 	"dialects":         {"internal/jsonwire"},
@@ -85,7 +89,7 @@ var allowed = map[string][]string{
 	"internal/harness/container/keeper":        {},
 	"internal/harness/container/containertest": {"internal/engine", "internal/engine/enginetest", "harness", "internal/harness/container", "internal/harness/container/keeper", "tasksets"},
 	"internal/wiring": {"internal/activities", "dialects", "internal/engine", "harness", "internal/harness/agent", "internal/harness/container", "internal/harness/container/keeper", "internal/harness/packaged", "internal/interception", "internal/metrics", "internal/providers",
-		"internal/providers/mock", "results", "results/postgres", "rollout", "tasksets", "internal/tunnel", "workflows"},
+		"internal/providers/mock", "results", "results/postgres", "rollout", "tasksets", "internal/tunnel", "workflows", "internal/namespace"},
 	// Binaries and tools sit on top; nothing imports them.
 	"starter":                    {"*"},
 	"worker":                     {"*"},

@@ -48,3 +48,17 @@ func TestRefusesArguments(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `unexpected argument "serve"`)
 }
+
+// The worker reads the secure-connection flags, and their environment
+// variables, like the starter: a wrong set is refused before any dial.
+func TestSecureConnectionFlags(t *testing.T) {
+	t.Setenv("TEMPORAL_API_KEY", "tmprl-secret-key-42")
+	t.Setenv("TEMPORAL_TLS_CERT", "/nonexistent/client.pem")
+	app := newApp()
+	var out bytes.Buffer
+	app.Writer, app.ErrWriter = &out, &out
+	err := app.Run([]string{"worker", "--runs-dir", t.TempDir(), "--address", "127.0.0.1:1"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--tls-cert is set without --tls-key")
+	assert.NotContains(t, err.Error()+out.String(), "tmprl-secret-key-42")
+}
