@@ -225,6 +225,7 @@ require (
 	github.com/twmb/murmur3 v1.1.8 // indirect
 	github.com/twpayne/go-geom v1.6.1 // indirect
 	github.com/uber-common/bark v1.3.0 // indirect
+	github.com/urfave/cli v1.22.17 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/valyala/fasttemplate v1.2.2 // indirect
 	github.com/vishvananda/netlink v1.3.0 // indirect
@@ -298,4 +299,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-tool go.temporal.io/sdk/contrib/tools/workflowcheck
+tool (
+	go.temporal.io/sdk/contrib/tools/workflowcheck
+	go.temporal.io/server/cmd/server
+	go.temporal.io/server/cmd/tools/sql
+)

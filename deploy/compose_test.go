@@ -314,11 +314,11 @@ func TestComposeServerDynamicConfig(t *testing.T) {
 	for _, v := range srv.Volumes {
 		if v.Target == path {
 			mounted = true
-			assert.True(t, strings.HasSuffix(v.Source, "deploy/dynamicconfig.yaml"), "mounted from %s", v.Source)
+			assert.True(t, strings.HasSuffix(v.Source, "deploy/temporal/dynamicconfig.yaml"), "mounted from %s", v.Source)
 		}
 	}
 	assert.True(t, mounted, "%s is mounted into the server", path)
-	b, err := os.ReadFile("dynamicconfig.yaml")
+	b, err := os.ReadFile("temporal/dynamicconfig.yaml")
 	require.NoError(t, err)
 	assert.Contains(t, string(b), "history.maximumBufferedEventsBatch:", "the server takes the events of hundreds of rollouts in flight")
 }
