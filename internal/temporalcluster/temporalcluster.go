@@ -55,6 +55,10 @@ type Options struct {
 	// Shards is the number of history shards (default 16).
 	Shards int
 	TLS    *TLS
+	// BindIP is where the services listen (default 127.0.0.1); 0.0.0.0
+	// lets workers in network namespaces reach the frontend at the host's
+	// veth addresses. The services find each other at loopback.
+	BindIP string
 }
 
 // Cluster is a running multi-process Temporal server.
@@ -136,6 +140,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Shards == 0 {
 		opts.Shards = 16
 	}
+	if opts.BindIP == "" {
+		opts.BindIP = "127.0.0.1"
+	}
 	server, sqlTool, err := Binaries(ctx)
 	if err != nil {
 		return nil, err
@@ -189,7 +196,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	env := append(os.Environ(),
 		"TEMPORAL_DB_HOST="+host, "TEMPORAL_DB_PORT="+port, "TEMPORAL_DB_USER="+u.User.Username(),
 		"TEMPORAL_DB_PASSWORD="+password, "TEMPORAL_DB="+db, "TEMPORAL_VISIBILITY_DB="+vis,
-		"TEMPORAL_HISTORY_SHARDS="+strconv.Itoa(opts.Shards), "TEMPORAL_BIND_IP=127.0.0.1",
+		"TEMPORAL_HISTORY_SHARDS="+strconv.Itoa(opts.Shards), "TEMPORAL_BIND_IP="+opts.BindIP, "TEMPORAL_BROADCAST_ADDRESS=127.0.0.1",
 		"TEMPORAL_DYNAMIC_CONFIG="+filepath.Join(filepath.Dir(config), "dynamicconfig.yaml"),
 		"TEMPORAL_LOG_LEVEL=warn",
 	)
@@ -305,6 +312,12 @@ func (c *Cluster) Connection(namespace string) wiring.Connection {
 		conn.TLSCert, conn.TLSKey = t.CertFile, t.KeyFile
 	}
 	return conn
+}
+
+// Port is the frontend's port.
+func (c *Cluster) Port() string {
+	_, port, _ := net.SplitHostPort(c.Address)
+	return port
 }
 
 // Stop kills every process.
