@@ -268,7 +268,7 @@ func killMidRun(t *testing.T, runID string, services ...string) {
 	if len(services) == 0 {
 		what = "every server process"
 	}
-	figure(t, "multi-process cluster, SIGKILL of %s at %d/%d stored, back in %.1f s: %d stored once, 0 lost, 0 duplicated", what, atKill, n, back.Seconds(), n)
+	figure(t, "multi-process cluster, SIGKILL of %s at %d/%d stored, restarted and answering in %.1f s: %d stored once, 0 lost, 0 duplicated", what, atKill, n, back.Seconds(), n)
 }
 
 func TestClusterHistoryKilledMidRun(t *testing.T) { killMidRun(t, "cluster-history-kill", "history") }
