@@ -28,6 +28,8 @@ var allowed = map[string][]string{
 	"internal/namespace": {"rollout", "workflows"},
 	// A certificate authority of a test's own.
 	"internal/testca": {},
+	// The real Temporal server as service processes, for tests.
+	"internal/temporalcluster": {"internal/devserver", "internal/wiring"},
 	// Prometheus collectors; a nil *Metrics records nothing.
 	"internal/metrics": {},
 	"dialects":         {"internal/jsonwire"},
