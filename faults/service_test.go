@@ -122,63 +122,80 @@ func TestWorkerWaitsForTemporalToComeUp(t *testing.T) {
 
 // TestDrainedRolloutMovesToAnotherWorkerAtOnce: SIGTERM reaches a worker
 // running a rollout that would go on for minutes. The worker stops polling,
-// gives the rollout its --drain-timeout, then hands it back and exits
-// within 10 s; the rollout runs to its end on another worker, stored once.
-// Its history shows the attempt failed by the stopping worker
-// (ActivityTaskFailed, WorkerStopped), never timed out: with a 10-minute
-// heartbeat timeout, a heartbeat-timeout tail could not go unnoticed.
+// gives the rollout its --drain-timeout (or less, on a second SIGTERM),
+// then hands it back and exits within 10 s; the rollout runs to its end on
+// another worker, stored once. Its history shows the attempt failed by the
+// stopping worker (ActivityTaskFailed, WorkerStopped), never timed out:
+// with a 10-minute heartbeat timeout, a heartbeat-timeout tail could not go
+// unnoticed.
 func TestDrainedRolloutMovesToAnotherWorkerAtOnce(t *testing.T) {
 	srv := startServer(t)
 	c := dial(t, srv.addr)
 	defer c.Close()
-	runs, queue := caseDir(t), "faults-service-drain"
-	// The first worker's model takes 10 minutes to answer.
-	slow := spawnService(t, "slow-worker", "--address", srv.addr, "--task-queue", queue, "--runs-dir", runs,
-		"--mock-latency", "10m", "--drain-timeout", "2s")
-	waitLog(t, slow, "worker started", time.Minute)
-	cfg := evalConfig("service-drain", 1, 1)
-	cfg.Limits.HeartbeatTimeout = 10 * time.Minute
-	run := startEval(t, c, queue, cfg)
-	require.Eventually(t, func() bool { return runStarted(t, c, cfg.RunID) }, time.Minute, 50*time.Millisecond,
-		"the rollout's Run runs on the slow worker")
+	for i, tc := range []struct {
+		name, drain  string
+		secondSignal bool
+	}{
+		{"drain timeout passes", "2s", false},
+		{"second signal", "10m", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runs, queue := caseDir(t), "faults-service-drain-"+strconv.Itoa(i)
+			// The first worker's model takes 10 minutes to answer.
+			slow := spawnService(t, "slow-worker", "--address", srv.addr, "--task-queue", queue, "--runs-dir", runs,
+				"--mock-latency", "10m", "--drain-timeout", tc.drain)
+			waitLog(t, slow, "worker started", time.Minute)
+			cfg := evalConfig("service-drain-"+strconv.Itoa(i), 1, 1)
+			cfg.Limits.HeartbeatTimeout = 10 * time.Minute
+			run := startEval(t, c, queue, cfg)
+			require.Eventually(t, func() bool { return runStarted(t, c, cfg.RunID) }, time.Minute, 50*time.Millisecond,
+				"the rollout's Run runs on the slow worker")
 
-	spawnService(t, "worker", "--address", srv.addr, "--task-queue", queue, "--runs-dir", runs, "--mock-latency", "100ms")
-	stopped := time.Now()
-	terminate(t, slow)
-	stopTook := time.Since(stopped)
-	assert.Contains(t, logOf(t, slow), "handed back")
-
-	// Far less than the heartbeat timeout: the rollout moved at once.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var res workflows.Result
-	require.NoError(t, run.Get(ctx, &res))
-	ended := time.Since(stopped)
-	assert.Equal(t, int64(1), res.OK)
-	recs := requireExactlyOnce(t, runs, cfg.RunID, 1)
-	assert.Equal(t, 2, recs[0].Attempt, "the second attempt, on the other worker, is stored")
-
-	var failed, timedOut int
-	it := c.GetWorkflowHistory(ctx, cfg.RunID, run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		require.NoError(t, err)
-		switch ev.GetEventType() {
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED:
-			f := ev.GetActivityTaskFailedEventAttributes().GetFailure()
-			if info := f.GetApplicationFailureInfo(); info != nil && info.GetType() == rollout.ErrTypeWorkerStopped {
-				failed++
-				assert.False(t, info.GetNonRetryable())
-				assert.Contains(t, f.GetMessage(), "the worker stopped")
+			spawnService(t, "worker", "--address", srv.addr, "--task-queue", queue, "--runs-dir", runs, "--mock-latency", "100ms")
+			stopped := time.Now()
+			if tc.secondSignal {
+				require.NoError(t, slow.cmd.Process.Signal(syscall.SIGTERM))
+				waitLog(t, slow, "stopping: polling no more", stopWithin)
 			}
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
-			timedOut++
-		}
+			terminate(t, slow)
+			stopTook := time.Since(stopped)
+			assert.Contains(t, logOf(t, slow), "handed back")
+
+			// Far less than the heartbeat timeout: the rollout moved at once.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			var res workflows.Result
+			require.NoError(t, run.Get(ctx, &res))
+			ended := time.Since(stopped)
+			assert.Equal(t, int64(1), res.OK)
+			recs := requireExactlyOnce(t, runs, cfg.RunID, 1)
+			assert.Equal(t, 2, recs[0].Attempt, "the second attempt, on the other worker, is stored")
+
+			var failed, timedOut int
+			it := c.GetWorkflowHistory(ctx, cfg.RunID, run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			for it.HasNext() {
+				ev, err := it.Next()
+				require.NoError(t, err)
+				switch ev.GetEventType() {
+				case enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+					f := ev.GetActivityTaskFailedEventAttributes().GetFailure()
+					if info := f.GetApplicationFailureInfo(); info != nil && info.GetType() == rollout.ErrTypeWorkerStopped {
+						failed++
+						assert.False(t, info.GetNonRetryable())
+						assert.Contains(t, f.GetMessage(), "the worker stopped")
+					}
+				case enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+					timedOut++
+				}
+			}
+			require.Eventually(t, func() bool { return agentsLeft(t) == 0 }, stopWithin, 20*time.Millisecond,
+				"the handed-back rollout's harness is gone")
+			assert.Equal(t, 1, failed, "the drained attempt ended by the stopping worker's failure")
+			assert.Zero(t, timedOut, "no activity waited for a timeout")
+			figure(t, "drained worker (--drain-timeout %s, second SIGTERM %v): exited %s after the first SIGTERM; its rollout (heartbeat timeout %s) stored on the other worker %s after it",
+				tc.drain, tc.secondSignal, stopTook.Round(time.Millisecond), cfg.Limits.HeartbeatTimeout, ended.Round(time.Millisecond))
+		})
 	}
-	assert.Equal(t, 1, failed, "the drained attempt ended by the stopping worker's failure")
-	assert.Zero(t, timedOut, "no activity waited for a timeout")
-	figure(t, "drained worker (--drain-timeout 2s): exited %s after SIGTERM; its rollout (heartbeat timeout %s) stored on the other worker %s after SIGTERM",
-		stopTook.Round(time.Millisecond), cfg.Limits.HeartbeatTimeout, ended.Round(time.Millisecond))
 }
 
 // runStarted reports whether the run's workflow has a Run activity running.
