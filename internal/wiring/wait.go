@@ -88,6 +88,7 @@ func retry(ctx context.Context, logger *slog.Logger, what string, try func(conte
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return fmt.Errorf("%w for %s", ErrStopped, what)
 		}
-		return fmt.Errorf("%s did not answer within the start timeout (--%s; %d attempts): %w", what, FlagStartTimeout, attempt, err)
+		return fmt.Errorf("%s did not answer within the start timeout (--%s; %d attempts; check that it runs and this host reaches it, or wait longer): %w",
+			what, FlagStartTimeout, attempt, err)
 	}
 }
