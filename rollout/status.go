@@ -55,4 +55,8 @@ const (
 	// wrote no valid reward; retried like infrastructure, and recorded as
 	// KindVerifier when attempts run out, never as a reward of 0.
 	ErrTypeVerifier = "VerifierError"
+	// ErrTypeWorkerStopped: the worker was stopping and handed the
+	// rollout back (its drain timeout passed); retried at once on another
+	// worker like infrastructure, never the agent's.
+	ErrTypeWorkerStopped = "WorkerStopped"
 )

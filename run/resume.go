@@ -70,6 +70,7 @@ func (s Settings) Apply(old workflows.TrainInput) (workflows.TrainInput, []strin
 	apply("rubric", &cfg.Rubric, &given.Rubric)
 	apply("max-attempts", &cfg.Limits.MaxAttempts, &given.Limits.MaxAttempts)
 	apply("continue-as-new-after", &cfg.Limits.ContinueAsNewAfter, &given.Limits.ContinueAsNewAfter)
+	apply("heartbeat-timeout", &cfg.Limits.HeartbeatTimeout, &given.Limits.HeartbeatTimeout)
 	apply("epochs", &train.Epochs, &s.Train.Epochs)
 	apply("max-failures", &train.MaxFailures, &s.Train.MaxFailures)
 	return in, changed

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,6 +36,12 @@ func TestSettingsApply(t *testing.T) {
 	assert.Equal(t, int64(60), in.Config.Tasks)
 	assert.Equal(t, "sample", in.Config.Taskset, "a setting not given keeps the stored value")
 	assert.Equal(t, uint64(7), in.Config.Seed)
+
+	s.Config.Limits.HeartbeatTimeout = 10 * time.Minute
+	s.Given = given("heartbeat-timeout")
+	in, changed = s.Apply(old)
+	assert.Equal(t, []string{"heartbeat-timeout"}, changed)
+	assert.Equal(t, 10*time.Minute, in.Config.Limits.HeartbeatTimeout)
 }
 
 func TestResume(t *testing.T) {

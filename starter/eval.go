@@ -134,6 +134,7 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "top-logprobs", Usage: "with --trace-tokens: alternatives per completion token to record (0: none)"},
 		&cli.StringFlag{Name: "rubric", Value: workflows.DefaultRubric, Usage: "how rollouts are scored: exact, numeric[:tol], contains, regex[:pattern], tests, command:PROGRAM, judge[:model], weighted sums (tests*0.8+judge*0.2), rank:<rubric>"},
 		&cli.IntFlag{Name: "max-attempts", Value: workflows.DefaultMaxAttempts, Usage: "attempts of a rollout after infrastructure failures"},
+		&cli.DurationFlag{Name: "heartbeat-timeout", Value: workflows.DefaultHeartbeatTimeout, Usage: "how long a rollout's worker may go silent before the rollout moves to another worker (a worker that dies costs its rollouts this much)"},
 		&cli.BoolFlag{Name: "retry-failed", Usage: "with the --run-id of an earlier run: rerun its stored failures and keep its successes"},
 		&cli.IntFlag{Name: "continue-as-new-after", Value: workflows.DefaultContinueAsNewAfter, Usage: "rollouts per workflow history segment"},
 		&cli.StringFlag{Name: "worker", Value: "auto", Usage: "run a worker in this process: auto (only with the embedded server), on, off"},
@@ -182,6 +183,7 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 		Limits: workflows.Limits{
 			MaxAttempts:        cctx.Int("max-attempts"),
 			ContinueAsNewAfter: cctx.Int("continue-as-new-after"),
+			HeartbeatTimeout:   cctx.Duration("heartbeat-timeout"),
 		},
 	}
 	if err := checkCounts(cctx); err != nil {
@@ -276,6 +278,9 @@ func checkCounts(cctx *cli.Context) error {
 	}
 	if d := cctx.Duration("harness-timeout"); cctx.IsSet("harness-timeout") && d <= 0 {
 		return fmt.Errorf("--harness-timeout %s: must be positive", d)
+	}
+	if d := cctx.Duration("heartbeat-timeout"); cctx.IsSet("heartbeat-timeout") && d < time.Second {
+		return fmt.Errorf("--heartbeat-timeout %s: want at least 1s (a rollout's worker heartbeats every quarter of it)", d)
 	}
 	if d := cctx.Duration("max-model-time"); d < 0 {
 		return fmt.Errorf("--max-model-time %s is negative", d)

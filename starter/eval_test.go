@@ -112,6 +112,8 @@ func TestRunConfigErrors(t *testing.T) {
 		{[]string{"--max-tokens", "0"}, "--max-tokens 0"},
 		{[]string{"--continue-as-new-after", "0"}, "--continue-as-new-after 0"},
 		{[]string{"--harness-timeout", "0s"}, "--harness-timeout"},
+		{[]string{"--heartbeat-timeout", "0s"}, "--heartbeat-timeout 0s: want at least 1s"},
+		{[]string{"--heartbeat-timeout", "500ms"}, "--heartbeat-timeout 500ms: want at least 1s"},
 		{[]string{"--max-tokens-total", "-1"}, "--max-tokens-total -1 is negative"},
 		{[]string{"--max-model-time", "-1s"}, "--max-model-time -1s is negative"},
 		// The run store's own rule: refused at once, not in every write.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/stretchr/testify/assert"
@@ -57,6 +58,23 @@ func TestRunFileValuesAndOverrides(t *testing.T) {
 	assert.Equal(t, int64(3), cfg.Tasks, "the command line overrides the file")
 	assert.Equal(t, "from-flag", cfg.RunID)
 	assert.Equal(t, 0.25, *cfg.Sampling.Temperature, "keys the command line does not give still come from the file")
+}
+
+// A run chooses how long its rollouts' workers may go silent, on the
+// command line or in its run file; the default is the workflows'.
+func TestHeartbeatTimeoutSetting(t *testing.T) {
+	cfg, _, err := evalWith(t, "--run-id", "r1")
+	require.NoError(t, err)
+	assert.Equal(t, workflows.DefaultHeartbeatTimeout, cfg.Limits.HeartbeatTimeout)
+
+	cfg, _, err = evalWith(t, "--run-id", "r1", "--heartbeat-timeout", "10m")
+	require.NoError(t, err)
+	assert.Equal(t, 10*time.Minute, cfg.Limits.HeartbeatTimeout)
+
+	file := writeFile(t, "run.yaml", "heartbeat-timeout: 45s\nrun-id: r2\n")
+	cfg, _, err = evalWith(t, "--config", file)
+	require.NoError(t, err)
+	assert.Equal(t, 45*time.Second, cfg.Limits.HeartbeatTimeout)
 }
 
 func TestRunFileTOML(t *testing.T) {

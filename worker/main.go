@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -44,7 +45,7 @@ func newApp() *cli.App {
 		Name:    "worker",
 		Usage:   "run evalflow rollouts from a Temporal task queue",
 		Version: wiring.Version(),
-		Flags:   wiring.WorkerFlags(),
+		Flags:   append(wiring.WorkerFlags(), wiring.ServiceFlags()...),
 		Before: func(cctx *cli.Context) error {
 			if cctx.Args().Present() {
 				return fmt.Errorf("unexpected argument %q: the worker takes flags only", cctx.Args().First())
@@ -55,12 +56,20 @@ func newApp() *cli.App {
 	}
 }
 
+// serve runs the worker as a service: it waits for Temporal and the run
+// store within --start-timeout, serves until SIGTERM or SIGINT, then stops
+// polling and drains within --drain-timeout. A signal in any of these
+// states ends the process within seconds of what it waits for.
 func serve(cctx *cli.Context) error {
 	h, err := wiring.NewLogHandler(cctx, os.Stderr)
 	if err != nil {
 		return err
 	}
 	logger := slog.New(h)
+	startTimeout, drainTimeout, err := wiring.ServiceTimeouts(cctx)
+	if err != nil {
+		return err
+	}
 	cfg, closeRuntime, err := wiring.ConfigFromFlags(cctx)
 	if err != nil {
 		return err
@@ -71,15 +80,29 @@ func serve(cctx *cli.Context) error {
 		}
 	}()
 	cfg.Logger = logger
+	cfg.DrainTimeout = drainTimeout
 	conn := wiring.ConnectionFromFlags(cctx)
-	c, err := wiring.DialConnection(cctx.Context, conn, logger, 30*time.Second)
+	startCtx, cancel := context.WithTimeout(cctx.Context, startTimeout)
+	defer cancel()
+	c, err := wiring.WaitForTemporal(startCtx, conn, logger)
+	if errors.Is(err, wiring.ErrStopped) {
+		logger.Info("stopped before starting", "reason", err.Error())
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if err := wiring.CheckNamespace(cctx.Context, c, conn); err != nil {
+	if err := wiring.CheckNamespace(startCtx, c, conn); err != nil {
 		return err
 	}
+	if cfg.Store, err = wiring.WaitForStore(startCtx, wiring.StoreFromFlags(cctx), logger); errors.Is(err, wiring.ErrStopped) {
+		logger.Info("stopped before starting", "reason", err.Error())
+		return nil
+	} else if err != nil {
+		return err
+	}
+	cancel()
 	w, err := wiring.NewWorker(c, cfg)
 	if err != nil {
 		return err
@@ -87,10 +110,37 @@ func serve(cctx *cli.Context) error {
 	if err := w.Start(); err != nil {
 		return err
 	}
-	defer w.Stop()
 	logger.Info("worker started", "version", wiring.Version(), "address", conn.String(), "task_queue", cfg.TaskQueue,
 		"store", cfg.StoreName(), "mock_model", w.UsingMock, "metrics", w.MetricsAddr())
 	<-cctx.Context.Done()
-	logger.Info("stopping: waiting for running rollouts")
-	return nil
+	return drain(w, drainTimeout, logger)
+}
+
+// drain stops w: no new rollouts, running ones have the drain timeout to
+// finish. A second signal hands them back at once; a stop that overruns
+// its bound ends the process all the same.
+func drain(w *wiring.Worker, timeout time.Duration, logger *slog.Logger) error {
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	logger.Info("stopping: polling no more; running rollouts may finish, then are handed back", "drain_timeout", timeout.String())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		w.Stop()
+	}()
+	bound := time.NewTimer(wiring.StopTimeout(timeout))
+	defer bound.Stop()
+	for {
+		select {
+		case <-stopped:
+			logger.Info("stopped")
+			return nil
+		case <-again:
+			logger.Warn("second signal: handing running rollouts back now")
+			w.HandBack()
+		case <-bound.C:
+			return fmt.Errorf("the worker did not stop within %s (--%s plus a margin)", wiring.StopTimeout(timeout), wiring.FlagDrainTimeout)
+		}
+	}
 }

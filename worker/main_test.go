@@ -28,9 +28,10 @@ func names(flags []cli.Flag) []string {
 }
 
 // The worker binary takes the shared worker flags, the same set as the
-// starter's in-process worker (starter's TestWorkerFlagsAreShared).
+// starter's in-process worker (starter's TestWorkerFlagsAreShared), and
+// its own flags for how it starts and stops.
 func TestFlagsAreTheSharedSet(t *testing.T) {
-	assert.Equal(t, names(wiring.WorkerFlags()), names(newApp().Flags))
+	assert.Equal(t, names(append(wiring.WorkerFlags(), wiring.ServiceFlags()...)), names(newApp().Flags))
 }
 
 func TestVersionFlag(t *testing.T) {

@@ -212,6 +212,35 @@ func TestEvalRetriesInfrastructureFailures(t *testing.T) {
 	require.Equal(t, DefaultMaxAttempts, f.acquires[rollout.Key("run-1", 0, 4, 0)])
 }
 
+// A rollout a stopping worker handed back runs again without spending one
+// of its attempts, up to a bound.
+func TestEvalHandedBackAttemptsAreFree(t *testing.T) {
+	env := newEnv()
+	f := newFakeWorker(3, 0)
+	f.fail = func(ref rollout.Ref) error {
+		switch {
+		case ref.Index == 1 && ref.Attempt <= 2:
+			return temporal.NewApplicationError("the worker stopped before the rollout ended", rollout.ErrTypeWorkerStopped)
+		case ref.Index == 2:
+			return temporal.NewApplicationError("the worker stopped before the rollout ended", rollout.ErrTypeWorkerStopped)
+		}
+		return nil
+	}
+	f.register(env, 3)
+	cfg := testConfig(3, 1, 3)
+	cfg.Shuffle = false
+	cfg.Limits.MaxAttempts = 1
+	env.ExecuteWorkflow(Eval, EvalInput{Config: cfg})
+
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	assert.Equal(t, int64(2), res.OK, "handed back twice with one attempt allowed, the rollout still ran")
+	assert.Equal(t, 3, f.acquires[rollout.Key("run-1", 0, 1, 0)])
+	assert.Equal(t, maxHandBacks+1, f.acquires[rollout.Key("run-1", 0, 2, 0)], "hand-backs are bounded")
+	assert.Equal(t, []KindCount{{Kind: rollout.KindInfra, Count: 1}}, res.Errors)
+}
+
 func TestEvalFailsOnConfigErrors(t *testing.T) {
 	env := newEnv()
 	f := newFakeWorker(6, 0)

@@ -25,6 +25,16 @@ const verifyStep = "verify-step"
 // live figures into the memo, and epochs carry the run's search attributes.
 const uiMetadata = "ui-metadata"
 
+// freeHandBacks is the change that stops counting the attempts a stopping
+// worker handed back (rollout.ErrTypeWorkerStopped) toward MaxAttempts and
+// runs them again without a backoff: histories recorded before it replay
+// them as any failed attempt.
+const freeHandBacks = "free-hand-backs"
+
+// maxHandBacks bounds the hand-backs of one rollout that cost no attempt,
+// so that a fleet restarting over and over still ends the rollout.
+const maxHandBacks = 10
+
 // activitySummary names the rollout an activity belongs to, for the
 // timeline and pending activities of the Temporal UI. It holds no secret:
 // the key, task index and epoch are the run's own coordinates.
@@ -42,6 +52,7 @@ func activitySummary(ref rollout.Ref) string {
 // to the run: the configuration cannot work.
 func (w *window) run(ctx workflow.Context, ref rollout.Ref) (rollout.Summary, error) {
 	lim := w.lim
+	handBacks := 0 // attempts handed back by stopping workers, not counted
 	for attempt := 1; ; attempt++ {
 		ref.Attempt = attempt
 		var s rollout.Summary
@@ -57,7 +68,14 @@ func (w *window) run(ctx workflow.Context, ref rollout.Ref) (rollout.Summary, er
 		if isType(err, rollout.ErrTypeConfig) {
 			return rollout.Summary{}, err
 		}
-		if ctx.Err() != nil || attempt >= lim.MaxAttempts {
+		// A stopping worker handed the rollout back: it did not fail, and
+		// runs again at once on another worker.
+		handedBack := isType(err, rollout.ErrTypeWorkerStopped) && handBacks < maxHandBacks &&
+			workflow.GetVersion(ctx, freeHandBacks, workflow.DefaultVersion, 1) >= 1
+		if handedBack {
+			handBacks++
+		}
+		if ctx.Err() != nil || attempt-handBacks >= lim.MaxAttempts {
 			kind := rollout.KindInfra
 			if isType(err, rollout.ErrTypeVerifier) {
 				kind = rollout.KindVerifier
@@ -69,6 +87,9 @@ func (w *window) run(ctx workflow.Context, ref rollout.Ref) (rollout.Summary, er
 			}, nil
 		}
 		workflow.GetLogger(ctx).Warn("rollout attempt failed; retrying", "key", ref.Key(), "attempt", attempt, "error", err)
+		if handedBack {
+			continue
+		}
 		if err := workflow.Sleep(ctx, backoff(attempt)); err != nil {
 			return rollout.Summary{}, err
 		}

@@ -63,8 +63,15 @@ type Activities struct {
 	// own Temporal client. Tests replace it.
 	Signal func(ctx context.Context, workflowID, runID, name string, arg any) error
 
+	// DrainTimeout is how long a rollout running when its worker begins to
+	// stop may go on; past it the rollout is handed back (drain.go) and
+	// retried elsewhere at once. 0 hands it back as the worker stops.
+	DrainTimeout time.Duration
+
 	// leases are the rollout attempts this worker holds (lease.go).
 	leases leases
+	// drain ends draining rollouts early (HandBack).
+	drain drain
 	// Metrics counts the rollouts Run runs; nil counts nothing.
 	Metrics *metrics.Metrics
 }
@@ -96,7 +103,14 @@ func (a *Activities) Acquire(ctx context.Context, in rollout.AcquireInput) (roll
 	} else if ok {
 		return rollout.AcquireResult{Done: &s}, nil
 	}
+	// A stopping worker takes nothing more: what waits here goes to
+	// another worker at once.
+	ctx, end := a.untilStopped(ctx, 0)
+	defer end()
 	if err := a.Capacity.Take(ctx, key, func() { activity.RecordHeartbeat(ctx, "waiting for capacity") }); err != nil {
+		if stoppedBy(ctx) {
+			return rollout.AcquireResult{}, handedBack("the rollout had a slot")
+		}
 		return rollout.AcquireResult{}, err
 	}
 	h := in.Rollout.Harness
@@ -147,7 +161,15 @@ func (a *Activities) hold(ctx context.Context, in rollout.AcquireInput, slot int
 	case <-started:
 		return nil
 	case <-ctx.Done():
+		select {
+		case <-started: // the Run came first
+			return nil
+		default:
+		}
 		a.release(key)
+		if stoppedBy(ctx) {
+			return handedBack("the rollout's run started")
+		}
 		return ctx.Err()
 	}
 }

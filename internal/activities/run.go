@@ -212,6 +212,8 @@ type outcome struct {
 	err error
 	// tunnel is set when the tunnel the harness was given died under it.
 	tunnel error
+	// handedBack is set when the worker stopped the harness as it stopped.
+	handedBack bool
 	// turns are the model calls the interception server recorded.
 	turns            []trace.Turn
 	started, stopped time.Time
@@ -235,6 +237,19 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 	// lost its way to the model and would otherwise run until its timeout.
 	runCtx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
+	// A stopping worker lets the harness go on for its drain timeout,
+	// then hands the rollout back.
+	drainCtx, endDrain := a.untilStopped(ctx, a.DrainTimeout)
+	defer endDrain()
+	go func() {
+		select {
+		case <-drainCtx.Done():
+			if stoppedBy(drainCtx) {
+				stopRun(errWorkerStopped)
+			}
+		case <-runCtx.Done():
+		}
+	}()
 	if lost := a.Pool.Lost(j.key); lost != nil {
 		go func() {
 			select {
@@ -267,6 +282,9 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 	// was given died, the failure is the tunnel's, retried, never a result.
 	switch {
 	case ctx.Err() != nil:
+	case errors.Is(context.Cause(runCtx), errWorkerStopped):
+		out.handedBack = true
+		a.logger().Warn("the worker stopped before the rollout ended; handed back", "key", j.key)
 	case errors.Is(context.Cause(runCtx), errTunnelLost):
 		if out.tunnel = a.Pool.CheckTunnel(ctx, j.key); out.tunnel == nil {
 			out.tunnel = errTunnelLost
@@ -299,14 +317,16 @@ func (a *Activities) releaseTurns(key string) []trace.Turn {
 
 // infraError is the error a run that failed for reasons of the
 // infrastructure (not of the agent) ends with, or nil: a missing harness
-// command fails the run; a cancelled activity (a stopping worker), a dead
-// tunnel, a failing runtime or provider are retried. A provider failed the
+// command fails the run; a harness stopped by its stopping worker (handed
+// back), a cancelled activity, a dead tunnel, a failing runtime or provider are retried. A provider failed the
 // run when its last model call was failed by the provider (upstreamFailure):
 // a connection cut mid-answer, a truncated stream or a provider that hung
 // is an UpstreamUnavailable, never the agent's harness_exit, timeout or
 // wrong answer.
 func infraError(ctx context.Context, j job, out outcome) error {
 	switch {
+	case out.handedBack:
+		return handedBack("the rollout")
 	case out.tunnel != nil:
 		return temporal.NewApplicationErrorWithCause("tunnel lost during the rollout", rollout.ErrTypeTunnel, out.tunnel)
 	case errors.Is(out.err, exec.ErrNotFound):

@@ -66,11 +66,15 @@ func (a *Activities) Verify(ctx context.Context, in rollout.VerifyInput) (rollou
 	}
 	timeout := j.verifierTimeout()
 	stop := heartbeat(ctx, "verifier running")
-	res, err := verifier.Verify(ctx, harness.VerifySpec{
+	// A stopping worker lets the verifier go on for its drain timeout.
+	vctx, endDrain := a.untilStopped(ctx, a.DrainTimeout)
+	res, err := verifier.Verify(vctx, harness.VerifySpec{
 		Key: key, Workspace: p.ws, Tests: j.task.Tests, Command: j.task.Verify,
 		Env: j.task.VerifierEnv, Timeout: timeout,
 	})
 	stop()
+	stopped := stoppedBy(vctx)
+	endDrain()
 	tr := j.trace(p.out)
 	tr.EndedAt = time.Now().UTC()
 	if err != nil {
@@ -79,6 +83,9 @@ func (a *Activities) Verify(ctx context.Context, in rollout.VerifyInput) (rollou
 		switch {
 		case ctx.Err() != nil:
 			return rollout.Summary{}, ctx.Err()
+		case stopped:
+			tr.Verifier = &trace.Verifier{Error: err.Error(), Timeout: timeout}
+			cause = handedBack("the verifier")
 		case errors.As(err, &ve):
 			tr.Verifier = &trace.Verifier{ExitCode: ve.ExitCode, Error: ve.Reason, Stdout: ve.Stdout, Stderr: ve.Stderr, Duration: ve.Duration, Timeout: timeout}
 			cause = temporal.NewApplicationError(fmt.Sprintf("task %s: the verifier %s", j.task.ID, ve.Reason), rollout.ErrTypeVerifier)

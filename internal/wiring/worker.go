@@ -96,6 +96,14 @@ type Config struct {
 	// Namespace is the Temporal namespace of the worker's client, which
 	// the SDK's metrics are tagged with; empty: "default".
 	Namespace string
+	// DrainTimeout is how long rollouts running when the worker stops may
+	// go on before they are handed back to run on another worker; 0 hands
+	// them back at once.
+	DrainTimeout time.Duration
+	// Store, when set, is the run store, already open (WaitForStore); the
+	// worker closes it. Nil: NewWorker opens the one StoreURL or RunsDir
+	// names.
+	Store results.Store
 }
 
 // store is the run store cfg names.
@@ -193,9 +201,11 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 		cfg.Logger.Info("runtime auto: " + a.Choice())
 	}
 	cfg.Runtime = packagedRuntime(cfg.Runtime, cfg.HarnessCache, cfg.WorkDir)
-	store, err := OpenStore(context.Background(), cfg.store(), cfg.Logger)
-	if err != nil {
-		return nil, err
+	store := cfg.Store
+	if store == nil {
+		if store, err = OpenStore(context.Background(), cfg.store(), cfg.Logger); err != nil {
+			return nil, err
+		}
 	}
 	defer func() {
 		if err != nil {
@@ -253,6 +263,7 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 		SDKTimeout:      cfg.Upstream.SDKTimeout(),
 		Logger:          cfg.Logger,
 		Metrics:         m,
+		DrainTimeout:    cfg.DrainTimeout,
 	}
 
 	w.shared = worker.New(c, cfg.TaskQueue, worker.Options{
@@ -263,6 +274,9 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 		// 2-5x in bench/ (BENCHMARKS.md, section 4).
 		MaxConcurrentActivityTaskPollers: activityPollers,
 		MaxConcurrentWorkflowTaskPollers: workflowPollers,
+		// Activities end on their own within the drain timeout (handed
+		// back); the margin lets them report it before the SDK cancels them.
+		WorkerStopTimeout: cfg.DrainTimeout + stopMargin,
 	})
 	w.shared.RegisterWorkflowWithOptions(workflows.Eval, workflow.RegisterOptions{Name: workflows.EvalName})
 	w.shared.RegisterWorkflowWithOptions(workflows.Train, workflow.RegisterOptions{Name: workflows.TrainName})
@@ -273,6 +287,7 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 	w.host = worker.New(c, acts.HostQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: 2*cfg.MaxRollouts + 8,
 		MaxConcurrentActivityTaskPollers:   activityPollers,
+		WorkerStopTimeout:                  cfg.DrainTimeout + stopMargin,
 	})
 	w.host.RegisterActivityWithOptions(acts.Expose, activity.RegisterOptions{Name: rollout.ActivityExpose})
 	w.host.RegisterActivityWithOptions(acts.Run, activity.RegisterOptions{Name: rollout.ActivityRun})
@@ -362,13 +377,25 @@ func (w *Worker) sweep() {
 	}
 }
 
-// Stop stops polling, waits for running activities to end, and closes every
-// interception server.
+// stopMargin is how long past the drain timeout Stop waits for handed-back
+// activities to report their failure to Temporal.
+const stopMargin = 5 * time.Second
+
+// StopTimeout bounds how long Stop takes with a drain timeout of drain:
+// the drain, the margin for the handed-back rollouts to report, and the
+// closing of servers and the store.
+func StopTimeout(drain time.Duration) time.Duration { return drain + stopMargin + 10*time.Second }
+
+// Stop stops polling both queues at once, lets running rollouts finish
+// within Config.DrainTimeout and hands back the rest (each retried at once
+// on another worker), then closes every interception server.
 func (w *Worker) Stop() {
 	close(w.stop)
 	w.sweeper.Wait()
-	w.shared.Stop()
-	w.host.Stop()
+	var stopping sync.WaitGroup
+	stopping.Go(w.shared.Stop)
+	stopping.Go(w.host.Stop)
+	stopping.Wait()
 	// No activity runs now: what waits for a Verify goes.
 	activities.CloseLeases(w.acts)
 	w.stopGateway()
@@ -387,6 +414,10 @@ func (w *Worker) Stop() {
 		w.cfg.Logger.Warn("close run store", "error", err)
 	}
 }
+
+// HandBack cuts a Stop's drain short: the rollouts still running are
+// handed back now (a second stop signal).
+func (w *Worker) HandBack() { activities.HandBack(w.acts) }
 
 // stopMetrics stops the metrics endpoint, if there is one.
 func (w *Worker) stopMetrics() {

@@ -563,3 +563,26 @@ func Redact(rawURL string) string {
 	where, _ := redactURL(rawURL)
 	return where
 }
+
+// Ping connects to the database at rawURL once and reports whether it
+// answers, for a process that waits for its database at start. The error
+// holds no password.
+func Ping(ctx context.Context, rawURL string) error {
+	where, secret := redactURL(rawURL)
+	cfg, err := pgx.ParseConfig(rawURL)
+	if err != nil {
+		return fmt.Errorf("run store %s: %w", where, redactErr(err, secret))
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = 10 * time.Second
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("run store %s: %w", where, redactErr(err, secret))
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if err := conn.Ping(ctx); err != nil {
+		return fmt.Errorf("run store %s: %w", where, redactErr(err, secret))
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+package wiring
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
+
+	"github.com/evalflow/evalflow/internal/results/postgres/pgtest"
+)
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// A store that never answers: one log line per attempt with its error and
+// the next delay, then an error naming the store (never its password).
+func TestWaitForStoreNamesWhatNeverAnswered(t *testing.T) {
+	const password = "wait-test-pw-81c2"
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	_, err := WaitForStore(ctx, StoreConfig{URL: "postgres://evalflow:" + password + "@" + closedAddr(t) + "/evalflow?sslmode=disable"}, logger)
+	require.Error(t, err)
+	assert.False(t, errors.Is(err, ErrStopped), "a timeout is not a stop")
+	assert.Contains(t, err.Error(), "the run store postgres://evalflow@")
+	assert.Contains(t, err.Error(), "did not answer within the start timeout (--start-timeout")
+	lines := strings.Count(logs.String(), "waiting for the run store")
+	assert.GreaterOrEqual(t, lines, 2, "one line per attempt:\n%s", logs.String())
+	assert.Contains(t, logs.String(), "next_attempt_in=250ms")
+	assert.Contains(t, logs.String(), "next_attempt_in=500ms", "the delay grows")
+	assert.NotContains(t, err.Error()+logs.String(), password)
+}
+
+// A stop signal during the wait ends it at once with ErrStopped.
+func TestWaitForTemporalStopped(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	done := make(chan error, 1)
+	go func() {
+		_, err := WaitForTemporal(ctx, Connection{Address: closedAddr(t), Namespace: "default"}, logger)
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "waiting for Temporal") }, 10*time.Second, 10*time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, ErrStopped)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the wait goes on after its context was cancelled")
+	}
+}
+
+// A database that answers is opened (the real test cluster).
+func TestWaitForStoreOpens(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := WaitForStore(ctx, StoreConfig{URL: pgtest.URL(t)}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+}
+
+func TestServiceTimeouts(t *testing.T) {
+	for _, tc := range []struct {
+		args         []string
+		start, drain time.Duration
+		err          string
+	}{
+		{nil, DefaultStartTimeout, DefaultDrainTimeout, ""},
+		{[]string{"--start-timeout", "10s", "--drain-timeout", "0s"}, 10 * time.Second, 0, ""},
+		{[]string{"--start-timeout", "0s"}, 0, 0, "--start-timeout 0s: must be positive"},
+		{[]string{"--drain-timeout", "-1s"}, 0, 0, "--drain-timeout -1s is negative"},
+	} {
+		var start, drain time.Duration
+		var err error
+		app := &cli.App{Flags: ServiceFlags(), Action: func(cctx *cli.Context) error {
+			start, drain, err = ServiceTimeouts(cctx)
+			return nil
+		}}
+		require.NoError(t, app.Run(append([]string{"worker"}, tc.args...)))
+		if tc.err != "" {
+			assert.ErrorContains(t, err, tc.err, "ServiceTimeouts(%q)", tc.args)
+			continue
+		}
+		require.NoError(t, err, "ServiceTimeouts(%q)", tc.args)
+		assert.Equal(t, tc.start, start, "start of %q", tc.args)
+		assert.Equal(t, tc.drain, drain, "drain of %q", tc.args)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
