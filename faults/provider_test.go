@@ -234,3 +234,54 @@ func TestProviderFaultsAreNeverTheAgents(t *testing.T) {
 // providerKey is the provider's API key the suite's workers hold: it must
 // never reach a history, log or run file.
 const providerKey = "sk-faults-provider-key-5f1c2a9e7b3d4c6a"
+
+// TestProviderHangLongerThanHarnessTimeout: a provider that accepts the call
+// and never answers, with the worker's header timeout at its default
+// (minutes) and a harness timeout of seconds. The harness is stopped at its
+// timeout with its call still waiting: each attempt is the provider's
+// failure, retried, and the rollout ends as infrastructure after its
+// attempts, never as the agent's timeout.
+func TestProviderHangLongerThanHarnessTimeout(t *testing.T) {
+	p, baseURL := newFaultyProvider(t)
+	srv := startServer(t)
+	c := dial(t, srv.addr)
+	defer c.Close()
+	runs, queue := caseDir(t), "faults-provider-hang"
+	// No --upstream-header-timeout: the default, far longer than the harness's.
+	spawnEnv(t, []string{"OPENAI_API_KEY=" + providerKey}, "worker",
+		"--address", srv.addr, "--runs-dir", runs, "--task-queue", queue, "--log-level", "warn",
+		"--base-url", baseURL)
+
+	const harnessTimeout, attempts = 3 * time.Second, 2
+	p.fail("hang-before-headers", -1)
+	defer p.fail("ok", 0)
+	id := "hang-past-harness-timeout"
+	cfg := evalConfig(id, 2, 2)
+	cfg.Harness.Command = []string{filepath.Join(bin, "evalflow-agent"), "--no-stream"}
+	cfg.Harness.Timeout, cfg.Harness.TimeoutGiven = harnessTimeout, true
+	cfg.Limits.MaxAttempts = attempts
+	started := time.Now()
+	r := startEval(t, c, queue, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var res workflows.Result
+	require.NoError(t, r.Get(ctx, &res))
+	took := time.Since(started)
+	calls := p.calls.Load()
+
+	assert.Equal(t, int64(2), res.Failed, "both rollouts fail while the provider hangs")
+	assert.Zero(t, res.OK)
+	for _, e := range res.Errors {
+		assert.Equal(t, rollout.KindInfra, e.Kind, "a hung provider is never the agent's timeout: %+v", res.FailedSamples)
+	}
+	recs, keys := stored(t, runs, id)
+	assert.Len(t, keys, 2, "every rollout stored")
+	for _, rec := range recs {
+		assert.Equal(t, rollout.KindInfra, rec.ErrorKind, "%s stored as %s: %s", rec.Key, rec.ErrorKind, rec.Error)
+		assert.NotEqual(t, rollout.KindTimeout, rec.ErrorKind)
+		assert.Equal(t, attempts, rec.Attempt, "%s ran its %d attempts", rec.Key, attempts)
+	}
+	assert.GreaterOrEqual(t, calls, int64(2*attempts), "every attempt reached the provider")
+	figure(t, "provider hangs forever, harness timeout %s < header timeout 5m: 2 rollouts → %d %s after %d attempts each, %d provider calls, %s",
+		harnessTimeout, res.Failed, rollout.KindInfra, attempts, calls, took.Round(time.Millisecond))
+}
