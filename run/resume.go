@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -114,6 +115,8 @@ type Resumed struct {
 	// Started is the execution Resume started; nil when the run is
 	// running, or has finished and is not rerun.
 	Started *Started
+	// StartedAt is when the run's last execution started.
+	StartedAt time.Time
 }
 
 // Resume continues a run that failed, was terminated or was stopped:
@@ -133,6 +136,7 @@ func Resume(ctx context.Context, c client.Client, in ResumeInput) (Resumed, erro
 	}
 	info := desc.GetWorkflowExecutionInfo()
 	r.Kind, r.Prior = info.GetType().GetName(), info.GetStatus()
+	r.StartedAt = info.GetStartTime().AsTime()
 	execution := info.GetExecution().GetRunId()
 	switch {
 	case r.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:

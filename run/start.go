@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -61,6 +62,8 @@ type Attached struct {
 	// Started is the execution Attach started; nil when it started none:
 	// the run is running, or has finished and is not rerun.
 	Started *Started
+	// StartedAt is when the run's last execution started, when there was one.
+	StartedAt time.Time
 }
 
 // Done reports whether the run had finished and nothing was started: its
@@ -83,6 +86,7 @@ func Attach(ctx context.Context, c client.Client, taskQueue string, cfg workflow
 		return a, fmt.Errorf("look up run %s: %w", cfg.RunID, err)
 	default:
 		a.Prior = desc.GetWorkflowExecutionInfo().GetStatus()
+		a.StartedAt = desc.GetWorkflowExecutionInfo().GetStartTime().AsTime()
 		if a.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING ||
 			a.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED && !cfg.RetryFailed {
 			return a, nil
