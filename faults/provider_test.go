@@ -274,12 +274,23 @@ func TestProviderHangLongerThanHarnessTimeout(t *testing.T) {
 	for _, e := range res.Errors {
 		assert.Equal(t, rollout.KindInfra, e.Kind, "a hung provider is never the agent's timeout: %+v", res.FailedSamples)
 	}
-	recs, keys := stored(t, runs, id)
-	assert.Len(t, keys, 2, "every rollout stored")
-	for _, rec := range recs {
-		assert.Equal(t, rollout.KindInfra, rec.ErrorKind, "%s stored as %s: %s", rec.Key, rec.ErrorKind, rec.Error)
-		assert.NotEqual(t, rollout.KindTimeout, rec.ErrorKind)
-		assert.Equal(t, attempts, rec.Attempt, "%s ran its %d attempts", rec.Key, attempts)
+	recs, _ := stored(t, runs, id)
+	assert.Empty(t, recs, "nothing scored: no record of the agent's")
+	store, err := results.Open(runs)
+	require.NoError(t, err)
+	for i := range int64(2) {
+		key := rollout.Key(id, 0, i, 0)
+		kept, err := store.Attempts(context.Background(), id, key)
+		require.NoError(t, err)
+		require.Len(t, kept, attempts, "%s: the trace of each of its attempts is kept", key)
+		for _, tr := range kept {
+			assert.True(t, tr.Harness.TimedOut, "%s: stopped at the harness timeout", key)
+			assert.Contains(t, tr.Error, "timeout failure", "%s: ended as the provider's failure", key)
+			require.NotEmpty(t, tr.Turns, key)
+			last := tr.Turns[len(tr.Turns)-1]
+			assert.Equal(t, 499, last.Status, "%s: its last call had no answer: %+v", key, last)
+			assert.Zero(t, last.TTFT, "%s: no byte of an answer", key)
+		}
 	}
 	assert.GreaterOrEqual(t, calls, int64(2*attempts), "every attempt reached the provider")
 	figure(t, "provider hangs forever, harness timeout %s < header timeout 5m: 2 rollouts → %d %s after %d attempts each, %d provider calls, %s",
