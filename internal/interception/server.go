@@ -260,14 +260,7 @@ func (s *Server) Turns(key string) ([]trace.Turn, bool) {
 		return nil, false
 	}
 	e.settle(settleTimeout)
-	turns := e.snapshot()
-	for _, t := range e.unanswered() {
-		if _, found := slices.BinarySearchFunc(turns, t.Index, func(r trace.Turn, i int) int { return r.Index - i }); !found {
-			turns = append(turns, t)
-		}
-	}
-	slices.SortStableFunc(turns, func(a, b trace.Turn) int { return a.Index - b.Index })
-	return turns, true
+	return e.snapshot(), true
 }
 
 // Len is how many rollouts are registered.
