@@ -115,7 +115,8 @@ type Resumed struct {
 	// Started is the execution Resume started; nil when the run is
 	// running, or has finished and is not rerun.
 	Started *Started
-	// StartedAt is when the run's last execution started.
+	// StartedAt is when the run's last chain of executions started (its
+	// first segment, when it continued as new).
 	StartedAt time.Time
 }
 
@@ -136,7 +137,7 @@ func Resume(ctx context.Context, c client.Client, in ResumeInput) (Resumed, erro
 	}
 	info := desc.GetWorkflowExecutionInfo()
 	r.Kind, r.Prior = info.GetType().GetName(), info.GetStatus()
-	r.StartedAt = info.GetStartTime().AsTime()
+	r.StartedAt = chainStart(ctx, c, info)
 	execution := info.GetExecution().GetRunId()
 	switch {
 	case r.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
