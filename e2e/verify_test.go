@@ -381,3 +381,35 @@ func TestRunLinesRefusedUnlessSkipped(t *testing.T) {
 	assert.Equal(t, 1.0, rec.Reward)
 	assert.Contains(t, readTrace(t, skipped.runDir, rec).Workspace, "RUN apt-get install -y jq: not run outside docker")
 }
+
+// TestHarborTaskUnderLocalIsRefusedAtStart: a Harbor task written as Harbor
+// tasks are (its solution writes /app, its tests read /app and write
+// /logs/verifier) under the local runtime: the run fails at its start,
+// before any rollout, naming the task, the paths it assumes and the
+// runtimes that give them; nothing is scored. Under bwrap the same task
+// scores 1 with its solution.
+func TestHarborTaskUnderLocalIsRefusedAtStart(t *testing.T) {
+	root, err := filepath.Abs("../harness/testdata/harbor-app")
+	require.NoError(t, err)
+	run := harborRun{taskset: "harbor:" + root, harness: rollout.HarnessConfig{Oracle: true}, mayFail: true}
+
+	refused := runHarbor(t, run)
+	require.Error(t, refused.err, "the run does not start")
+	for _, want := range []string{"task hello-app assumes the paths of a sandbox", "solution/solve.sh line 4: /app",
+		"the local runtime", "--runtime bwrap", "--runtime docker"} {
+		assert.Contains(t, refused.err.Error(), want)
+	}
+	assert.Zero(t, refused.scheduled[rollout.ActivityAcquire], "no rollout started")
+	assert.Zero(t, refused.scheduled[rollout.ActivityRun])
+	assert.Empty(t, refused.records, "nothing scored, least of all as the agent's")
+	requireNoWorkspaceLeft(t, refused.workDir)
+
+	_, err = exec.LookPath("bwrap")
+	require.NoError(t, err, "the bwrap runtime needs bubblewrap: apt-get install bubblewrap")
+	run.runtime = &harness.Bwrap{Local: harness.Local{Dir: t.TempDir()}}
+	got := runHarbor(t, run)
+	require.NoError(t, got.err)
+	rec, ok := got.records["hello-app"]
+	require.True(t, ok)
+	assert.Equal(t, 1.0, rec.Reward, "%+v", got.res.FailedSamples)
+}

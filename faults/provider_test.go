@@ -234,3 +234,65 @@ func TestProviderFaultsAreNeverTheAgents(t *testing.T) {
 // providerKey is the provider's API key the suite's workers hold: it must
 // never reach a history, log or run file.
 const providerKey = "sk-faults-provider-key-5f1c2a9e7b3d4c6a"
+
+// TestProviderHangLongerThanHarnessTimeout: a provider that accepts the call
+// and never answers, with the worker's header timeout at its default
+// (minutes) and a harness timeout of seconds. The harness is stopped at its
+// timeout with its call still waiting: each attempt is the provider's
+// failure, retried, and the rollout ends as infrastructure after its
+// attempts, never as the agent's timeout.
+func TestProviderHangLongerThanHarnessTimeout(t *testing.T) {
+	p, baseURL := newFaultyProvider(t)
+	srv := startServer(t)
+	c := dial(t, srv.addr)
+	defer c.Close()
+	runs, queue := caseDir(t), "faults-provider-hang"
+	// No --upstream-header-timeout: the default, far longer than the harness's.
+	spawnEnv(t, []string{"OPENAI_API_KEY=" + providerKey}, "worker",
+		"--address", srv.addr, "--runs-dir", runs, "--task-queue", queue, "--log-level", "warn",
+		"--base-url", baseURL)
+
+	const harnessTimeout, attempts = 3 * time.Second, 2
+	p.fail("hang-before-headers", -1)
+	defer p.fail("ok", 0)
+	id := "hang-past-harness-timeout"
+	cfg := evalConfig(id, 2, 2)
+	cfg.Harness.Command = []string{filepath.Join(bin, "evalflow-agent"), "--no-stream"}
+	cfg.Harness.Timeout, cfg.Harness.TimeoutGiven = harnessTimeout, true
+	cfg.Limits.MaxAttempts = attempts
+	started := time.Now()
+	r := startEval(t, c, queue, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var res workflows.Result
+	require.NoError(t, r.Get(ctx, &res))
+	took := time.Since(started)
+	calls := p.calls.Load()
+
+	assert.Equal(t, int64(2), res.Failed, "both rollouts fail while the provider hangs")
+	assert.Zero(t, res.OK)
+	for _, e := range res.Errors {
+		assert.Equal(t, rollout.KindInfra, e.Kind, "a hung provider is never the agent's timeout: %+v", res.FailedSamples)
+	}
+	recs, _ := stored(t, runs, id)
+	assert.Empty(t, recs, "nothing scored: no record of the agent's")
+	store, err := results.Open(runs)
+	require.NoError(t, err)
+	for i := range int64(2) {
+		key := rollout.Key(id, 0, i, 0)
+		kept, err := store.Attempts(context.Background(), id, key)
+		require.NoError(t, err)
+		require.Len(t, kept, attempts, "%s: the trace of each of its attempts is kept", key)
+		for _, tr := range kept {
+			assert.True(t, tr.Harness.TimedOut, "%s: stopped at the harness timeout", key)
+			assert.Contains(t, tr.Error, "timeout failure", "%s: ended as the provider's failure", key)
+			require.NotEmpty(t, tr.Turns, key)
+			last := tr.Turns[len(tr.Turns)-1]
+			assert.Equal(t, 499, last.Status, "%s: its last call had no answer: %+v", key, last)
+			assert.Zero(t, last.TTFT, "%s: no byte of an answer", key)
+		}
+	}
+	assert.GreaterOrEqual(t, calls, int64(2*attempts), "every attempt reached the provider")
+	figure(t, "provider hangs forever, harness timeout %s < header timeout 5m: 2 rollouts → %d %s after %d attempts each, %d provider calls, %s",
+		harnessTimeout, res.Failed, rollout.KindInfra, attempts, calls, took.Round(time.Millisecond))
+}

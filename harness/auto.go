@@ -47,7 +47,7 @@ func (a *Auto) forTask(task tasksets.Task) (Runtime, error) {
 	case a.Isolated != nil:
 		return a.Isolated, nil
 	}
-	return nil, &ConfigError{Err: fmt.Errorf("task %s has an environment to run in, and no runtime here can give it one: %s, and bwrap is not installed (run scripts/engine.sh for Podman, install bubblewrap, or pass --runtime local to run it on this host as it is)", task.ID, a.NoEngine)}
+	return nil, &ConfigError{Err: fmt.Errorf("task %s has an environment to run in, and no runtime here can give it one: %s, and bwrap is not installed (run scripts/engine.sh for Podman, install bubblewrap, or, for a task whose scripts use $EVALFLOW_WORKSPACE rather than /app, pass --runtime local to run it on this host as it is)", task.ID, a.NoEngine)}
 }
 
 // HasEnvironment reports whether a task brings a system of its own: an

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/workflows"
@@ -11,13 +12,28 @@ import (
 // Account tells what a run reused from what it ran by the run store's
 // records before it started and after it ended. A workflow counts as ran
 // every rollout its own execution finished, so a run resumed while still
-// running (after Ctrl-C) would report its earlier rollouts as run again.
+// running (after Ctrl-C) would report its earlier rollouts as run again;
+// and what the store held when the starter re-attached to a running run
+// was partly run by that very execution (AttachedSince).
 type Account struct {
 	store results.Store
 	runID string
 	// before is the store's records by key; nil when the store could not
 	// be read, and then the workflow's own counts stand.
 	before map[string]results.Record
+	// since is when the execution attached to started, for a run that was
+	// running already: what it stored before the account was taken it ran
+	// itself, and is no reuse.
+	since time.Time
+}
+
+// AttachedSince tells the account that the run was running already, its
+// execution started at start: records stored from then on were run by
+// it, though they were in the store when the account was taken.
+func (a *Account) AttachedSince(start time.Time) {
+	if a != nil {
+		a.since = start
+	}
 }
 
 // NewAccount reads what store holds for a run now. A nil store can tell
@@ -54,7 +70,9 @@ func (a *Account) counts(ctx context.Context) (map[int]epochCount, bool) {
 	counts := map[int]epochCount{}
 	for _, r := range after {
 		c := counts[r.Epoch]
-		if b, held := a.before[r.Key]; held && b.Attempt == r.Attempt && b.Status == r.Status && b.FinishedAt.Equal(r.FinishedAt) {
+		b, held := a.before[r.Key]
+		if held && b.Attempt == r.Attempt && b.Status == r.Status && b.FinishedAt.Equal(r.FinishedAt) &&
+			(a.since.IsZero() || b.FinishedAt.Before(a.since)) {
 			c.reused++
 		} else {
 			c.ran++

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -115,6 +116,9 @@ type Resumed struct {
 	// Started is the execution Resume started; nil when the run is
 	// running, or has finished and is not rerun.
 	Started *Started
+	// StartedAt is when the run's last chain of executions started (its
+	// first segment, when it continued as new).
+	StartedAt time.Time
 }
 
 // Resume continues a run that failed, was terminated or was stopped:
@@ -134,6 +138,7 @@ func Resume(ctx context.Context, c client.Client, in ResumeInput) (Resumed, erro
 	}
 	info := desc.GetWorkflowExecutionInfo()
 	r.Kind, r.Prior = info.GetType().GetName(), info.GetStatus()
+	r.StartedAt = chainStart(ctx, c, info)
 	execution := info.GetExecution().GetRunId()
 	switch {
 	case r.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -61,6 +63,9 @@ type Attached struct {
 	// Started is the execution Attach started; nil when it started none:
 	// the run is running, or has finished and is not rerun.
 	Started *Started
+	// StartedAt is when the run's last chain of executions started (its
+	// first segment, when it continued as new), when there was one.
+	StartedAt time.Time
 }
 
 // Done reports whether the run had finished and nothing was started: its
@@ -83,6 +88,7 @@ func Attach(ctx context.Context, c client.Client, taskQueue string, cfg workflow
 		return a, fmt.Errorf("look up run %s: %w", cfg.RunID, err)
 	default:
 		a.Prior = desc.GetWorkflowExecutionInfo().GetStatus()
+		a.StartedAt = chainStart(ctx, c, desc.GetWorkflowExecutionInfo())
 		if a.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING ||
 			a.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED && !cfg.RetryFailed {
 			return a, nil
@@ -123,4 +129,19 @@ func FailedResult(err error) (workflows.Result, bool) {
 		return workflows.Result{}, false
 	}
 	return res, true
+}
+
+// chainStart is when the chain of executions info belongs to started: its
+// first run's start, the run having continued as new since (a segment of
+// a long run); info's own start when that run cannot be read.
+func chainStart(ctx context.Context, c client.Client, info *workflowpb.WorkflowExecutionInfo) time.Time {
+	first := info.GetFirstRunId()
+	if first == "" || first == info.GetExecution().GetRunId() {
+		return info.GetStartTime().AsTime()
+	}
+	desc, err := c.DescribeWorkflowExecution(ctx, info.GetExecution().GetWorkflowId(), first)
+	if err != nil {
+		return info.GetStartTime().AsTime()
+	}
+	return desc.GetWorkflowExecutionInfo().GetStartTime().AsTime()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -151,4 +152,39 @@ func TestStatus(t *testing.T) {
 	assert.Equal(t, workflows.TrainName, l.Kind)
 	assert.Nil(t, l.Progress, "no worker answers the query")
 	assert.Error(t, l.ProgressErr)
+}
+
+// The starter re-attached to a run still running on its first execution:
+// everything the store held then was run by that execution, and nothing is
+// reused, in the result nor in the stored summary. A record stored before
+// the execution started (by an earlier one) is reused.
+func TestAccountAttachedToARunningRun(t *testing.T) {
+	ctx := context.Background()
+	store, err := results.Open(t.TempDir())
+	require.NoError(t, err)
+	start := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	put := func(index int64, finished time.Time) {
+		t.Helper()
+		_, _, err := store.Put(ctx, results.Record{
+			Key: rollout.Key("r", 0, index, 0), RunID: "r", Index: index,
+			Status: rollout.StatusOK, Reward: 1, Attempt: 1, FinishedAt: finished,
+		}, nil)
+		require.NoError(t, err)
+	}
+	put(0, start.Add(-time.Hour)) // an earlier execution's
+	for i := int64(1); i < 219; i++ {
+		put(i, start.Add(time.Duration(i)*time.Second))
+	}
+
+	account := NewAccount(ctx, store, "r")
+	account.AttachedSince(start)
+	for i := int64(219); i < 256; i++ {
+		put(i, start.Add(time.Hour))
+	}
+	res := workflows.Result{Rollouts: 256, Reused: 1}
+	account.Eval(ctx, &res)
+	assert.Equal(t, int64(1), res.Reused, "only the earlier execution's rollout was reused")
+	var summary workflows.Result
+	require.NoError(t, store.ReadSummary(ctx, "r", &summary))
+	assert.Equal(t, int64(1), summary.Reused, "the stored summary says the same")
 }

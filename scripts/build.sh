@@ -31,9 +31,19 @@ stale=$(printf '%s' "$stale" | grep -c . || true)
 if [ "$stale" -gt 200 ]; then
 	say "build: compiling $stale packages for $out (a first build; later ones take seconds)…"
 fi
+# The version --version prints: git describe of the source when it is a
+# checkout, else $EVALFLOW_VERSION (a release tarball's), stamped at link
+# time. A build without either falls back to the module and VCS
+# information, then to the binary's build id (internal/wiring/version.go).
+version=${EVALFLOW_VERSION:-$(git describe --tags --always --dirty 2>/dev/null || true)}
+stampflags=()
+if [ -n "$version" ]; then
+	stampflags=(-ldflags "-X github.com/evalflow/evalflow/internal/wiring.stamp=$version")
+fi
 start=$SECONDS
 # -v names each package as it is compiled; anything else is the compiler's.
-$GO build -v -o "$out" "$@" "$pkg" 2>&1 | awk -v total="$stale" -v tty="$tty" -v quiet="$((stale <= 200))" '
+# A -ldflags of the caller's comes after the stamp's and replaces it.
+$GO build -v -o "$out" "${stampflags[@]}" "$@" "$pkg" 2>&1 | awk -v total="$stale" -v tty="$tty" -v quiet="$((stale <= 200))" '
 	/^[a-zA-Z0-9_.-]+(\/[a-zA-Z0-9_.~+-]+)*$/ && !/\.go:/ {
 		n++
 		if (quiet) next

@@ -59,7 +59,7 @@ func runEval(cctx *cli.Context) error {
 	// What the store holds before the run starts is what it reuses.
 	account, closeAccount := newStoreAccount(ctx, storeFlags(cctx), cfg.RunID)
 	defer closeAccount()
-	done, err := startOrAttach(ctx, s.client, cctx.String(wiring.FlagTaskQueue), cfg)
+	done, err := startOrAttach(ctx, s.client, cctx.String(wiring.FlagTaskQueue), cfg, account)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func runEval(cctx *cli.Context) error {
 		return printResult(ctx, s.client, cctx, cfg.RunID)
 	}
 	if cctx.Bool("detach") {
-		fmt.Printf("Started run %s. Watch it: starter status %s\n", cfg.RunID, cfg.RunID)
+		fmt.Printf("Started run %s. Watch it: %s\n", cfg.RunID, statusHint(cctx, cfg.RunID))
 		return nil
 	}
 	bar := newProgressBar(os.Stderr)
@@ -311,7 +311,7 @@ func newRunID(kind string) string {
 // startOrAttach starts the run, or attaches to it when a run with that id
 // exists (run.Attach), and says which; done is true for a finished run,
 // whose result is the one to print.
-func startOrAttach(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig) (done bool, err error) {
+func startOrAttach(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig, account *run.Account) (done bool, err error) {
 	a, err := run.Attach(ctx, c, taskQueue, cfg)
 	if err != nil {
 		return false, err
@@ -322,6 +322,7 @@ func startOrAttach(ctx context.Context, c client.Client, taskQueue string, cfg w
 			cfg.RunID, cfg.Tasks, cfg.RolloutsPerTask, cfg.Taskset, cfg.Model)
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 		fmt.Fprintf(os.Stderr, "Run %s is already running: resuming it (its own configuration applies).\n", cfg.RunID)
+		account.AttachedSince(a.StartedAt)
 	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 		if a.Done() {
 			fmt.Fprintf(os.Stderr, "Run %s has already finished (add --retry-failed to rerun its failed rollouts).\n", cfg.RunID)
@@ -428,4 +429,28 @@ func prepareTasks(ctx context.Context, s *session, taskset string) error {
 		fmt.Fprintln(os.Stderr)
 	}
 	return err
+}
+
+// statusHint is the command that shows a run's progress, with the flags
+// that reach the run as this command did (its server, a namespace other
+// than the default, its run store directory) before the run id, which ends
+// a command's flags.
+func statusHint(cctx *cli.Context, runID string) string {
+	args := []string{"starter", "status"}
+	for _, name := range []string{wiring.FlagAddress, wiring.FlagNamespace, wiring.FlagRunsDir} {
+		if cctx.IsSet(name) && !(name == wiring.FlagNamespace && cctx.String(name) == "default") {
+			args = append(args, "--"+name, shellQuote(cctx.String(name)))
+		}
+	}
+	return strings.Join(append(args, shellQuote(runID)), " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:/@=+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

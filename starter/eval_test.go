@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"flag"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mattn/go-shellwords"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
@@ -182,4 +184,44 @@ func TestUILinks(t *testing.T) {
 	require.Len(t, got, 2)
 	assert.Equal(t, "Temporal Web UI: http://ui.example:8080/namespaces/team%20a/workflows/run-1", got[0])
 	assert.Equal(t, "  every workflow of the run: http://ui.example:8080/namespaces/team%20a/workflows?query=EvalflowRunId%3D%22run-1%22", got[1])
+}
+
+// The hint --detach prints is a command that reaches the run as printed:
+// read back by status's own flags, it names the same server, namespace and
+// run store directory, and the run id last (a flag after it is refused).
+func TestDetachStatusHint(t *testing.T) {
+	for _, v := range []string{"EVALFLOW_ADDRESS", "TEMPORAL_ADDRESS", "EVALFLOW_NAMESPACE", "TEMPORAL_NAMESPACE", "EVALFLOW_RUNS_DIR"} {
+		t.Setenv(v, "") // restored when the test ends
+		require.NoError(t, os.Unsetenv(v))
+	}
+	for _, tc := range []struct {
+		args []string
+		want map[string]string
+	}{
+		{[]string{"--address", "temporal.example:7233", "--namespace", "evals"},
+			map[string]string{"address": "temporal.example:7233", "namespace": "evals", "runs-dir": "runs"}},
+		{[]string{"--address", "10.0.0.5:7233", "--runs-dir", "/data/my runs"},
+			map[string]string{"address": "10.0.0.5:7233", "namespace": "default", "runs-dir": "/data/my runs"}},
+		{nil, map[string]string{"address": "localhost:7233", "namespace": "default", "runs-dir": "runs"}},
+	} {
+		set := flag.NewFlagSet("eval", flag.ContinueOnError)
+		for _, f := range evalCommand().Flags {
+			require.NoError(t, f.Apply(set))
+		}
+		require.NoError(t, set.Parse(tc.args))
+		hint := statusHint(cli.NewContext(&cli.App{}, set, nil), "run-1")
+
+		words, err := shellwords.Parse(hint)
+		require.NoError(t, err)
+		require.Equal(t, []string{"starter", "status"}, words[:2], hint)
+		status := flag.NewFlagSet("status", flag.ContinueOnError)
+		for _, f := range statusCommand().Flags {
+			require.NoError(t, f.Apply(status))
+		}
+		require.NoError(t, status.Parse(words[2:]), hint)
+		assert.Equal(t, []string{"run-1"}, status.Args(), "the run id comes last: %s", hint)
+		for name, want := range tc.want {
+			assert.Equal(t, want, status.Lookup(name).Value.String(), "%s in %s", name, hint)
+		}
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -15,6 +17,7 @@ import (
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/run"
+	"github.com/evalflow/evalflow/workflows"
 )
 
 func statusCommand() *cli.Command {
@@ -60,7 +63,7 @@ func printStatus(ctx context.Context, w io.Writer, c client.Client, server strin
 	}
 	fmt.Fprintf(w, "run %s: %s (on %s)\n", runID, statusWord(live.Status), server)
 	if tp := live.Train; tp != nil {
-		fmt.Fprintf(w, "epoch %d of %s; skipped %v\n", tp.Epoch, epochsText(tp.Epochs), tp.Skipped)
+		fmt.Fprintln(w, trainLine(live.Status, *tp))
 	}
 	if p := live.Progress; p != nil {
 		fmt.Fprintln(w, renderProgress(*p, time.Since(p.StartedAt), p.Done))
@@ -161,4 +164,28 @@ func statusWord(s enumspb.WorkflowExecutionStatus) string {
 		return "timed out"
 	}
 	return s.String()
+}
+
+// trainLine is a training run's epochs as status prints them: the epoch
+// running (numbered from 0), all of them once the run has completed, where
+// it stopped otherwise, and the epochs it took from the run store (a
+// resumed run's) when there are any.
+func trainLine(status enumspb.WorkflowExecutionStatus, tp workflows.TrainProgress) string {
+	var line string
+	switch status {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		line = fmt.Sprintf("epoch %d of %s", tp.Epoch, epochsText(tp.Epochs))
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		line = fmt.Sprintf("finished: %d of %s", tp.Epoch, epochsText(tp.Epochs))
+	default:
+		line = fmt.Sprintf("stopped in epoch %d of %s", tp.Epoch, epochsText(tp.Epochs))
+	}
+	if len(tp.Skipped) > 0 {
+		epochs := make([]string, len(tp.Skipped))
+		for i, e := range tp.Skipped {
+			epochs[i] = strconv.Itoa(e)
+		}
+		line += "; epochs " + strings.Join(epochs, ", ") + " reused from the run store"
+	}
+	return line
 }

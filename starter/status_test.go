@@ -18,6 +18,7 @@ import (
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/workflows"
 )
 
 // fakeTemporal answers DescribeWorkflowExecution with desc or err; queries
@@ -88,5 +89,24 @@ func TestPrintStatus(t *testing.T) {
 				assert.Contains(t, out.String(), w)
 			}
 		})
+	}
+}
+
+// A training run's epoch line: no empty "skipped []" once it has finished,
+// nor an epoch past the last.
+func TestTrainLine(t *testing.T) {
+	for _, tc := range []struct {
+		status enumspb.WorkflowExecutionStatus
+		tp     workflows.TrainProgress
+		want   string
+	}{
+		{enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, workflows.TrainProgress{Epoch: 3, Epochs: 3, Skipped: []int{}}, "finished: 3 of 3 epochs"},
+		{enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, workflows.TrainProgress{Epoch: 1, Epochs: 3}, "epoch 1 of 3 epochs"},
+		{enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, workflows.TrainProgress{Epoch: 2, Epochs: 0, Skipped: []int{0, 1}}, "epoch 2 of unbounded epochs; epochs 0, 1 reused from the run store"},
+		{enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, workflows.TrainProgress{Epoch: 1, Epochs: 3}, "stopped in epoch 1 of 3 epochs"},
+	} {
+		got := trainLine(tc.status, tc.tp)
+		assert.Equal(t, tc.want, got, "trainLine(%v, %+v)", tc.status, tc.tp)
+		assert.NotContains(t, got, "[]")
 	}
 }

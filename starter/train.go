@@ -151,6 +151,7 @@ func resume(cctx *cli.Context, s *session, runID string) error {
 		warnStarted(r.Started)
 	case r.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 		fmt.Fprintf(os.Stderr, "Run %s is running: watching it.\n", runID)
+		account.AttachedSince(r.StartedAt)
 	default:
 		fmt.Fprintf(os.Stderr, "Run %s has already finished.\n", runID)
 	}

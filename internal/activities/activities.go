@@ -22,6 +22,7 @@ import (
 	"github.com/evalflow/evalflow/internal/metrics"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/tasksets"
 )
 
 // Activities runs rollout steps on one worker. Acquire runs on the shared
@@ -83,13 +84,55 @@ func (a *Activities) logger() *slog.Logger {
 	return a.Logger
 }
 
-// DescribeTaskset opens a taskset and reports its size.
+// DescribeTaskset opens a taskset and reports its size. A task this
+// worker's runtime cannot honour (a Harbor task's /app under the local
+// runtime) fails the run here, at its start, before any rollout is
+// scored: the tasks of a finite taskset of up to checkLimit tasks are
+// checked, each refused one named.
 func (a *Activities) DescribeTaskset(ctx context.Context, in rollout.DescribeTasksetInput) (rollout.DescribeTasksetResult, error) {
 	ts, err := a.Tasksets.Open(in.Taskset)
 	if err != nil {
 		return rollout.DescribeTasksetResult{}, configErr(err)
 	}
+	if err := a.checkTasks(ctx, ts); err != nil {
+		return rollout.DescribeTasksetResult{}, err
+	}
 	return rollout.DescribeTasksetResult{Len: ts.Len()}, nil
+}
+
+// checkLimit is the most tasks a run's start checks against the runtime;
+// the tasks of a larger taskset are checked as each runs.
+const checkLimit = 10000
+
+// checkTasks checks a taskset's tasks against the runtime: the first
+// refusal fails the run as a ConfigError, with how many tasks it refuses.
+func (a *Activities) checkTasks(ctx context.Context, ts tasksets.Taskset) error {
+	c, ok := harness.CheckerOf(a.Runtime)
+	n := ts.Len()
+	if !ok || n < 0 || n > checkLimit {
+		return nil
+	}
+	var first error
+	refused := 0
+	for i := range n {
+		task, err := ts.Task(ctx, i)
+		if err != nil {
+			return nil // the rollout of that task reports it
+		}
+		if err := c.CheckTask(task); err != nil {
+			if first == nil {
+				first = err
+			}
+			refused++
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	if refused > 1 {
+		return configErr(fmt.Errorf("%w (and %d more of the taskset's %d tasks are refused alike)", first, refused-1, n))
+	}
+	return configErr(first)
 }
 
 // Acquire waits for capacity on this worker and registers the rollout on an

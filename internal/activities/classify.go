@@ -46,7 +46,8 @@ func classify(res harness.Result, turns []trace.Turn, maxTurns int) (kind, msg s
 // upstreamFailure tells an outage from a task failure: the last model call
 // was failed by the provider, as the interception server recorded it (a
 // connection cut or reset, a timeout, a truncated stream, an answer that is
-// not JSON, an error event). Whatever the harness did next, its answer was
+// not JSON, an error event), or the harness was stopped at its timeout
+// while that call still waited on the provider. Whatever the harness did next, its answer was
 // not made from a model's answer: a harness that exits 0 after a truncated
 // stream has nothing of the agent's to score. A bare 429 or 5xx in a trace
 // from before failures were named counts only when the harness failed. It
@@ -62,11 +63,27 @@ func upstreamFailure(res harness.Result, turns []trace.Turn) trace.UpstreamFailu
 	if res.ExitCode == 0 && !res.TimedOut {
 		return ""
 	}
+	if res.TimedOut && unanswered(last) {
+		// Killed at its timeout while its model call waited on the
+		// provider: the provider hung longer than the harness may run.
+		return trace.UpstreamTimeout
+	}
 	if last.Status == 429 || last.Status >= 500 {
 		return trace.UpstreamStatus // a trace from before failures were named
 	}
 	return ""
 }
+
+// unanswered reports whether t is a call whose caller went away before any
+// byte of the provider's answer arrived, having sent it to the provider
+// (a call refused by a limit never reached it).
+func unanswered(t trace.Turn) bool {
+	return t.Status == statusClientClosed && t.TTFT == 0 && t.Limit == ""
+}
+
+// statusClientClosed is the status the interception server records for a
+// call whose caller went away before its answer.
+const statusClientClosed = 499
 
 func isContextLength(msg string) bool {
 	m := strings.ToLower(msg)

@@ -112,6 +112,11 @@ func TestUpstreamFailureIsInfrastructure(t *testing.T) {
 		{"invalid JSON in a 200", exit1, trace.Turn{Status: 200, UpstreamFailure: trace.UpstreamBadAnswer}, trace.UpstreamBadAnswer},
 		{"hung provider, then the harness timed out", timedOut, trace.Turn{Status: 504, UpstreamFailure: trace.UpstreamTimeout}, trace.UpstreamTimeout},
 		{"a timeout after a good answer", timedOut, trace.Turn{Status: 200}, ""},
+		{"stopped at its timeout, its call waiting on the provider", timedOut, trace.Turn{Status: 499, Attempts: 1}, trace.UpstreamTimeout},
+		{"stopped at its timeout, its call never answered", timedOut, trace.Turn{Status: 499, Error: "no answer from the model provider when the harness ended"}, trace.UpstreamTimeout},
+		{"stopped at its timeout, reading an answer", timedOut, trace.Turn{Status: 499, TTFT: 1}, ""},
+		{"exited 0 leaving a call unanswered", harness.Result{}, trace.Turn{Status: 499}, ""},
+		{"exited 1 leaving a call unanswered", exit1, trace.Turn{Status: 499}, ""},
 		{"an answer made after a truncated stream", harness.Result{}, trace.Turn{Status: 200, UpstreamFailure: trace.UpstreamTruncated}, trace.UpstreamTruncated},
 		{"an answer made after an error event", harness.Result{}, trace.Turn{Status: 200, UpstreamFailure: trace.UpstreamErrorEvent}, trace.UpstreamErrorEvent},
 	} {
@@ -119,4 +124,18 @@ func TestUpstreamFailureIsInfrastructure(t *testing.T) {
 		assert.Equal(t, tc.want, got, "%s: upstreamFailure = %q", tc.name, got)
 	}
 	assert.Empty(t, upstreamFailure(exit1, nil))
+}
+
+// A harness stopped at its timeout while its model call waited on the
+// provider is the provider's failure; one stopped while the agent worked on
+// an answer it had is the agent's timeout.
+func TestHarnessTimeoutWaitingOnTheProvider(t *testing.T) {
+	timedOut := harness.Result{ExitCode: -1, TimedOut: true}
+	ok := trace.Turn{Status: 200}
+	waiting := trace.Turn{Status: 499, Attempts: 1}
+
+	assert.Equal(t, trace.UpstreamTimeout, upstreamFailure(timedOut, []trace.Turn{ok, waiting}), "the last call waited on the provider")
+	assert.Empty(t, upstreamFailure(timedOut, []trace.Turn{waiting, ok}), "the provider answered the last call: the agent was working")
+	kind, _ := classify(timedOut, []trace.Turn{waiting, ok}, 8)
+	assert.Equal(t, rollout.KindTimeout, kind, "the agent's own timeout")
 }

@@ -101,3 +101,56 @@ func TestRunLeavesTheDockerfileToARuntimeThatBuildsIt(t *testing.T) {
 	assert.Equal(t, rollout.StatusOK, s.Status)
 	assert.Equal(t, 1, prepared, "the runtime prepared the workspace")
 }
+
+// harborAppRef is the rollout of a Harbor task whose solution and tests use
+// /app and /logs, as Harbor tasks are written, run by the oracle.
+func harborAppRef() rollout.Ref {
+	return rollout.Ref{
+		RunID: "run", Taskset: "harbor:../../harness/testdata/harbor-app", Model: "mock", Rubric: "exact",
+		Harness: rollout.HarnessConfig{Oracle: true, Timeout: time.Minute}, Attempt: 1,
+	}
+}
+
+// A run's start refuses a task its worker's runtime cannot honour: under
+// the local runtime, a Harbor task that writes /app fails the run at
+// DescribeTaskset, as configured wrongly, the task named with the runtimes
+// that honour it; a taskset written for every runtime starts.
+func TestDescribeTasksetRefusesATaskTheRuntimeCannotHonour(t *testing.T) {
+	r, _ := verifiedRig(t)
+	_, err := r.env.ExecuteActivity(r.acts.DescribeTaskset, rollout.DescribeTasksetInput{Taskset: harborAppRef().Taskset})
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	assert.Equal(t, rollout.ErrTypeConfig, appErr.Type())
+	assert.True(t, appErr.NonRetryable())
+	for _, want := range []string{"task hello-app assumes the paths of a sandbox", "solution/solve.sh", "/app", "the local runtime", "--runtime bwrap"} {
+		assert.Contains(t, err.Error(), want)
+	}
+
+	val, err := r.env.ExecuteActivity(r.acts.DescribeTaskset, rollout.DescribeTasksetInput{Taskset: tasksets.HarborSampleName})
+	require.NoError(t, err, "the bundled tasks run locally")
+	var desc rollout.DescribeTasksetResult
+	require.NoError(t, val.Get(&desc))
+	assert.Equal(t, int64(8), desc.Len)
+
+	r.acts.Runtime = &harness.Bwrap{Local: harness.Local{Dir: t.TempDir()}}
+	_, err = r.env.ExecuteActivity(r.acts.DescribeTaskset, rollout.DescribeTasksetInput{Taskset: harborAppRef().Taskset})
+	require.NoError(t, err, "bwrap gives the task its /app")
+}
+
+// A worker whose runtime cannot honour a task refuses its rollout as a
+// configuration error, never scored as the agent's: nothing stored, the
+// worker's capacity given back.
+func TestRunRefusesATaskTheRuntimeCannotHonour(t *testing.T) {
+	r, workDir := verifiedRig(t)
+	ref := harborAppRef()
+	_, err := r.rollout(t, ref)
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	assert.Equal(t, rollout.ErrTypeConfig, appErr.Type(), "%v", err)
+	assert.Contains(t, err.Error(), "task hello-app assumes the paths of a sandbox")
+	_, scored, err := r.store.Get(context.Background(), "run", ref.Key())
+	require.NoError(t, err)
+	assert.False(t, scored, "not the agent's: nothing scored")
+	assert.Empty(t, workspaces(t, workDir))
+	assert.True(t, capacityFree(r.acts.Capacity))
+}

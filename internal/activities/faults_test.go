@@ -175,3 +175,42 @@ func TestRunTimeoutAfterAHungProviderIsRetried(t *testing.T) {
 	assert.Equal(t, rollout.ErrTypeUpstream, appErr.Type())
 	assert.Contains(t, err.Error(), "timeout failure, last status 504")
 }
+
+// A provider that hangs longer than the harness may run (its header timeout
+// is the default 5 minutes): the harness is stopped at its timeout with its
+// call still waiting, and the attempt is the provider's failure, retried,
+// never the agent's timeout.
+func TestHarnessTimeoutWhileTheProviderHangs(t *testing.T) {
+	arrived := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		hang(r)
+	}))
+	t.Cleanup(srv.Close)
+	up := providers.NewOpenAI(srv.URL+"/v1", "")
+	// Its header timeout is the default, minutes: it outlasts the harness.
+	r := newRigWith(t, up, func(ctx context.Context, spec harness.Spec) (harness.Result, error) {
+		callCtx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = callModel(callCtx, spec)
+		}()
+		<-arrived
+		// The harness timeout: the process is killed, its connection cut,
+		// while the call waits on the provider.
+		stop()
+		<-done
+		return harness.Result{ExitCode: -1, TimedOut: true}, nil
+	})
+	_, err := r.rollout(t, ref(1))
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	assert.Equal(t, rollout.ErrTypeUpstream, appErr.Type(), "%v", err)
+	assert.False(t, appErr.NonRetryable(), "the workflow retries it")
+	assert.Contains(t, err.Error(), "timeout failure")
+
+	_, scored, err := r.store.Get(context.Background(), "run", ref(1).Key())
+	require.NoError(t, err)
+	assert.False(t, scored, "not scored as the agent's timeout")
+}

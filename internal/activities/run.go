@@ -182,6 +182,13 @@ func (a *Activities) resolve(ctx context.Context, ref rollout.Ref) (job, error) 
 	if err != nil {
 		return job{}, taskErr(ctx, ref.Taskset, ref.Index, err)
 	}
+	// The run's start checked it too, on the worker that described the
+	// taskset; this worker's runtime may be another.
+	if c, ok := harness.CheckerOf(a.Runtime); ok {
+		if err := c.CheckTask(task); err != nil {
+			return job{}, configErr(err)
+		}
+	}
 	rubric, err := rubrics.Compile(ref.Rubric)
 	if err != nil {
 		return job{}, configErr(err)

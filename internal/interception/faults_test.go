@@ -436,3 +436,39 @@ func TestCallerHangingUpIsNotAnUpstreamFailure(t *testing.T) {
 	assert.Equal(t, "client closed request", turn.Error)
 	assert.Empty(t, turn.UpstreamFailure, "the caller left; the provider did not fail")
 }
+
+// A rollout's calls end (its harness stopped at its timeout) while a call
+// still waits on a provider that has not answered: Finish reports it, a
+// turn never answered, so that the rollout's end is read as the provider's
+// hang, not as an agent that made no call.
+func TestFinishReportsACallStillWaitingOnTheProvider(t *testing.T) {
+	arrived := make(chan struct{})
+	up := upstream(t, func(_ http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		hang(r)
+	})
+	f := newFixture(t, up.URL, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.client(f.slot.Secret).Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+			Model:    "m",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+		})
+		done <- err
+	}()
+	<-arrived
+
+	turns, ok := f.pool.Finish(f.slot.Key)
+	require.True(t, ok)
+	require.Len(t, turns, 1, "the call still waiting is a turn")
+	assert.Equal(t, 499, turns[0].Status)
+	assert.Equal(t, "no answer from the model provider when the harness ended", turns[0].Error)
+	assert.Empty(t, turns[0].UpstreamFailure, "the provider failed nothing yet")
+	assert.Zero(t, turns[0].TTFT, "no byte of an answer")
+	assert.Equal(t, "/v1/chat/completions", turns[0].Route)
+
+	cancel()
+	require.Error(t, <-done)
+}

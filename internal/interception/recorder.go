@@ -270,6 +270,9 @@ func (c *recorder) send(path string, h http.Header, body dialects.Body) (*http.R
 	var attempts int
 	var err error
 	c.sent = true
+	if c.index >= 0 {
+		c.e.sending(c.index, c.turn)
+	}
 	if once, ok := c.srv.cfg.Upstream.(onceUpstream); ok && c.turn.CallerRetry {
 		resp, attempts, err = once.RelayOnce(c.r.Context(), path, h, body)
 	} else {

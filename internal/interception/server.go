@@ -209,7 +209,10 @@ func (s *Server) Register(r Rollout) (string, error) {
 
 // Finish ends a rollout's calls and returns its turns: its secret stops
 // working, and the calls whose caller already has its answer are waited
-// for (see settleTimeout) so that their turns are in. The rollout stays
+// for (see settleTimeout) so that their turns are in; a call still
+// waiting on the upstream is returned as a turn never answered
+// (status 499, no upstream failure named: the provider may yet answer,
+// and it is the caller that is gone). The rollout stays
 // registered, its turns readable, until Unregister.
 func (s *Server) Finish(key string) ([]trace.Turn, bool) {
 	s.mu.Lock()
@@ -222,7 +225,14 @@ func (s *Server) Finish(key string) ([]trace.Turn, bool) {
 		return nil, false
 	}
 	e.settle(settleTimeout)
-	return e.snapshot(), true
+	turns := e.snapshot()
+	for _, t := range e.unanswered() {
+		if _, found := slices.BinarySearchFunc(turns, t.Index, func(r trace.Turn, i int) int { return r.Index - i }); !found {
+			turns = append(turns, t)
+		}
+	}
+	slices.SortStableFunc(turns, func(a, b trace.Turn) int { return a.Index - b.Index })
+	return turns, true
 }
 
 // Unregister removes a rollout and reports whether it was registered. Its

@@ -38,6 +38,11 @@ type entry struct {
 	idempotencyKeys map[string]struct{}
 	// side is what its tool servers and user share (package sidecar).
 	side sidecar.State
+	// waiting holds, by turn index, the calls sent to the upstream and not
+	// recorded yet, as they were when sent: a harness stopped at its
+	// timeout leaves its last call waiting on the provider, and Finish
+	// reports it (unanswered) even before its recorder notices.
+	waiting map[int]trace.Turn
 }
 
 // begin numbers a turn when its call arrives, so turns keep the order of
@@ -101,6 +106,7 @@ func (e *entry) record(index int, t trace.Turn, raw *rawTurn, wasDelivered bool)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t.Index = index
+	delete(e.waiting, index)
 	switch {
 	case t.UpstreamFailure != "":
 		e.failing = true
@@ -245,6 +251,37 @@ type unparsedTurn struct {
 	at  int
 	raw rawTurn
 }
+
+// sending notes that the call numbered index goes to the upstream now, as
+// t; record ends the wait.
+func (e *entry) sending(index int, t trace.Turn) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.waiting == nil {
+		e.waiting = make(map[int]trace.Turn)
+	}
+	t.Index = index
+	e.waiting[index] = t
+}
+
+// unanswered are the calls still waiting on the upstream, as turns the
+// caller never had an answer to (statusClientClosed), in index order.
+func (e *entry) unanswered() []trace.Turn {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []trace.Turn
+	for _, t := range e.waiting {
+		t.Status, t.Error = statusClientClosed, errNoAnswer
+		t.Latency = time.Since(t.StartedAt)
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b trace.Turn) int { return a.Index - b.Index })
+	return out
+}
+
+// errNoAnswer is the error of a call that had no answer from the upstream
+// when its rollout's calls ended.
+const errNoAnswer = "no answer from the model provider when the harness ended"
 
 // snapshot returns a copy of the turns, every one materialized.
 func (e *entry) snapshot() []trace.Turn {

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -240,20 +242,76 @@ func TestNewLogHandler(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	noID := func() string { return "" }
+	id := func() string { return "3fa1c2d9e0b1" }
+	vcs := func(modified string) []debug.BuildSetting {
+		return []debug.BuildSetting{{Key: "vcs.revision", Value: "4096593abcdef0123456789"},
+			{Key: "vcs.time", Value: "2026-11-26T20:00:00Z"}, {Key: "vcs.modified", Value: modified}}
+	}
+	devel := debug.Module{Version: "(devel)"}
 	for _, tt := range []struct {
-		bi   *debug.BuildInfo
-		want string
+		stamp string
+		bi    *debug.BuildInfo
+		id    func() string
+		want  string
 	}{
-		{nil, "devel (commit devel)"},
-		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "devel (commit devel)"},
-		{&debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}, Settings: []debug.BuildSetting{
-			{Key: "vcs.revision", Value: "4096593abcdef0123456789"}, {Key: "vcs.modified", Value: "false"},
-		}}, "v1.4.0 (commit 4096593abcde)"},
-		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
-			{Key: "vcs.revision", Value: "4096593"}, {Key: "vcs.modified", Value: "true"},
-		}}, "devel (commit 4096593, modified)"},
+		{"24636c3-dirty", &debug.BuildInfo{Main: devel}, noID, "24636c3-dirty"},
+		{"v1.5.0", &debug.BuildInfo{Main: devel, Settings: vcs("false")}, noID, "v1.5.0"},
+		{"", &debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}, Settings: vcs("false")}, noID, "v1.4.0 (commit 4096593abcde)"},
+		{"", &debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}}, noID, "v1.4.0"},
+		{"", &debug.BuildInfo{Main: devel, Settings: vcs("true")}, noID, "commit 4096593abcde, modified (2026-11-26T20:00:00Z)"},
+		// -buildvcs=false, or a tarball: the build id names the build.
+		{"", &debug.BuildInfo{Main: devel}, id, "unversioned build 3fa1c2d9e0b1 (build with scripts/build.sh or make to stamp a version)"},
+		{"", nil, id, "unversioned build 3fa1c2d9e0b1 (build with scripts/build.sh or make to stamp a version)"},
+		{"", nil, noID, "unversioned build (build with scripts/build.sh or make to stamp a version)"},
 	} {
-		assert.Equal(t, tt.want, version(tt.bi), "version(%+v)", tt.bi)
+		got := version(tt.stamp, tt.bi, tt.id)
+		assert.Equal(t, tt.want, got, "version(%q, %+v)", tt.stamp, tt.bi)
+		assert.NotContains(t, got, "devel")
 	}
 	assert.NotEmpty(t, Version())
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	assert.Len(t, buildIDOf(exe), 12, "the test binary's own Go build id")
+}
+
+// A binary built with -buildvcs=false and without scripts/build.sh's stamp
+// (a build from a tarball) still names itself, and one built by
+// scripts/build.sh says the stamped version.
+func TestVersionOfBuiltBinaries(t *testing.T) {
+	// A program of the module (testdata is no package of its own to go
+	// build ./..., and internal/ lets it import wiring).
+	probe := filepath.Join("testdata", "versionprobe")
+	require.NoError(t, os.MkdirAll(probe, 0o755))
+	t.Cleanup(func() { os.RemoveAll(probe) })
+	require.NoError(t, os.WriteFile(filepath.Join(probe, "main.go"), []byte(`package main
+
+import (
+	"fmt"
+
+	"github.com/evalflow/evalflow/internal/wiring"
+)
+
+func main() { fmt.Print(wiring.Version()) }
+`), 0o644))
+	dir := t.TempDir()
+
+	plain := filepath.Join(dir, "plain")
+	out, err := exec.Command("go", "build", "-buildvcs=false", "-o", plain, "./"+probe).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	got, err := exec.Command(plain).Output()
+	require.NoError(t, err)
+	assert.Regexp(t, `^unversioned build [0-9A-Za-z_-]{12} \(`, string(got))
+
+	stamped := filepath.Join(dir, "stamped")
+	build := exec.Command("bash", "scripts/build.sh", stamped, "./internal/wiring/"+probe, "-buildvcs=false")
+	build.Dir = filepath.Join("..", "..")
+	build.Env = append(os.Environ(), "EVALFLOW_VERSION=")
+	out, err = build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	got, err = exec.Command(stamped).Output()
+	require.NoError(t, err)
+	describe, err := exec.Command("git", "describe", "--tags", "--always", "--dirty").Output()
+	require.NoError(t, err, "the checkout's own version")
+	assert.Equal(t, strings.TrimSpace(string(describe)), string(got), "scripts/build.sh stamps git describe")
 }
