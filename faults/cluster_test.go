@@ -54,8 +54,18 @@ func startSecureCluster(t *testing.T, bindIP string) *secureCluster {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	logs := caseDir(t)
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, name := range temporalcluster.Services {
+			b, _ := os.ReadFile(filepath.Join(logs, "temporal-"+name+".log"))
+			t.Logf("temporal %s log:\n%s", name, tail(string(b), 3000))
+		}
+	})
 	c, err := temporalcluster.Start(ctx, temporalcluster.Options{
-		PostgresURL: pgtest.ServerURL(), Dir: caseDir(t), Shards: 16, BindIP: bindIP,
+		PostgresURL: pgtest.ServerURL(), Dir: logs, Shards: 16, BindIP: bindIP,
 		TLS: &temporalcluster.TLS{CAFile: ca.CertFile, CertFile: server.CertFile, KeyFile: server.KeyFile,
 			ServerName: "temporal.test", RequireClientCert: true},
 	})
