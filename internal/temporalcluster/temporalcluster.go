@@ -184,6 +184,26 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 	}
 
+	var last error
+	for range 3 {
+		c, err := startProcesses(ctx, opts, server, config, host, port, u.User.Username(), password, db, vis)
+		if err == nil {
+			return c, nil
+		}
+		last = err
+		if !errors.Is(err, errExited) {
+			break
+		}
+	}
+	return nil, last
+}
+
+// errExited is a service process that ended on its own: a port picked for
+// it was taken before it bound it, or its configuration is wrong (its log
+// says which).
+var errExited = errors.New("a Temporal service process exited")
+
+func startProcesses(ctx context.Context, opts Options, server, config, host, port, user, password, db, vis string) (*Cluster, error) {
 	ports := map[string]int{}
 	for _, name := range []string{"FRONTEND", "FRONTEND_HTTP", "HISTORY", "MATCHING", "WORKER",
 		"FRONTEND_MEMBERSHIP", "HISTORY_MEMBERSHIP", "MATCHING_MEMBERSHIP", "WORKER_MEMBERSHIP"} {
@@ -194,7 +214,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		ports[name] = p
 	}
 	env := append(os.Environ(),
-		"TEMPORAL_DB_HOST="+host, "TEMPORAL_DB_PORT="+port, "TEMPORAL_DB_USER="+u.User.Username(),
+		"TEMPORAL_DB_HOST="+host, "TEMPORAL_DB_PORT="+port, "TEMPORAL_DB_USER="+user,
 		"TEMPORAL_DB_PASSWORD="+password, "TEMPORAL_DB="+db, "TEMPORAL_VISIBILITY_DB="+vis,
 		"TEMPORAL_HISTORY_SHARDS="+strconv.Itoa(opts.Shards), "TEMPORAL_BIND_IP="+opts.BindIP, "TEMPORAL_BROADCAST_ADDRESS=127.0.0.1",
 		"TEMPORAL_DYNAMIC_CONFIG="+filepath.Join(filepath.Dir(config), "dynamicconfig.yaml"),
@@ -284,11 +304,15 @@ func (c *Cluster) Restart(ctx context.Context, names ...string) error {
 	return c.WaitReady(ctx)
 }
 
-// WaitReady waits until the frontend answers a health check.
+// WaitReady waits until the frontend answers a health check; a service
+// process that exits meanwhile is an error naming it and its log.
 func (c *Cluster) WaitReady(ctx context.Context) error {
 	conn := c.Connection("default")
 	var last error
 	for {
+		if err := c.exited(); err != nil {
+			return err
+		}
 		cl, err := wiring.DialConnection(ctx, conn, slog.New(slog.DiscardHandler), 2*time.Second)
 		if err == nil {
 			cl.Close()
@@ -301,6 +325,24 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// exited is an error for a started service whose process has ended.
+func (c *Cluster) exited() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, name := range Services {
+		done, ok := c.done[name]
+		if _, running := c.procs[name]; !ok || !running {
+			continue
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("%w: %s (log: %s)", errExited, name, filepath.Join(c.opts.Dir, "temporal-"+name+".log"))
+		default:
+		}
+	}
+	return nil
 }
 
 // Connection is how a client of the test reaches the frontend; with TLS
