@@ -69,6 +69,9 @@ type Cluster struct {
 	server  string
 	env     []string
 
+	// databases are the cluster's own, dropped by Stop.
+	databases []string
+
 	mu    sync.Mutex
 	procs map[string]*exec.Cmd
 	done  map[string]chan struct{}
@@ -164,6 +167,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := createDatabases(ctx, opts.PostgresURL, db, vis); err != nil {
 		return nil, err
 	}
+	started := false
+	defer func() {
+		if !started {
+			dropDatabases(opts.PostgresURL, db, vis)
+		}
+	}()
 	password, _ := u.User.Password()
 	host, port := u.Hostname(), u.Port()
 	if port == "" {
@@ -188,6 +197,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	for range 3 {
 		c, err := startProcesses(ctx, opts, server, config, host, port, u.User.Username(), password, db, vis)
 		if err == nil {
+			c.databases, started = []string{db, vis}, true
 			return c, nil
 		}
 		last = err
@@ -362,8 +372,29 @@ func (c *Cluster) Port() string {
 	return port
 }
 
-// Stop kills every process.
-func (c *Cluster) Stop() { c.Kill() }
+// Stop kills every process and drops the cluster's databases.
+func (c *Cluster) Stop() {
+	c.Kill()
+	dropDatabases(c.opts.PostgresURL, c.databases...)
+}
+
+// dropDatabases drops what a cluster created, as far as it can: a test's
+// PostgreSQL server should not fill up with them.
+func dropDatabases(adminURL string, names ...string) {
+	if len(names) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return
+	}
+	defer conn.Close(ctx)
+	for _, name := range names {
+		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	}
+}
 
 func createDatabases(ctx context.Context, adminURL string, names ...string) error {
 	conn, err := pgx.Connect(ctx, adminURL)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/internal/namespace"
@@ -44,7 +45,17 @@ func TestClusterStartsKillsAndRestarts(t *testing.T) {
 	require.NoError(t, c.Restart(ctx))
 	cl, err = wiring.DialConnection(ctx, c.Connection("evals"), slog.New(slog.DiscardHandler), 30*time.Second)
 	require.NoError(t, err)
-	defer cl.Close()
 	require.NoError(t, namespace.Check(ctx, namespace.Services{Workflow: cl.WorkflowService(), Operator: cl.OperatorService()}, namespace.Evalflow("evals")),
 		"the namespace outlives the processes: it is in PostgreSQL")
+
+	cl.Close()
+
+	c.Stop()
+	pg, err := pgx.Connect(ctx, pgtest.ServerURL())
+	require.NoError(t, err)
+	defer pg.Close(ctx)
+	var left int
+	require.NoError(t, pg.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = ANY($1)", c.databases).Scan(&left))
+	require.Len(t, c.databases, 2)
+	require.Zero(t, left, "Stop drops the cluster's databases")
 }
