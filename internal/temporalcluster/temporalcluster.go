@@ -26,6 +26,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/serviceerror"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/internal/devserver"
 	"github.com/evalflow/evalflow/internal/wiring"
@@ -325,8 +330,11 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 		}
 		cl, err := wiring.DialConnection(ctx, conn, slog.New(slog.DiscardHandler), 2*time.Second)
 		if err == nil {
+			err = servesCalls(ctx, cl)
 			cl.Close()
-			return nil
+			if err == nil {
+				return nil
+			}
 		}
 		last = err
 		select {
@@ -421,4 +429,29 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// servesCalls checks that the frontend reaches history and matching, not
+// only that it is up: a workflow's description is history's to give (none
+// exists: NotFound is the answer of a history that serves), a task queue's
+// matching's. Until both have joined, the frontend answers "Not enough
+// hosts to serve the request".
+func servesCalls(ctx context.Context, cl client.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	const system = "temporal-system"
+	_, err := cl.WorkflowService().DescribeWorkflowExecution(ctx, &workflowservice.DescribeWorkflowExecutionRequest{
+		Namespace: system, Execution: &commonpb.WorkflowExecution{WorkflowId: "evalflow-readiness-probe"},
+	})
+	var notFound *serviceerror.NotFound
+	if err != nil && !errors.As(err, &notFound) {
+		return fmt.Errorf("history does not serve yet: %w", err)
+	}
+	_, err = cl.WorkflowService().DescribeTaskQueue(ctx, &workflowservice.DescribeTaskQueueRequest{
+		Namespace: system, TaskQueue: &taskqueuepb.TaskQueue{Name: "evalflow-readiness-probe"},
+	})
+	if err != nil {
+		return fmt.Errorf("matching does not serve yet: %w", err)
+	}
+	return nil
 }
