@@ -1,5 +1,5 @@
 // Command starter starts and watches evalflow runs: `starter eval` runs an
-// evaluation (on an embedded Temporal server when none answers), `status`
+// evaluation (on an embedded Temporal server when no --address is given), `status`
 // and `results` report on a run, `dev` runs the embedded server and a worker.
 package main
 
