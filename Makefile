@@ -4,7 +4,7 @@ GO      ?= go
 TASKS   ?= 128
 ARGS    ?=
 
-.PHONY: run build test faults test-short lint bench bench-scale compose-check clean engine setup FORCE
+.PHONY: run build test faults temporal-server test-short lint bench bench-scale compose-check clean engine setup FORCE
 
 # The container engine the container runtime and its tests use: Podman's
 # Docker API socket (scripts/engine.sh installs and serves it). Another
@@ -44,13 +44,21 @@ setup:
 
 # Every package with the race detector, then the fault suite on its own: it
 # loads both cores on purpose, and a test beside it would be starved.
-test: engine setup
+test: engine setup temporal-server
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/faults$$')
 	$(MAKE) faults
 
+# The Temporal server and its SQL tool, from the module go.mod pins, for the
+# tests that run it as separate processes (internal/temporalcluster builds
+# its own copy; this warms the build cache first, with progress, so that
+# the copy is a link of a few seconds).
+temporal-server:
+	@GO=$(GO) bash scripts/build.sh bin/temporal-server go.temporal.io/server/cmd/server
+	@GO=$(GO) bash scripts/build.sh bin/temporal-sql-tool go.temporal.io/server/cmd/tools/sql
+
 # The fault suite (real processes killed, a misbehaving provider, malformed
 # input, load): prints its figures as "figure:" lines; RELIABILITY.md has them.
-faults: engine setup
+faults: engine setup temporal-server
 	$(GO) test -count=1 -v -timeout 30m ./faults/
 
 # Unit tests only: skips the end-to-end runs on the embedded server.

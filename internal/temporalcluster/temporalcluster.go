@@ -86,6 +86,10 @@ type Cluster struct {
 // evalflow pins into a cache directory, once per version (a build that is
 // up to date is a no-op), and returns their paths.
 func Binaries(ctx context.Context) (server, sqlTool string, err error) {
+	// A cold build on a busy machine takes minutes: it is not bounded by
+	// the wait for a cluster that called it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Minute)
+	defer cancel()
 	version, err := moduleField(ctx, "{{.Version}}")
 	if err != nil {
 		return "", "", err
