@@ -147,6 +147,10 @@ type TurnTokens struct {
 	Turn int `json:"turn"`
 	// FinishReason is why the completion ended: stop, length, tool_calls.
 	FinishReason string `json:"finish_reason,omitempty"`
+	// TokenIn and PolicyVersion are the turn's (trace.Turn): its prompt
+	// went in as token ids; the policy version that answered it.
+	TokenIn       bool   `json:"token_in,omitempty"`
+	PolicyVersion *int64 `json:"policy_version,omitempty"`
 	// Data is the trace's record of the turn's tokens (trace.Turn.Tokens,
 	// a dialects.Tokens): prompt_ids and completion_ids as base64 of
 	// little-endian int32s, logprobs as base64 of little-endian float32s,

@@ -21,6 +21,14 @@ type Turn struct {
 	// ids, log probabilities), recorded when the run traces tokens and the
 	// upstream returned them.
 	Tokens *dialects.Tokens `json:"tokens,omitempty"`
+	// TokenIn says the call's prompt went to the upstream as token ids
+	// (the previous turn's prompt and completion ids and the new messages'
+	// tokens), not as text the server tokenized again (--token-in).
+	TokenIn bool `json:"token_in,omitempty"`
+	// PolicyVersion is the version of the policy (the weights) that
+	// answered the call: what the upstream reported, or else what the
+	// trainer had announced when the rollout started. Absent: unknown.
+	PolicyVersion *int64 `json:"policy_version,omitempty"`
 	// Status is the HTTP status returned to the harness.
 	Status int    `json:"status"`
 	Error  string `json:"error,omitempty"`

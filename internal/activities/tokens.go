@@ -53,7 +53,8 @@ func turnTokens(turns []trace.Turn) (out []rollout.TurnTokens, cut bool) {
 		if size > rollout.MaxSummaryTokenBytes {
 			return nil, true
 		}
-		out = append(out, rollout.TurnTokens{Turn: t.Index, FinishReason: t.Response.FinishReason, Data: data})
+		out = append(out, rollout.TurnTokens{Turn: t.Index, FinishReason: t.Response.FinishReason,
+			TokenIn: t.TokenIn, PolicyVersion: t.PolicyVersion, Data: data})
 	}
 	return out, false
 }
