@@ -14,6 +14,7 @@ import (
 	"github.com/evalflow/evalflow/internal/providers/mock"
 	"github.com/evalflow/evalflow/pull"
 	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/trajectory"
 )
 
 // A trainer pulling groups of a run that traces tokens gets each rollout's
@@ -34,6 +35,18 @@ func TestPullReturnsTokenData(t *testing.T) {
 		res, err := p.RunGroup(ctx, ref, 2)
 		require.NoError(t, err)
 		require.Len(t, res.Rollouts, 2)
+		if traced {
+			require.Len(t, res.Trajectories, 2, "a trajectory per rollout")
+			samples, err := res.Samples(trajectory.ViewInterleaved)
+			require.NoError(t, err)
+			for k, tr := range res.Trajectories {
+				assert.True(t, tr.Interleavable, "rollout %d: each turn extends the one before", k)
+				assert.Len(t, tr.Steps, res.Rollouts[k].Turns)
+				assert.Len(t, samples[k], 1)
+			}
+		} else {
+			assert.Nil(t, res.Trajectories)
+		}
 		for _, s := range res.Rollouts {
 			require.Equal(t, rollout.StatusOK, s.Status, s.Error)
 			if !traced {

@@ -23,6 +23,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/trace"
+	"github.com/evalflow/evalflow/trajectory"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -95,6 +97,28 @@ type Group struct {
 	// as Rollouts; nil without WithTraces, and nil for a rollout stored
 	// without a trace.
 	Traces []json.RawMessage `json:"traces,omitempty"`
+	// Trajectories are the rollouts' trajectories, by k as Rollouts, when
+	// the run traces tokens: verifiers-shaped steps (ids, masks, log
+	// probabilities, policy versions) and whether each rollout extends its
+	// prefix exactly (Interleavable); Samples makes them training samples.
+	// A rollout whose token data was too large for its summary
+	// (TokensCut) is read from its trace, with WithTraces; without it,
+	// its trajectory has no steps.
+	Trajectories []trajectory.Trajectory `json:"trajectories,omitempty"`
+}
+
+// Samples is the group's training samples, by k, as view makes them from
+// its trajectories (trajectory.ViewInterleaved or ViewSteps).
+func (g Group) Samples(view string) ([][]trajectory.Sample, error) {
+	out := make([][]trajectory.Sample, len(g.Trajectories))
+	for k, tr := range g.Trajectories {
+		s, err := tr.Samples(view)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = s
+	}
+	return out, nil
 }
 
 // RunGroup runs n rollouts of the task at ref's position and returns their
@@ -104,21 +128,57 @@ type Group struct {
 func (p *Client) RunGroup(ctx context.Context, ref workflows.TaskRef, n int) (Group, error) {
 	var res Group
 	err := p.update(ctx, workflows.UpdateRunGroup, &res.GroupResult, workflows.RunGroupInput{Position: ref.Position, N: n})
-	if err != nil || p.traces == nil {
+	if err != nil {
 		return res, err
 	}
-	res.Traces = make([]json.RawMessage, len(res.Rollouts))
-	for i, s := range res.Rollouts {
-		if s.Trace == "" {
+	if p.traces != nil {
+		res.Traces = make([]json.RawMessage, len(res.Rollouts))
+		for i, s := range res.Rollouts {
+			if s.Trace == "" {
+				continue
+			}
+			tr, err := p.traces.TraceJSON(ctx, p.runID, s.Key)
+			if err != nil {
+				return res, fmt.Errorf("read the trace of %s: %w", s.Key, err)
+			}
+			res.Traces[i] = tr
+		}
+	}
+	res.Trajectories, err = trajectories(res)
+	return res, err
+}
+
+// trajectories builds a group's trajectories from its summaries' token
+// data, or from its traces for a rollout whose summary could not hold it;
+// nil when no rollout has token data.
+func trajectories(g Group) ([]trajectory.Trajectory, error) {
+	var out []trajectory.Trajectory
+	for i, s := range g.Rollouts {
+		if len(s.Tokens) == 0 && !s.TokensCut {
 			continue
 		}
-		tr, err := p.traces.TraceJSON(ctx, p.runID, s.Key)
-		if err != nil {
-			return res, fmt.Errorf("read the trace of %s: %w", s.Key, err)
+		if out == nil {
+			out = make([]trajectory.Trajectory, len(g.Rollouts))
+			for k := range out {
+				out[k] = trajectory.Trajectory{Steps: []trajectory.Step{}, PrefixBreaks: []int{}}
+			}
 		}
-		res.Traces[i] = tr
+		switch {
+		case len(s.Tokens) > 0:
+			tr, err := trajectory.FromSummary(s.Tokens)
+			if err != nil {
+				return nil, fmt.Errorf("trajectory of %s: %w", s.Key, err)
+			}
+			out[i] = tr
+		case i < len(g.Traces) && g.Traces[i] != nil:
+			var ro trace.Rollout
+			if err := json.Unmarshal(g.Traces[i], &ro); err != nil {
+				return nil, fmt.Errorf("trajectory of %s: read its trace: %w", s.Key, err)
+			}
+			out[i] = trajectory.FromTurns(ro.Turns)
+		}
 	}
-	return res, nil
+	return out, nil
 }
 
 // Rollout is one rollout of a sampled task, with its trace (a
@@ -127,6 +187,9 @@ type Rollout struct {
 	Ref     workflows.TaskRef `json:"ref"`
 	Rollout rollout.Summary   `json:"rollout"`
 	Trace   json.RawMessage   `json:"trace,omitempty"`
+	// Trajectory is the rollout's, when the run traces tokens (see
+	// Group.Trajectories).
+	Trajectory *trajectory.Trajectory `json:"trajectory,omitempty"`
 }
 
 // RunRollout runs one rollout of the task at ref's position: a group of
@@ -142,6 +205,9 @@ func (p *Client) RunRollout(ctx context.Context, ref workflows.TaskRef) (Rollout
 	out := Rollout{Ref: res.Ref, Rollout: res.Rollouts[0]}
 	if len(res.Traces) == 1 {
 		out.Trace = res.Traces[0]
+	}
+	if len(res.Trajectories) == 1 {
+		out.Trajectory = &res.Trajectories[0]
 	}
 	return out, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/results/export"
+	"github.com/evalflow/evalflow/trajectory"
 )
 
 func exportCommand() *cli.Command {
@@ -22,6 +23,7 @@ func exportCommand() *cli.Command {
 		Flags: append(readerFlags(),
 			&cli.StringFlag{Name: "format", Value: "jsonl", Usage: "jsonl or parquet"},
 			&cli.StringFlag{Name: "out", Usage: "file to write (default: <run-id>.<format>; - for stdout)"},
+			&cli.StringFlag{Name: "samples", Usage: "write training samples instead, a row per sample: interleaved or steps (runs with --trace-tokens)"},
 		),
 		Before: takesArgs(1),
 		Action: func(cctx *cli.Context) error {
@@ -33,11 +35,27 @@ func exportCommand() *cli.Command {
 			if format != "jsonl" && format != "parquet" {
 				return fmt.Errorf("--format %q: want %s", format, strings.Join(export.Formats, " or "))
 			}
+			view := cctx.String("samples")
+			if cctx.IsSet("samples") {
+				if _, err := (trajectory.Trajectory{}).Samples(view); err != nil || view == "" {
+					return fmt.Errorf("--samples %q: want %s or %s", view, trajectory.ViewInterleaved, trajectory.ViewSteps)
+				}
+			}
 			store, err := openStore(cctx.Context, storeFlags(cctx))
 			if err != nil {
 				return err
 			}
 			defer store.Close()
+			if view != "" {
+				rows, err := export.Samples(cctx.Context, store, runID, view)
+				if err != nil {
+					return err
+				}
+				if len(rows) == 0 {
+					return fmt.Errorf("run %s has no training samples in %s: its rollouts have no token data (run with --trace-tokens)", runID, storeFlags(cctx))
+				}
+				return writeRows(cctx.String("out"), runID, format, "training samples", rows)
+			}
 			rows, err := export.Rows(cctx.Context, store, runID)
 			if err != nil {
 				return err
@@ -45,20 +63,25 @@ func exportCommand() *cli.Command {
 			if len(rows) == 0 {
 				return fmt.Errorf("run %s has no rollouts in %s", runID, storeFlags(cctx))
 			}
-			out := cctx.String("out")
-			if out == "" {
-				out = runID + "." + format
-			}
-			if out == "-" {
-				return export.Write(os.Stdout, format, rows)
-			}
-			if err := writeOutput(out, func(w io.Writer) error { return export.Write(w, format, rows) }); err != nil {
-				return err
-			}
-			fmt.Fprintf(os.Stderr, "%d rollouts of %s written to %s\n", len(rows), runID, out)
-			return nil
+			return writeRows(cctx.String("out"), runID, format, "rollouts", rows)
 		},
 	}
+}
+
+// writeRows writes rows to out (default <run-id>.<format>; - for stdout)
+// and says so on stderr.
+func writeRows[R export.Row | export.SampleRow](out, runID, format, what string, rows []R) error {
+	if out == "" {
+		out = runID + "." + format
+	}
+	if out == "-" {
+		return export.Write(os.Stdout, format, rows)
+	}
+	if err := writeOutput(out, func(w io.Writer) error { return export.Write(w, format, rows) }); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%d %s of %s written to %s\n", len(rows), what, runID, out)
+	return nil
 }
 
 // writeOutput writes a file through write, removing it if write fails.

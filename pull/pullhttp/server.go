@@ -3,8 +3,8 @@
 // pull) does, through the same Temporal updates and query:
 //
 //	POST /v1/pull/{run_id}/sample       {}                        → workflows.TaskRef
-//	POST /v1/pull/{run_id}/run_rollout  {"position": p}           → pull.Rollout
-//	POST /v1/pull/{run_id}/run_group    {"position": p, "n": n}   → workflows.GroupResult
+//	POST /v1/pull/{run_id}/run_rollout  {"position": p, "view"?}  → pull.Rollout (+ "samples")
+//	POST /v1/pull/{run_id}/run_group    {"position": p, "n": n}   → pull.Group (+ "samples")
 //	GET  /v1/pull/{run_id}/progress                               → workflows.PullProgress
 //	POST /v1/pull/{run_id}/close        {}                        → {"run_id", "closed"}
 //
@@ -39,6 +39,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/evalflow/evalflow/pull"
+	"github.com/evalflow/evalflow/trajectory"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -161,18 +162,31 @@ func (h *Handler) sample(w http.ResponseWriter, r *http.Request) {
 // rolloutRequest is run_rollout's body.
 type rolloutRequest struct {
 	Position *int64 `json:"position"`
+	View     string `json:"view"`
+}
+
+// rolloutAnswer is run_rollout's answer: the rollout, and its training
+// samples as the request's view makes them, when the run traces tokens.
+type rolloutAnswer struct {
+	pull.Rollout
+	Samples []trajectory.Sample `json:"samples,omitempty"`
 }
 
 func (h *Handler) runRollout(w http.ResponseWriter, r *http.Request) {
 	var req rolloutRequest
-	if !decode(w, r, "run_rollout", &req, "position") {
+	if !decode(w, r, "run_rollout", &req, "position", "view") {
 		return
 	}
-	if !checkPosition(w, "run_rollout", req.Position) {
+	if !checkPosition(w, "run_rollout", req.Position) || !checkView(w, "run_rollout", req.View) {
 		return
 	}
 	h.call(w, r, "run_rollout", func(ctx context.Context, p *pull.Client) (any, error) {
-		return p.RunRollout(ctx, workflows.TaskRef{Position: *req.Position})
+		ro, err := p.RunRollout(ctx, workflows.TaskRef{Position: *req.Position})
+		if err != nil || ro.Trajectory == nil {
+			return ro, err
+		}
+		samples, err := ro.Trajectory.Samples(req.View)
+		return rolloutAnswer{Rollout: ro, Samples: samples}, err
 	})
 }
 
@@ -180,14 +194,31 @@ func (h *Handler) runRollout(w http.ResponseWriter, r *http.Request) {
 type groupRequest struct {
 	Position *int64 `json:"position"`
 	N        *int   `json:"n"`
+	View     string `json:"view"`
+}
+
+// groupAnswer is run_group's answer: the group, and its training samples
+// by k as the request's view makes them, when the run traces tokens.
+type groupAnswer struct {
+	pull.Group
+	Samples [][]trajectory.Sample `json:"samples,omitempty"`
+}
+
+// checkView refuses a view the trajectory package does not make.
+func checkView(w http.ResponseWriter, action, view string) bool {
+	if _, err := (trajectory.Trajectory{}).Samples(view); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", action+": field "+err.Error())
+		return false
+	}
+	return true
 }
 
 func (h *Handler) runGroup(w http.ResponseWriter, r *http.Request) {
 	var req groupRequest
-	if !decode(w, r, "run_group", &req, "position", "n") {
+	if !decode(w, r, "run_group", &req, "position", "n", "view") {
 		return
 	}
-	if !checkPosition(w, "run_group", req.Position) {
+	if !checkPosition(w, "run_group", req.Position) || !checkView(w, "run_group", req.View) {
 		return
 	}
 	switch {
@@ -199,7 +230,12 @@ func (h *Handler) runGroup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.call(w, r, "run_group", func(ctx context.Context, p *pull.Client) (any, error) {
-		return p.RunGroup(ctx, workflows.TaskRef{Position: *req.Position}, *req.N)
+		g, err := p.RunGroup(ctx, workflows.TaskRef{Position: *req.Position}, *req.N)
+		if err != nil || g.Trajectories == nil {
+			return g, err
+		}
+		samples, err := g.Samples(req.View)
+		return groupAnswer{Group: g, Samples: samples}, err
 	})
 }
 

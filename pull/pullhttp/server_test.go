@@ -30,6 +30,7 @@ import (
 	"github.com/evalflow/evalflow/pull"
 	"github.com/evalflow/evalflow/pull/pullhttp"
 	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/trajectory"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -93,9 +94,15 @@ func freePort(t *testing.T) int {
 // the built-in agent).
 func (cl *cluster) startRun(t *testing.T, runID string, tasks int64, harness []string) {
 	t.Helper()
+	cl.startRunOf(t, runID, tasks, rollout.HarnessConfig{Command: harness})
+}
+
+// startRunOf starts a pull run of tasks sample tasks with harness h.
+func (cl *cluster) startRunOf(t *testing.T, runID string, tasks int64, h rollout.HarnessConfig) {
+	t.Helper()
 	cfg := workflows.RunConfig{
 		RunID: runID, Taskset: "sample", Tasks: tasks, RolloutsPerTask: 4, MaxConcurrent: 8,
-		Seed: 7, Model: "mock", Harness: rollout.HarnessConfig{Command: harness},
+		Seed: 7, Model: "mock", Harness: h,
 	}
 	_, err := pull.Start(context.Background(), cl.c, queue, cfg, workflows.TrainConfig{Epochs: 0})
 	require.NoError(t, err)
@@ -246,6 +253,80 @@ func TestPullAPIServesARun(t *testing.T) {
 	a.decode(t, &pr)
 	require.True(t, pr.Closed)
 	require.Equal(t, int64(2), pr.Groups)
+}
+
+// A run that traces tokens answers run_group and run_rollout with each
+// rollout's trajectory (verifiers-shaped steps, the exact-prefix check)
+// and its training samples as the request's view makes them.
+func TestPullAPIServesTrainingSamples(t *testing.T) {
+	cl := newCluster(t)
+	cl.startRunOf(t, "samples-run", 4, rollout.HarnessConfig{TraceTokens: true})
+	base := cl.serve(t, pullhttp.Config{}).URL + "/v1/pull/samples-run/"
+	require.Equal(t, http.StatusOK, call(t, "POST", base+"sample", "").status)
+
+	type answerOf struct {
+		Rollouts     []rollout.Summary       `json:"rollouts"`
+		Trajectories []trajectory.Trajectory `json:"trajectories"`
+		Samples      [][]trajectory.Sample   `json:"samples"`
+	}
+	a := call(t, "POST", base+"run_group", `{"position": 0, "n": 2}`)
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	var g answerOf
+	a.decode(t, &g)
+	require.Len(t, g.Trajectories, 2)
+	require.Len(t, g.Samples, 2)
+	for k, tr := range g.Trajectories {
+		require.Len(t, tr.Steps, g.Rollouts[k].Turns, "a step per model call")
+		require.Greater(t, len(tr.Steps), 1, "a multi-turn rollout: tool call, tool result, answer")
+		require.True(t, tr.Interleavable, "the mock's tokenization extends each turn exactly")
+		require.Len(t, g.Samples[k], 1, "the interleaved view is one sample")
+		s := g.Samples[k][0]
+		last := tr.Steps[len(tr.Steps)-1].Tokens
+		require.Equal(t, append(append([]int32{}, last.PromptIDs...), last.CompletionIDs...),
+			append(append([]int32{}, s.PromptIDs...), s.CompletionIDs...), "the sample is the last step's whole sequence")
+		require.Len(t, s.CompletionMask, len(s.CompletionIDs))
+		require.Len(t, s.CompletionLogprobs, len(s.CompletionIDs))
+		require.Equal(t, make([]int, len(s.PromptIDs)), s.PromptMask)
+		sampled := 0
+		for _, st := range tr.Steps {
+			sampled += len(st.Tokens.CompletionIDs)
+		}
+		ones := 0
+		for _, m := range s.CompletionMask {
+			ones += m
+		}
+		require.Equal(t, sampled, ones, "mask 1 on exactly the sampled tokens")
+	}
+
+	// The same group again, one sample per step: stored, not run again.
+	a = call(t, "POST", base+"run_group", `{"position": 0, "n": 2, "view": "steps"}`)
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	var per answerOf
+	a.decode(t, &per)
+	for k := range per.Samples {
+		require.Len(t, per.Samples[k], len(per.Trajectories[k].Steps))
+		require.True(t, per.Rollouts[k].Reused)
+	}
+
+	a = call(t, "POST", base+"run_rollout", `{"position": 0, "view": "steps"}`)
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	var one struct {
+		Trajectory *trajectory.Trajectory `json:"trajectory"`
+		Samples    []trajectory.Sample    `json:"samples"`
+	}
+	a.decode(t, &one)
+	require.NotNil(t, one.Trajectory)
+	require.Len(t, one.Samples, len(one.Trajectory.Steps))
+
+	for _, path := range []string{"run_group", "run_rollout"} {
+		a = call(t, "POST", base+path, `{"position": 0, "n": 2, "view": "tokens"}`)
+		if path == "run_rollout" {
+			a = call(t, "POST", base+path, `{"position": 0, "view": "tokens"}`)
+		}
+		require.Equal(t, http.StatusBadRequest, a.status, "%s", a.body)
+		_, msg := a.apiError(t)
+		require.Contains(t, msg, `view "tokens": want "interleaved" or "steps"`)
+	}
 }
 
 // TestPullAPIRefusesBadCalls checks the token, the bodies, and calls on runs

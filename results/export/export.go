@@ -18,6 +18,7 @@ import (
 
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/trace"
+	"github.com/evalflow/evalflow/trajectory"
 )
 
 // Row is one rollout, flat: the record's fields, its metrics as a JSON
@@ -51,6 +52,88 @@ type Row struct {
 	Answer     string `json:"answer" parquet:"answer"`
 	Transcript string `json:"transcript" parquet:"transcript"`
 	FinishedAt string `json:"finished_at" parquet:"finished_at"` // RFC 3339
+	// Steps counts the model calls answered; with token data, Interleavable
+	// says each extends the one before exactly (one training sample) and
+	// PrefixBreaks counts where it does not (see package trajectory).
+	Steps         int64 `json:"steps" parquet:"steps"`
+	Interleavable bool  `json:"interleavable" parquet:"interleavable"`
+	PrefixBreaks  int64 `json:"prefix_breaks" parquet:"prefix_breaks"`
+}
+
+// SampleRow is one training sample of a rollout (package trajectory):
+// token ids, masks and log probabilities in verifiers' field names, with
+// the rollout's reward.
+type SampleRow struct {
+	Key    string  `json:"key" parquet:"key"`
+	RunID  string  `json:"run_id" parquet:"run_id"`
+	Epoch  int64   `json:"epoch" parquet:"epoch"`
+	Index  int64   `json:"index" parquet:"index"`
+	K      int64   `json:"k" parquet:"k"`
+	TaskID string  `json:"task_id" parquet:"task_id"`
+	Reward float64 `json:"reward" parquet:"reward"`
+	// Sample numbers the rollout's samples from 0; Steps are the steps
+	// (model calls answered, from 0) it holds.
+	Sample             int64     `json:"sample" parquet:"sample"`
+	Steps              []int32   `json:"steps" parquet:"steps,list"`
+	Interleavable      bool      `json:"interleavable" parquet:"interleavable"`
+	PromptIDs          []int32   `json:"prompt_ids" parquet:"prompt_ids,list"`
+	PromptMask         []int32   `json:"prompt_mask" parquet:"prompt_mask,list"`
+	CompletionIDs      []int32   `json:"completion_ids" parquet:"completion_ids,list"`
+	CompletionMask     []int32   `json:"completion_mask" parquet:"completion_mask,list"`
+	CompletionLogprobs []float32 `json:"completion_logprobs" parquet:"completion_logprobs,list"`
+	// PolicyVersion is the oldest policy version among the sample's steps;
+	// -1 when unknown.
+	PolicyVersion int64 `json:"policy_version" parquet:"policy_version"`
+}
+
+// Samples reads a run's training samples, as view makes them
+// (trajectory.ViewInterleaved or ViewSteps), from the traces of its
+// successful rollouts that have token data (runs with --trace-tokens).
+func Samples(ctx context.Context, store results.Store, runID, view string) ([]SampleRow, error) {
+	if _, err := (trajectory.Trajectory{}).Samples(view); err != nil {
+		return nil, err
+	}
+	recs, err := store.List(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	var out []SampleRow
+	for _, rec := range recs {
+		if rec.Status != "ok" || rec.Trace == "" {
+			continue
+		}
+		tr, err := store.Trace(ctx, rec.RunID, rec.Key)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("export %s: %w", rec.Key, err)
+		}
+		traj := trajectory.FromTurns(tr.Turns)
+		samples, _ := traj.Samples(view)
+		for i, s := range samples {
+			row := SampleRow{Key: rec.Key, RunID: rec.RunID, Epoch: int64(rec.Epoch), Index: rec.Index, K: int64(rec.K),
+				TaskID: rec.TaskID, Reward: rec.Reward, Sample: int64(i), Interleavable: traj.Interleavable,
+				PromptIDs: s.PromptIDs, PromptMask: int32s(s.PromptMask), CompletionIDs: s.CompletionIDs,
+				CompletionMask: int32s(s.CompletionMask), CompletionLogprobs: s.CompletionLogprobs, PolicyVersion: -1}
+			for _, st := range s.Steps {
+				row.Steps = append(row.Steps, int32(st))
+				if v := traj.Steps[st].PolicyVersion; v != nil && (row.PolicyVersion < 0 || *v < row.PolicyVersion) {
+					row.PolicyVersion = *v
+				}
+			}
+			out = append(out, row)
+		}
+	}
+	return out, nil
+}
+
+func int32s(a []int) []int32 {
+	out := make([]int32, len(a))
+	for i, v := range a {
+		out[i] = int32(v)
+	}
+	return out
 }
 
 // Rows reads a run's rollouts from store, in the order they were stored.
@@ -103,6 +186,8 @@ func rowOf(ctx context.Context, store results.Store, rec results.Record) (Row, e
 		return Row{}, fmt.Errorf("export %s: %w", rec.Key, err)
 	}
 	row.Prompt, row.Answer, row.Transcript = prompt(tr), tr.Harness.Answer, transcript(tr)
+	traj := trajectory.FromTurns(tr.Turns)
+	row.Steps, row.Interleavable, row.PrefixBreaks = int64(len(traj.Steps)), traj.Interleavable, int64(len(traj.PrefixBreaks))
 	return row, nil
 }
 
@@ -144,9 +229,9 @@ func transcript(tr *trace.Rollout) string {
 // Formats are the formats Write writes.
 var Formats = []string{"jsonl", "parquet"}
 
-// Write writes rows to w as "jsonl" (one JSON object a line) or "parquet"
-// (one row group, zstd-compressed columns).
-func Write(w io.Writer, format string, rows []Row) error {
+// Write writes rows (Rows or SampleRows) to w as "jsonl" (one JSON object
+// a line) or "parquet" (one row group, zstd-compressed columns).
+func Write[R Row | SampleRow](w io.Writer, format string, rows []R) error {
 	switch format {
 	case "jsonl":
 		enc := json.NewEncoder(w)
@@ -158,7 +243,7 @@ func Write(w io.Writer, format string, rows []Row) error {
 		}
 		return nil
 	case "parquet":
-		pw := parquet.NewGenericWriter[Row](w, parquet.Compression(&parquet.Zstd))
+		pw := parquet.NewGenericWriter[R](w, parquet.Compression(&parquet.Zstd))
 		if _, err := pw.Write(rows); err != nil {
 			return fmt.Errorf("write parquet: %w", err)
 		}

@@ -114,3 +114,57 @@ func TestExport(t *testing.T) {
 		})
 	}
 }
+
+// A run with token data exports training samples, a row per sample, in
+// verifiers' field names; a rollout whose second turn was tokenized again
+// differently is two interleaved samples, and says it is not interleavable.
+func TestExportSamples(t *testing.T) {
+	ctx := context.Background()
+	s, err := results.Open(t.TempDir())
+	require.NoError(t, err)
+	defer s.Close()
+	v3, v4 := int64(3), int64(4)
+	tok := func(i int, prompt, completion []int32, v *int64) trace.Turn {
+		return trace.Turn{Index: i, Status: 200, PolicyVersion: v,
+			Response: dialects.Response{Message: text("assistant", "x")},
+			Tokens:   &dialects.Tokens{PromptIDs: prompt, CompletionIDs: completion, Logprobs: make(dialects.Float32s, len(completion))}}
+	}
+	exact := storetest.Record("run", 0, 0)
+	_, _, err = s.Put(ctx, exact, &trace.Rollout{Key: exact.Key, Turns: []trace.Turn{
+		tok(0, []int32{1, 2}, []int32{3}, &v4), tok(1, []int32{1, 2, 3, 9}, []int32{4, 5}, &v3)}})
+	require.NoError(t, err)
+	broken := storetest.Record("run", 1, 0)
+	_, _, err = s.Put(ctx, broken, &trace.Rollout{Key: broken.Key, Turns: []trace.Turn{
+		tok(0, []int32{1, 2}, []int32{3}, nil), tok(1, []int32{1, 2, 30, 9}, []int32{4}, nil)}})
+	require.NoError(t, err)
+
+	rows, err := export.Samples(ctx, s, "run", "interleaved")
+	require.NoError(t, err)
+	require.Len(t, rows, 3)
+	assert.Equal(t, "run/0/0/0", rows[0].Key)
+	assert.True(t, rows[0].Interleavable)
+	assert.Equal(t, []int32{0, 1}, rows[0].Steps)
+	assert.Equal(t, []int32{3, 9, 4, 5}, rows[0].CompletionIDs)
+	assert.Equal(t, []int32{1, 0, 1, 1}, rows[0].CompletionMask)
+	assert.Equal(t, int64(3), rows[0].PolicyVersion, "the oldest version of its steps")
+	assert.False(t, rows[1].Interleavable)
+	assert.Equal(t, []int32{1}, rows[2].Steps, "a sample starts where the prefix breaks")
+	assert.Equal(t, int64(-1), rows[2].PolicyVersion)
+
+	all, err := export.Rows(ctx, s, "run")
+	require.NoError(t, err)
+	assert.Equal(t, []bool{true, false}, []bool{all[0].Interleavable, all[1].Interleavable})
+	assert.Equal(t, []int64{0, 1}, []int64{all[0].PrefixBreaks, all[1].PrefixBreaks})
+
+	var pq bytes.Buffer
+	require.NoError(t, export.Write(&pq, "parquet", rows))
+	back, err := parquet.Read[export.SampleRow](bytes.NewReader(pq.Bytes()), int64(pq.Len()))
+	require.NoError(t, err)
+	assert.Equal(t, rows, back)
+
+	per, err := export.Samples(ctx, s, "run", "steps")
+	require.NoError(t, err)
+	assert.Len(t, per, 4)
+	_, err = export.Samples(ctx, s, "run", "tokens")
+	require.ErrorContains(t, err, `"interleaved" or "steps"`)
+}
