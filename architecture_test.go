@@ -34,9 +34,12 @@ var allowed = map[string][]string{
 	"internal/metrics": {},
 	"dialects":         {"internal/jsonwire"},
 	"trace":            {"dialects"},
-	"tasksets":         {"arith"},
-	"rubrics":          {"tasksets", "arith"},
-	"harness":          {"tasksets"},
+	// A rollout's turns as a trainer learns from them: steps, masks, the
+	// exact-prefix check, samples.
+	"trajectory": {"dialects", "rollout", "trace"},
+	"tasksets":   {"arith"},
+	"rubrics":    {"tasksets", "arith"},
+	"harness":    {"tasksets"},
 	// The built-in agent is a program of its own: it knows the task format
 	// and the arithmetic of its tool, nothing of the worker.
 	"internal/harness/agent": {"arith", "tasksets"},
@@ -52,21 +55,21 @@ var allowed = map[string][]string{
 	"results/postgres":                 {"results", "rollout", "trace"},
 	"internal/results/postgres/pgtest": {},
 	"results/storetest":                {"results", "rollout", "trace"},
-	"results/export":                   {"results", "trace"},
-	// Workflows and the pull client know the contract only: no transport,
-	// tunnel or subprocess is linked into a trainer or a workflow worker
-	// through them.
+	"results/export":                   {"results", "trace", "trajectory"},
+	// Workflows and the pull client know the contract and the data it
+	// carries only: no transport, tunnel or subprocess is linked into a
+	// trainer or a workflow worker through them.
 	"workflows": {"rollout"},
-	"pull":      {"workflows", "rollout"},
+	"pull":      {"workflows", "rollout", "trace", "trajectory"},
 	// The pull API over HTTP, for trainers outside Go: a handler over the
 	// pull client. pull itself links no HTTP server.
-	"pull/pullhttp": {"pull", "workflows", "rollout"},
+	"pull/pullhttp": {"pull", "workflows", "rollout", "trajectory"},
 	"internal/activities": {"rollout", "dialects", "harness", "internal/interception", "internal/interception/sidecar", "internal/metrics", "internal/providers", "results",
 		"rubrics", "tasksets", "tasksets/tables", "trace", "internal/tunnel"},
 	// The rollout gateway and the side routes (/state, /task, /user) are
 	// handlers of their own, over small interfaces the proxy satisfies:
 	// interception composes them.
-	"internal/interception/gateway": {"dialects", "trace"},
+	"internal/interception/gateway": {"dialects", "trace", "trajectory"},
 	"internal/interception/sidecar": {"dialects", "trace"},
 
 	// Tasksets backed by tables (CSV, Parquet, Arrow): their readers stay
@@ -164,7 +167,8 @@ func TestImportsPointDownward(t *testing.T) {
 }
 
 // TestContractLinksNoTransport: a trainer importing pull, or a worker
-// replaying workflows, links the Temporal SDK and the rollout contract, and
+// replaying workflows, links the Temporal SDK, the rollout contract and the
+// data it carries (traces, trajectories, the dialects' vocabulary), and
 // none of evalflow's transports, tunnels or subprocess runners.
 func TestContractLinksNoTransport(t *testing.T) {
 	for _, p := range goList(t, "-deps=false", "./workflows", "./pull", "./rollout") {
@@ -172,7 +176,7 @@ func TestContractLinksNoTransport(t *testing.T) {
 		for _, d := range deps {
 			dep, ours := strings.CutPrefix(d.ImportPath, module)
 			if ours {
-				assert.Contains(t, []string{"rollout", "workflows", "pull"}, dep, "%s links %s", p.ImportPath, dep)
+				assert.Contains(t, []string{"rollout", "workflows", "pull", "trajectory", "trace", "dialects", "internal/jsonwire"}, dep, "%s links %s", p.ImportPath, dep)
 			}
 			for _, banned := range []string{"github.com/fatedier/frp", "golang.org/x/crypto/ssh", "os/exec"} {
 				assert.False(t, strings.HasPrefix(d.ImportPath, banned), "%s links %s", p.ImportPath, d.ImportPath)
