@@ -42,6 +42,11 @@ type rootUpstream interface {
 	RelayRoot(ctx context.Context, path string, h http.Header, body dialects.Body, once bool) (*http.Response, int, error)
 }
 
+// maxSampled bounds the answered turns a token-in rollout keeps for its
+// later calls to extend: each holds its whole conversation's ids. A harness
+// extends its latest turn, or one shortly before it when it branches.
+const maxSampled = 16
+
 // sampled is an answered turn of a token-in rollout: the conversation it
 // ended, its request's messages then its answer (messageKey each), and the
 // ids the model saw and produced, prompt then completion.
@@ -98,6 +103,9 @@ func (e *entry) remember(t trace.Turn, index int, keys []string) {
 		ids: append(slices.Clone(t.Tokens.PromptIDs), t.Tokens.CompletionIDs...)}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if len(e.sampled) == maxSampled {
+		e.sampled = slices.Delete(e.sampled, 0, 1)
+	}
 	e.sampled = append(e.sampled, s)
 }
 

@@ -6,15 +6,18 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -86,7 +89,7 @@ type tokenInRig struct {
 	up   *calls
 }
 
-func newTokenInRig(t *testing.T, status map[string]int) tokenInRig {
+func newTokenInRig(t *testing.T, status map[string]int, mutate ...func(*interception.Config)) tokenInRig {
 	t.Helper()
 	m, err := mock.New(mock.Config{TokenMerge: true})
 	require.NoError(t, err)
@@ -95,7 +98,11 @@ func newTokenInRig(t *testing.T, status map[string]int) tokenInRig {
 	t.Cleanup(srv.Close)
 	client := providers.NewOpenAI(srv.URL+"/v1", "upstream-key")
 	client.BaseDelay, client.MaxDelay = time.Millisecond, time.Millisecond
-	pool := interception.NewPool(interception.Config{Upstream: client})
+	cfg := interception.Config{Upstream: client}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	pool := interception.NewPool(cfg)
 	t.Cleanup(func() { assert.NoError(t, pool.Close()) })
 	return tokenInRig{pool: pool, up: up}
 }
@@ -215,7 +222,10 @@ func TestTokenInExactPrefix(t *testing.T) {
 // A conversation that rewrites its history is no prefix of an earlier
 // turn's: it goes as text.
 func TestTokenInRewrittenHistoryGoesAsText(t *testing.T) {
-	r := newTokenInRig(t, nil)
+	var log syncBuffer
+	r := newTokenInRig(t, nil, func(c *interception.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
 	s := r.acquire(t, "run/0/0/0", true)
 	ctx := context.Background()
 	c := openai.NewClient(optionsFor(s)...)
@@ -240,6 +250,27 @@ func TestTokenInRewrittenHistoryGoesAsText(t *testing.T) {
 		require.NotNil(t, turn.Tokens, "turn %d still traces tokens", i)
 	}
 	assert.NotContains(t, r.up.paths(), "/v1/chat/completions/tokens")
+	assert.Equal(t, 1, strings.Count(log.String(), "token-in: call sent as text"), "said once per rollout: %s", log.String())
+	assert.Contains(t, log.String(), "no earlier turn")
+	assert.NotContains(t, log.String(), s.Secret)
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // An upstream that does not serve /tokenize gets token-in calls as text;
@@ -305,4 +336,59 @@ func TestTokenInTranslated(t *testing.T) {
 	assert.True(t, turns[1].TokenIn)
 	want := append(sampledIDs(t, turns[0]), mock.TokenIDs("And 4 * 6?")...)
 	assert.Equal(t, dialects.TokenIDs(want), turns[1].Tokens.PromptIDs)
+}
+
+// A call that branches from an earlier turn than the latest extends that
+// turn's ids.
+func TestTokenInBranchesFromEarlierTurn(t *testing.T) {
+	r := newTokenInRig(t, nil)
+	s := r.acquire(t, "run/0/0/0", true)
+	ctx := context.Background()
+	c := openai.NewClient(optionsFor(s)...)
+	p := openai.ChatCompletionNewParams{Model: "mock",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("What is 2 + 3?")}}
+	first, err := c.Chat.Completions.New(ctx, p)
+	require.NoError(t, err)
+	root := append(slices.Clone(p.Messages), first.Choices[0].Message.ToParam())
+	for _, next := range []string{"And 4 * 6?", "And 7 - 1?"} {
+		p.Messages = append(slices.Clone(root), openai.UserMessage(next))
+		_, err = c.Chat.Completions.New(ctx, p)
+		require.NoError(t, err)
+	}
+	turns, ok := r.pool.Finish(s.Key)
+	require.True(t, ok)
+	require.Len(t, turns, 3)
+	assert.True(t, turns[2].TokenIn)
+	want := append(sampledIDs(t, turns[0]), mock.TokenIDs("And 7 - 1?")...)
+	assert.Equal(t, dialects.TokenIDs(want), turns[2].Tokens.PromptIDs, "the branch extends turn 1, not turn 2")
+}
+
+// A gateway registration asks for token-in with "token_in": true.
+func TestTokenInGatewayRegistration(t *testing.T) {
+	m, err := mock.New(mock.Config{TokenMerge: true})
+	require.NoError(t, err)
+	up := &calls{}
+	srv := httptest.NewServer(up.wrap(m))
+	t.Cleanup(srv.Close)
+	pool := interception.NewPool(interception.Config{Upstream: providers.NewOpenAI(srv.URL+"/v1", "upstream-key"), GatewayToken: gatewayToken})
+	t.Cleanup(func() { assert.NoError(t, pool.Close()) })
+	slot, err := pool.Acquire(context.Background(), interception.Rollout{Key: "run/0/0/0"})
+	require.NoError(t, err)
+
+	status, body := gatewayCall(t, http.MethodPost, slot.LocalURL+"/v1/rollouts/tok-1/register", gatewayToken, `{"model":"policy","token_in":true}`)
+	require.Equal(t, http.StatusOK, status, string(body))
+	var reg struct {
+		OpenAIBaseURL string `json:"openai_base_url"`
+		APIKey        string `json:"api_key"`
+	}
+	require.NoError(t, json.Unmarshal(body, &reg))
+	c := openai.NewClient(option.WithBaseURL(reg.OpenAIBaseURL+"/"), option.WithAPIKey(reg.APIKey), option.WithMaxRetries(0))
+	p := openai.ChatCompletionNewParams{Model: "anything",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("What is 2 + 3?")}}
+	first, err := c.Chat.Completions.New(context.Background(), p)
+	require.NoError(t, err)
+	p.Messages = append(p.Messages, first.Choices[0].Message.ToParam(), openai.UserMessage("And 4 * 6?"))
+	_, err = c.Chat.Completions.New(context.Background(), p)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"/v1/chat/completions", "/tokenize", "/tokenize", "/v1/chat/completions/tokens"}, up.paths())
 }
