@@ -392,3 +392,46 @@ func TestTokenInGatewayRegistration(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"/v1/chat/completions", "/tokenize", "/tokenize", "/v1/chat/completions/tokens"}, up.paths())
 }
+
+// A chat template whose tokens of the whole conversation do not start with
+// those of the earlier turn's leaves the call as text.
+func TestTokenInTemplateMismatchGoesAsText(t *testing.T) {
+	m, err := mock.New(mock.Config{})
+	require.NoError(t, err)
+	up := &calls{}
+	srv := httptest.NewServer(up.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/tokenize" {
+			m.ServeHTTP(w, r)
+			return
+		}
+		var req struct {
+			AddGenerationPrompt bool `json:"add_generation_prompt"`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		tokens := map[bool]string{true: "[1, 2, 3]", false: "[9]"}[req.AddGenerationPrompt]
+		_, _ = w.Write([]byte(`{"count": 1, "max_model_len": 100, "tokens": ` + tokens + `}`))
+	})))
+	t.Cleanup(srv.Close)
+	pool := interception.NewPool(interception.Config{Upstream: providers.NewOpenAI(srv.URL+"/v1", "upstream-key")})
+	t.Cleanup(func() { assert.NoError(t, pool.Close()) })
+	s, err := pool.Acquire(context.Background(), interception.Rollout{Key: "run/0/0/0", TokenIn: true})
+	require.NoError(t, err)
+
+	c := openai.NewClient(optionsFor(s)...)
+	p := openai.ChatCompletionNewParams{Model: "mock",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("What is 2 + 3?")}}
+	first, err := c.Chat.Completions.New(context.Background(), p)
+	require.NoError(t, err)
+	p.Messages = append(p.Messages, first.Choices[0].Message.ToParam(), openai.UserMessage("And 4 * 6?"))
+	_, err = c.Chat.Completions.New(context.Background(), p)
+	require.NoError(t, err)
+	turns, ok := pool.Finish(s.Key)
+	require.True(t, ok)
+	require.Len(t, turns, 2)
+	assert.False(t, turns[1].TokenIn)
+	assert.Equal(t, []string{"/v1/chat/completions", "/tokenize", "/tokenize", "/v1/chat/completions"}, up.paths())
+}
