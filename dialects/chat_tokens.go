@@ -145,6 +145,19 @@ func OverlayChatTokens(body []byte, r TokenRequest) (Body, error) {
 	return out, nil
 }
 
+// OverlayChatPrompt sets on a chat completions body the prompt as token
+// ids, "tokens", the field of prime-rl's /v1/chat/completions/tokens
+// route; every other byte of body is kept.
+func OverlayChatPrompt(body []byte, prompt []int32) (Body, error) {
+	out, err := jsonwire.Overlay(body, chatRequestShape, func(func(string) bool) []jsonwire.Field {
+		return []jsonwire.Field{{Key: "tokens", Value: prompt}}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("chat request: %w", err)
+	}
+	return out, nil
+}
+
 // chatTokensWire is the token-level part of a chat completion or chunk.
 type chatTokensWire struct {
 	PromptTokenIDs []int32 `json:"prompt_token_ids"`

@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,7 +14,9 @@ import (
 
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/internal/providers/mock"
+	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/pull"
+	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/trajectory"
 )
@@ -75,6 +79,59 @@ func TestPullReturnsTokenData(t *testing.T) {
 			require.NoError(t, json.Unmarshal(s.Tokens[len(s.Tokens)-1].Data, &lastTok))
 			assert.Equal(t, dialects.TokenIDs(mock.TokenIDs(last.Response.Message.Text())), lastTok.CompletionIDs,
 				"the answer's token ids, as the mock tokenizes it")
+		}
+		require.NoError(t, p.Close(ctx))
+	}
+}
+
+// With a model whose re-tokenization of a conversation differs from what
+// it sampled (the mock's merge mode), a run's turn 2 prompt does not
+// extend turn 1's prompt and completion ids; with token-in it does,
+// exactly, and the trace and the pulled rollout say which turns went in as
+// tokens.
+func TestTokenInPull(t *testing.T) {
+	_, c := startServer(t)
+	runsDir := t.TempDir()
+	store, err := results.Open(runsDir)
+	require.NoError(t, err)
+	w, err := wiring.NewWorker(c, wiring.Config{
+		TaskQueue: "token-in", RunsDir: runsDir, MaxRollouts: 4, Runtime: newRecordingRuntime(),
+		DefaultHarness: agentCommand, Logger: slog.New(slog.DiscardHandler), Mock: mock.Config{TokenMerge: true},
+	})
+	require.NoError(t, err)
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	for _, tokenIn := range []bool{false, true} {
+		in := trainConfig("token-in-"+map[bool]string{true: "on", false: "off"}[tokenIn], filepath.Join(t.TempDir(), "never"))
+		in.Train.Epochs = 0
+		in.Config.Harness = rollout.HarnessConfig{TraceTokens: true, TokenIn: tokenIn}
+		p, err := pull.Start(ctx, c, "token-in", in.Config, in.Train)
+		require.NoError(t, err)
+		ref, err := p.Sample(ctx)
+		require.NoError(t, err)
+		res, err := p.RunGroup(ctx, ref, 1)
+		require.NoError(t, err)
+		require.Len(t, res.Rollouts, 1)
+		s := res.Rollouts[0]
+		require.Equal(t, rollout.StatusOK, s.Status, s.Error)
+		tr, err := store.Trace(ctx, in.Config.RunID, s.Key)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, len(tr.Turns), 2, "the agent calls the calculator, then answers")
+		require.Len(t, s.Tokens, len(tr.Turns))
+		for i, turn := range tr.Turns {
+			require.NotNil(t, turn.Tokens, "turn %d", i)
+			assert.Equal(t, tokenIn && i > 0, turn.TokenIn, "turn %d went in as tokens", i)
+			assert.Equal(t, turn.TokenIn, s.Tokens[i].TokenIn, "the pulled rollout says so too")
+			if i == 0 {
+				continue
+			}
+			prev := append(append([]int32{}, tr.Turns[i-1].Tokens.PromptIDs...), tr.Turns[i-1].Tokens.CompletionIDs...)
+			prompt := []int32(turn.Tokens.PromptIDs)
+			extends := len(prompt) > len(prev) && slices.Equal(prev, prompt[:len(prev)])
+			assert.Equal(t, tokenIn, extends, "turn %d's prompt extends turn %d's ids", i, i-1)
 		}
 		require.NoError(t, p.Close(ctx))
 	}

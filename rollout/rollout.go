@@ -42,6 +42,13 @@ type HarnessConfig struct {
 	// TopLogprobs is how many alternatives per completion token a traced
 	// turn keeps (0: none); with TraceTokens only.
 	TopLogprobs int `json:"top_logprobs,omitempty"`
+	// TokenIn sends a chat call that extends an earlier turn of the
+	// rollout to the upstream with its prompt as token ids, that turn's
+	// prompt and completion ids followed by the new messages' tokens, so
+	// nothing the model sampled is re-tokenized (vLLM with prime-rl's
+	// /v1/chat/completions/tokens route); other calls go as text. It
+	// implies TraceTokens.
+	TokenIn bool `json:"token_in,omitempty"`
 	// Dialect is the protocol the built-in agent speaks: chat, responses or
 	// anthropic; empty is chat. Other commands choose their own.
 	Dialect string `json:"dialect,omitempty"`

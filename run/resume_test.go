@@ -42,6 +42,12 @@ func TestSettingsApply(t *testing.T) {
 	in, changed = s.Apply(old)
 	assert.Equal(t, []string{"heartbeat-timeout"}, changed)
 	assert.Equal(t, 10*time.Minute, in.Config.Limits.HeartbeatTimeout)
+
+	s.Config.Harness.TokenIn = true
+	s.Given = given("token-in")
+	in, changed = s.Apply(old)
+	assert.Equal(t, []string{"token-in"}, changed, "token-in is a setting of the run")
+	assert.True(t, in.Config.Harness.TokenIn)
 }
 
 func TestResume(t *testing.T) {

@@ -132,6 +132,7 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "max-model-time", Usage: "time all a rollout's model calls may take, summed; 0 is no limit"},
 		&cli.BoolFlag{Name: "trace-tokens", Usage: "ask OpenAI-compatible chat upstreams (vLLM, SGLang) for prompt and completion token ids and logprobs, and record them on every turn"},
 		&cli.IntFlag{Name: "top-logprobs", Usage: "with --trace-tokens: alternatives per completion token to record (0: none)"},
+		&cli.BoolFlag{Name: "token-in", Usage: "send a chat call that extends an earlier turn to the upstream with its prompt as token ids (that turn's prompt and completion ids, then the new messages' tokens from the upstream's /tokenize) on vLLM's /v1/chat/completions/tokens, so turns extend each other exactly; other calls go as text (implies --trace-tokens)"},
 		&cli.StringFlag{Name: "rubric", Value: workflows.DefaultRubric, Usage: "how rollouts are scored: exact, numeric[:tol], contains, regex[:pattern], tests, command:PROGRAM, judge[:model], weighted sums (tests*0.8+judge*0.2), rank:<rubric>"},
 		&cli.IntFlag{Name: "max-attempts", Value: workflows.DefaultMaxAttempts, Usage: "attempts of a rollout after infrastructure failures"},
 		&cli.DurationFlag{Name: "heartbeat-timeout", Value: workflows.DefaultHeartbeatTimeout, Usage: "how long a rollout's worker may go silent before the rollout moves to another worker (a worker that dies costs its rollouts this much)"},
@@ -177,6 +178,7 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 			MaxModelTime:   cctx.Duration("max-model-time"),
 			TraceTokens:    cctx.Bool("trace-tokens"),
 			TopLogprobs:    cctx.Int("top-logprobs"),
+			TokenIn:        cctx.Bool("token-in"),
 			Dialect:        cctx.String("harness-dialect"),
 			Env:            harnessEnv(cctx),
 		},
@@ -188,6 +190,9 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 	}
 	if err := checkCounts(cctx); err != nil {
 		return cfg, err
+	}
+	if cfg.Harness.TokenIn {
+		cfg.Harness.TraceTokens = true // token-in builds on the turns' ids
 	}
 	if cfg.RunID == "" {
 		cfg.RunID = newRunID(cctx.Command.Name)

@@ -75,6 +75,24 @@ func TestTraceTokensFlags(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// --token-in, on the command line or in a run file, sends prompts as token
+// ids where it can, which builds on traced tokens.
+func TestTokenInFlag(t *testing.T) {
+	cfg, err := parseEval(t, "--run-id", "r1", "--token-in")
+	require.NoError(t, err)
+	assert.True(t, cfg.Harness.TokenIn)
+	assert.True(t, cfg.Harness.TraceTokens, "token-in implies --trace-tokens")
+
+	cfg, err = parseEval(t, "--run-id", "r1", "--trace-tokens")
+	require.NoError(t, err)
+	assert.False(t, cfg.Harness.TokenIn, "prompts go as text unless asked")
+
+	cfg, _, err = evalWith(t, "--config", writeFile(t, "run.yaml", "run-id: r2\ntoken-in: true\n"))
+	require.NoError(t, err)
+	assert.True(t, cfg.Harness.TokenIn)
+	assert.True(t, cfg.Harness.TraceTokens)
+}
+
 func TestPackagedHarnessFlags(t *testing.T) {
 	cfg, err := parseEval(t, "--harness", "codex", "--run-id", "r1")
 	require.NoError(t, err)

@@ -159,7 +159,7 @@ func (a *Activities) Acquire(ctx context.Context, in rollout.AcquireInput) (roll
 	h := in.Rollout.Harness
 	slot, err := a.Pool.Acquire(ctx, interception.Rollout{Key: key, Model: in.Rollout.Model, Sampling: dialects.Sampling(in.Rollout.Sampling),
 		Limits: interception.Limits{Turns: h.MaxTurns, Tokens: h.MaxTokensTotal, ModelTime: h.MaxModelTime},
-		Tokens: tokenRequest(h)})
+		Tokens: tokenRequest(h), TokenIn: h.TokenIn})
 	if err != nil {
 		a.Capacity.Give(key)
 		if cerr := listenConfigErr(err); cerr != nil {
@@ -387,7 +387,7 @@ func lastLine(s string) string {
 // tokenRequest is what the interception asks upstreams for when the run
 // traces tokens; nil when it does not.
 func tokenRequest(h rollout.HarnessConfig) *dialects.TokenRequest {
-	if !h.TraceTokens {
+	if !h.TraceTokens && !h.TokenIn {
 		return nil
 	}
 	return &dialects.TokenRequest{TopLogprobs: h.TopLogprobs}

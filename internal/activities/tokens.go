@@ -14,7 +14,7 @@ import (
 // trainer learns from: whether it was truncated and, when the run traces
 // tokens, its turns' token data, read from the stored trace.
 func (a *Activities) withTokens(ctx context.Context, ref rollout.Ref, s rollout.Summary) (rollout.Summary, error) {
-	if !ref.Harness.TraceTokens || s.Verify != nil {
+	if !ref.Harness.TraceTokens && !ref.Harness.TokenIn || s.Verify != nil {
 		return s, nil
 	}
 	tr, err := a.Store.Trace(ctx, ref.RunID, s.Key)

@@ -28,10 +28,13 @@ func TestRunSummaryCarriesTokenData(t *testing.T) {
 		traced    bool
 		calls     int
 		truncated bool
+		tokenIn   bool
 	}{
-		{"traced", true, 2, false},
-		{"traced, cut by the turn limit", true, 3, true},
-		{"not traced", false, 2, false},
+		{"traced", true, 2, false, false},
+		{"traced, cut by the turn limit", true, 3, true, false},
+		{"not traced", false, 2, false, false},
+		// A run resumed with --token-in added keeps its stored trace-tokens.
+		{"token-in", false, 2, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRigWith(t, providers.NewOpenAI(up.URL+"/v1", "k"), func(ctx context.Context, spec harness.Spec) (harness.Result, error) {
@@ -45,9 +48,10 @@ func TestRunSummaryCarriesTokenData(t *testing.T) {
 			ref := ref(1)
 			ref.Harness.MaxTurns = 2
 			ref.Harness.TraceTokens = tc.traced
+			ref.Harness.TokenIn = tc.tokenIn
 			s, err := r.rollout(t, ref)
 			require.NoError(t, err)
-			if !tc.traced {
+			if !tc.traced && !tc.tokenIn {
 				assert.Empty(t, s.Tokens)
 				return
 			}

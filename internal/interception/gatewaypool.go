@@ -20,7 +20,7 @@ var _ gateway.Pool = gatewayPool{}
 // of its register call.
 func (p gatewayPool) Acquire(ctx context.Context, key string, req gateway.RegisterRequest) (string, error) {
 	ro := Rollout{Key: key, Model: req.Model, Sampling: req.Sampling,
-		Limits: Limits{Turns: req.MaxTurns, Tokens: req.MaxTokens, SeqLen: req.MaxSeqLen}}
+		Limits: Limits{Turns: req.MaxTurns, Tokens: req.MaxTokens, SeqLen: req.MaxSeqLen}, TokenIn: req.TokenIn}
 	if req.TraceTokens {
 		ro.Tokens = &dialects.TokenRequest{TopLogprobs: req.TopLogprobs}
 	}

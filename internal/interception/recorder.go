@@ -48,6 +48,9 @@ type recorder struct {
 	// (entry.admit); sent once it went to the upstream. A counted call
 	// never sent gives its turn back when it finishes.
 	counted, sent bool
+	// tokenKeys are the message keys of a token-in call's request
+	// (tokenin.go); nil for other calls.
+	tokenKeys []string
 }
 
 // startTurn starts serving a model call as the rollout's next turn.
@@ -77,12 +80,16 @@ func (c *recorder) finish() {
 	c.turn.Latency = time.Since(c.turn.StartedAt)
 	var raw *rawTurn
 	switch {
-	case c.raw.answered && (c.e.rollout.Limits.Tokens > 0 || c.e.rollout.Limits.SeqLen > 0):
-		// The rollout's token limits need the answer's usage now.
+	case c.raw.answered && (c.e.rollout.Limits.Tokens > 0 || c.e.rollout.Limits.SeqLen > 0 || c.tokenKeys != nil):
+		// The rollout's token limits need the answer's usage now, and
+		// token-in the answer's message and ids.
 		c.turn = materialize(c.turn, c.raw, c.e.rollout)
 	case c.raw.dialect != nil:
 		raw = &c.raw
 	}
+	// Before the turn is recorded: a call waiting for it (tokenIn) reads
+	// what it remembers.
+	c.e.remember(c.turn, c.index, c.tokenKeys)
 	c.e.record(c.index, c.turn, raw, c.delivered)
 	if c.srv.cfg.Metrics != nil {
 		c.srv.cfg.Metrics.Called(metrics.Call{

@@ -33,7 +33,11 @@ func (s *Server) relay(c *recorder, body []byte) {
 		return
 	}
 	c.raw = rawTurn{dialect: c.d, request: body}
-	resp, ok := c.send(c.d.Path(), c.r.Header, out)
+	out, path, failed := s.withTokenIn(c, out, c.d.Path())
+	if failed {
+		return
+	}
+	resp, ok := c.send(path, c.r.Header, out)
 	if !ok {
 		return
 	}
@@ -135,13 +139,14 @@ func relayJSON(c *recorder, resp *http.Response, maxBody int64) {
 	}
 	copyHeaders(c.w.Header(), resp.Header)
 	c.w.WriteHeader(resp.StatusCode)
+	// The caller has the whole answer before the turn is recorded (a
+	// large one as soon as Write returns): Turns, Finish and the
+	// rollout's next token-in call wait for it from before the write.
+	c.deliver()
 	if _, err := c.w.Write(data); err != nil {
 		relayFailed(c, fmt.Errorf("write to caller: %w", err))
 		return
 	}
-	// The caller has the whole answer before the turn is recorded; Turns
-	// and Finish wait for it.
-	c.deliver()
 	_ = http.NewResponseController(c.w).Flush()
 	c.raw.answered, c.raw.status, c.raw.answer = true, resp.StatusCode, data
 }

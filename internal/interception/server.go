@@ -108,6 +108,9 @@ type Rollout struct {
 	// Tokens, when set, asks chat upstreams for token-level data and
 	// records it on every turn (tokens.go).
 	Tokens *dialects.TokenRequest
+	// TokenIn sends a chat call that extends an earlier turn with the
+	// prompt as token ids (tokenin.go); it implies Tokens.
+	TokenIn bool
 }
 
 // ErrUnknownRollout is returned for a rollout key that is not registered.
@@ -196,6 +199,9 @@ func (s *Server) Register(r Rollout) (string, error) {
 		return "", fmt.Errorf("rollout secret: %w", err)
 	}
 	secret := hex.EncodeToString(b[:])
+	if r.TokenIn && r.Tokens == nil {
+		r.Tokens = &dialects.TokenRequest{}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.byKey[r.Key]; ok {

@@ -67,7 +67,11 @@ func (s *Server) callUpstream(c *recorder) (*http.Response, bool) {
 		c.fail(http.StatusBadRequest, "", "The request cannot be sent to the upstream: "+err.Error())
 		return nil, false
 	}
-	return c.send(s.up.Path(), nil, out)
+	out, path, failed := s.withTokenIn(c, out, s.up.Path())
+	if failed {
+		return nil, false
+	}
+	return c.send(path, nil, out)
 }
 
 // readWhole reads an upstream answer whole.

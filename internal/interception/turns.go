@@ -43,6 +43,11 @@ type entry struct {
 	// timeout leaves its last call waiting on the provider, and Finish
 	// reports it (unanswered) even before its recorder notices.
 	waiting map[int]trace.Turn
+	// sampled are the answered turns of a token-in rollout, which its
+	// later calls may extend (tokenin.go); textNoted is set once a call of
+	// it went as text for a reason worth logging.
+	sampled   []sampled
+	textNoted bool
 }
 
 // begin numbers a turn when its call arrives, so turns keep the order of

@@ -172,9 +172,25 @@ func (o *Client) limiter() *limiter {
 	return o.lim
 }
 
+// RelayRoot is Relay (RelayOnce when once) to a route at the root of
+// BaseURL's server, outside its /v1: vLLM serves /tokenize there.
+func (o *Client) RelayRoot(ctx context.Context, path string, h http.Header, body dialects.Body, once bool) (*http.Response, int, error) {
+	attempts := o.maxAttempts()
+	if once {
+		attempts = 1
+	}
+	root := strings.TrimSuffix(strings.TrimRight(o.BaseURL, "/"), "/v1")
+	return o.relayURL(ctx, root+path, path, h, body, attempts)
+}
+
 func (o *Client) relay(ctx context.Context, path string, h http.Header, body dialects.Body, maxAttempts int) (*http.Response, int, error) {
+	return o.relayURL(ctx, strings.TrimRight(o.BaseURL, "/")+path, path, h, body, maxAttempts)
+}
+
+// relayURL makes the attempts at a call to url, whose route path names it
+// in errors.
+func (o *Client) relayURL(ctx context.Context, url, path string, h http.Header, body dialects.Body, maxAttempts int) (*http.Response, int, error) {
 	name := o.Dialect()
-	url := strings.TrimRight(o.BaseURL, "/") + path
 	for attempt := 1; ; attempt++ {
 		resp, err := o.attempt(ctx, url, h, body)
 		var wait time.Duration

@@ -43,6 +43,7 @@ const (
 	flagMockLatency            = "mock-latency"
 	flagMockErrorRate          = "mock-error-rate"
 	flagMockScript             = "mock-script"
+	flagMockTokenMerge         = "mock-token-merge"
 	flagUpstreamHeaderTimeout  = "upstream-header-timeout"
 	flagUpstreamIdleTimeout    = "upstream-idle-timeout"
 	flagUpstreamMinConcurrency = "upstream-min-concurrency"
@@ -126,6 +127,8 @@ func WorkerFlags() []cli.Flag {
 			Usage: "fraction of deliberately wrong mock model answers"},
 		&cli.StringFlag{Name: flagMockScript, EnvVars: []string{"EVALFLOW_MOCK_SCRIPT"},
 			Usage: "a JSONL file scripting the mock model per task (tool calls, then a final answer; see providers/mock), for tests and demos"},
+		&cli.BoolFlag{Name: flagMockTokenMerge, EnvVars: []string{"EVALFLOW_MOCK_TOKEN_MERGE"},
+			Usage: "the mock model re-tokenizes an assistant message's letter pairs as one id each, so a turn's prompt ids do not extend the ids sampled before (what --token-in fixes), for tests and demos"},
 		&cli.DurationFlag{Name: flagUpstreamHeaderTimeout, Value: providers.DefaultResponseHeaderTimeout, EnvVars: []string{"EVALFLOW_UPSTREAM_HEADER_TIMEOUT"},
 			Usage: "longest wait for the provider's answer to begin, per attempt; past it the attempt failed and is retried"},
 		&cli.DurationFlag{Name: flagUpstreamIdleTimeout, Value: providers.DefaultStreamIdleTimeout, EnvVars: []string{"EVALFLOW_UPSTREAM_IDLE_TIMEOUT"},
@@ -192,9 +195,10 @@ func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, 
 		APIKeyEnv:       cctx.String(flagAPIKeyEnv),
 		UpstreamDialect: cctx.String(flagUpstreamDialect),
 		Mock: mock.Config{
-			Latency:   cctx.Duration(flagMockLatency),
-			ErrorRate: cctx.Float64(flagMockErrorRate),
-			Script:    cctx.String(flagMockScript),
+			Latency:    cctx.Duration(flagMockLatency),
+			ErrorRate:  cctx.Float64(flagMockErrorRate),
+			Script:     cctx.String(flagMockScript),
+			TokenMerge: cctx.Bool(flagMockTokenMerge),
 		},
 		Upstream: UpstreamLimits{
 			HeaderTimeout:  cctx.Duration(flagUpstreamHeaderTimeout),

@@ -35,6 +35,9 @@ type RegisterRequest struct {
 	// the trajectory then holds per turn; TopLogprobs alternatives each.
 	TraceTokens bool `json:"trace_tokens,omitempty"`
 	TopLogprobs int  `json:"top_logprobs,omitempty"`
+	// TokenIn sends a chat call that extends an earlier turn with its
+	// prompt as token ids (evalflow's --token-in); it implies TraceTokens.
+	TokenIn bool `json:"token_in,omitempty"`
 }
 
 // TTL is a registration's lifetime: in JSON a number of seconds or a Go

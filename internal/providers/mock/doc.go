@@ -69,4 +69,20 @@
 // character, its id the code point (TokenIDs), log probabilities made up
 // from the position (Logprob), prompt_token_ids at the top level and
 // token_ids in the choice, as vLLM sends them.
+//
+// It also speaks the token routes of vLLM and prime-rl's vLLM extension:
+// POST /tokenize (or /v1/tokenize) takes {"messages", "tools",
+// "add_generation_prompt"} or {"prompt"} and answers {"count",
+// "max_model_len", "tokens"} with the same tokenization, and POST
+// /v1/chat/completions/tokens takes a chat completions body with the
+// prompt as ids in "tokens", answering as /v1/chat/completions does with
+// those ids as prompt_token_ids.
+//
+// Config.TokenMerge (a worker's --mock-token-merge) makes re-tokenizing a
+// conversation differ from what was sampled, as a BPE tokenizer's merges
+// do: in a prompt (prompt_token_ids, /tokenize of messages) every pair of
+// adjacent ASCII letters of an assistant message is one id, above every
+// code point, while completions are still sampled one id per character.
+// Turn 2's prompt then does not start with turn 1's prompt and
+// completion ids, which is what token-in prompts (--token-in) are for.
 package mock

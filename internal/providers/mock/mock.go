@@ -25,6 +25,13 @@ type Config struct {
 	// takes (see the package doc). Unscripted conversations get the
 	// arithmetic behaviour.
 	Script string
+	// TokenMerge makes re-tokenizing a conversation differ from the ids
+	// sampled: in a prompt (prompt_token_ids, /tokenize of messages) each
+	// pair of adjacent ASCII letters of an assistant message is one id, as
+	// a BPE vocabulary merges them, while a completion is sampled one id
+	// per character. A turn's prompt then does not start with the
+	// previous turn's prompt and completion ids.
+	TokenMerge bool
 }
 
 // Model is the mock model's HTTP handler.
@@ -58,7 +65,8 @@ func New(cfg Config) (*Model, error) {
 }
 
 // ServeHTTP routes POST /v1/chat/completions, /v1/responses, /v1/messages,
-// /v1/messages/count_tokens and GET /v1/models.
+// /v1/messages/count_tokens, GET /v1/models, and vLLM's POST /tokenize
+// (also /v1/tokenize) and prime-rl's POST /v1/chat/completions/tokens.
 func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/v1/responses", "/v1/messages", "/v1/messages/count_tokens":
@@ -81,6 +89,16 @@ func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		m.serveChat(w, r)
+	case "/tokenize", "/v1/tokenize", "/v1/chat/completions/tokens":
+		if r.Method != http.MethodPost {
+			writeError(w, http.StatusMethodNotAllowed, "use POST")
+			return
+		}
+		if r.URL.Path == "/v1/chat/completions/tokens" {
+			m.serveChatTokens(w, r)
+			return
+		}
+		m.serveTokenize(w, r)
 	case "/v1/models":
 		if r.Method != http.MethodGet {
 			writeError(w, http.StatusMethodNotAllowed, "use GET")
@@ -105,6 +123,12 @@ func (m *Model) serveModels(w http.ResponseWriter) {
 }
 
 func (m *Model) serveChat(w http.ResponseWriter, r *http.Request) {
+	m.serveChatWith(w, r, nil)
+}
+
+// serveChatWith answers a chat completions call whose prompt's ids are
+// promptTokens when not nil.
+func (m *Model) serveChatWith(w http.ResponseWriter, r *http.Request, promptTokens []int32) {
 	var req chatRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 32<<20)).Decode(&req); err != nil {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid request body: %v", err))
@@ -114,6 +138,7 @@ func (m *Model) serveChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "messages must not be empty")
 		return
 	}
+	req.promptTokens = promptTokens
 	if m.cfg.Latency > 0 {
 		t := time.NewTimer(m.cfg.Latency)
 		defer t.Stop()

@@ -35,7 +35,7 @@ func (m *Model) writeCompletion(w http.ResponseWriter, req chatRequest, rep repl
 	}
 	c.Choices[0].TokenIDs, c.Choices[0].Logprobs = tokenData(req, completionText(rep), 0)
 	if req.ReturnTokenIDs {
-		c.PromptTokenIDs = TokenIDs(promptText(req))
+		c.PromptTokenIDs = m.promptTokenIDs(req)
 	}
 	writeJSON(w, http.StatusOK, c)
 }
@@ -90,7 +90,7 @@ func (m *Model) writeStream(w http.ResponseWriter, req chatRequest, rep reply) {
 	}
 	head := chunk(first, nil)
 	if req.ReturnTokenIDs {
-		head.PromptTokenIDs = TokenIDs(promptText(req))
+		head.PromptTokenIDs = m.promptTokenIDs(req)
 	}
 	if !send(head) {
 		return

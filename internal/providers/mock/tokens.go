@@ -44,16 +44,24 @@ func Logprob(i int) float64 {
 	return -float64(i%8+1) / 16
 }
 
-// promptText is the text the mock tokenizes as req's prompt.
-func promptText(req chatRequest) string {
-	var s string
-	for _, m := range req.Messages {
-		s += m.text()
-		for _, tc := range m.ToolCalls {
-			s += tc.Function.Name + tc.Function.Arguments
-		}
+// messageText is the text the mock tokenizes of a message in a prompt:
+// its text, then each tool call's name and arguments.
+func messageText(m chatMessage) string {
+	s := m.text()
+	for _, tc := range m.ToolCalls {
+		s += tc.Function.Name + tc.Function.Arguments
 	}
 	return s
+}
+
+// promptTokenIDs are the ids of req's prompt: the ones the request gave
+// (/v1/chat/completions/tokens), else the mock's tokenization of its
+// messages (promptIDs).
+func (m *Model) promptTokenIDs(req chatRequest) []int32 {
+	if req.promptTokens != nil {
+		return req.promptTokens
+	}
+	return m.promptIDs(req.Messages)
 }
 
 // completionText is the text the mock tokenizes as rep's completion.

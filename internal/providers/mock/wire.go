@@ -21,6 +21,9 @@ type chatRequest struct {
 	Logprobs       bool `json:"logprobs"`
 	TopLogprobs    int  `json:"top_logprobs"`
 	ReturnTokenIDs bool `json:"return_token_ids"`
+	// promptTokens are the prompt's ids when the caller gave them
+	// (/v1/chat/completions/tokens).
+	promptTokens []int32
 }
 
 func (r chatRequest) includeUsage() bool {
