@@ -108,6 +108,9 @@ type Rollout struct {
 	// Tokens, when set, asks chat upstreams for token-level data and
 	// records it on every turn (tokens.go).
 	Tokens *dialects.TokenRequest
+	// PolicyVersion, when set, is recorded on each turn the upstream
+	// reports no policy version for.
+	PolicyVersion *int64
 }
 
 // ErrUnknownRollout is returned for a rollout key that is not registered.
