@@ -93,7 +93,7 @@ func TestRegisterBody(t *testing.T) {
 	pool := &fakePool{held: map[string]gateway.RegisterRequest{}}
 	g := gateway.New(pool, gateway.Config{Token: token})
 	w := call(t, g.Handler(), http.MethodPost, "/v1/rollouts/p/register",
-		`{"model":"m","sampling_params":{"temperature":0.7,"max_tokens":32,"n":1},"max_turns":3,"policy_version":4,"max_off_policy_steps":1,"extra":true}`)
+		`{"model":"m","sampling_params":{"temperature":0.7,"max_tokens":32,"n":1,"logprobs":true,"top_logprobs":2},"max_turns":3,"policy_version":4,"max_off_policy_steps":1,"extra":true}`)
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	req := pool.held[gateway.KeyPrefix+"p"]
 	require.NotNil(t, req.Sampling.Temperature)
@@ -104,6 +104,11 @@ func TestRegisterBody(t *testing.T) {
 	assert.Equal(t, 3, req.MaxTurns)
 	require.NotNil(t, req.PolicyVersion)
 	assert.Equal(t, int64(4), *req.PolicyVersion)
+	assert.True(t, req.TraceTokens, "sampling that asks for logprobs traces tokens")
+	assert.Equal(t, 2, req.TopLogprobs)
+	w = call(t, g.Handler(), http.MethodPost, "/v1/rollouts/q/register", `{"model":"m","sampling":{"temperature":1}}`)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.False(t, pool.held[gateway.KeyPrefix+"q"].TraceTokens, "no logprobs asked, no tokens traced")
 
 	for _, tc := range []struct{ body, want string }{
 		{`{"model":"m","sampling":{},"sampling_params":{}}`, "sampling and sampling_params"},

@@ -154,10 +154,27 @@ func decodeRegister(body []byte) (RegisterRequest, error) {
 	if err := json.Unmarshal(body, &req); err != nil {
 		return req, fmt.Errorf("register body: %w", err)
 	}
-	_, sampling := fields["sampling"]
-	_, params := fields["sampling_params"]
+	sampling, hasSampling := fields["sampling"]
+	params, hasParams := fields["sampling_params"]
+	if hasParams {
+		sampling = params
+	}
+	// Sampling that asks for log probabilities (OpenAI's logprobs and
+	// top_logprobs, vLLM's return_token_ids), as a trainer's does, traces
+	// tokens.
+	var asks struct {
+		Logprobs       bool `json:"logprobs"`
+		TopLogprobs    int  `json:"top_logprobs"`
+		ReturnTokenIDs bool `json:"return_token_ids"`
+	}
+	if json.Unmarshal(sampling, &asks) == nil && (asks.Logprobs || asks.ReturnTokenIDs || asks.TopLogprobs > 0) {
+		req.TraceTokens = true
+		if req.TopLogprobs == 0 {
+			req.TopLogprobs = asks.TopLogprobs
+		}
+	}
 	switch {
-	case sampling && params:
+	case hasSampling && hasParams:
 		return req, errors.New("register: sampling and sampling_params are the same parameters by two names: send one of them")
 	case req.Model == "":
 		return req, errors.New("register: model is required")
