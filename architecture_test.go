@@ -34,9 +34,12 @@ var allowed = map[string][]string{
 	"internal/metrics": {},
 	"dialects":         {"internal/jsonwire"},
 	"trace":            {"dialects"},
-	"tasksets":         {"arith"},
-	"rubrics":          {"tasksets", "arith"},
-	"harness":          {"tasksets"},
+	// A rollout's turns as a trainer learns from them: steps, masks, the
+	// exact-prefix check, samples.
+	"trajectory": {"dialects", "rollout", "trace"},
+	"tasksets":   {"arith"},
+	"rubrics":    {"tasksets", "arith"},
+	"harness":    {"tasksets"},
 	// The built-in agent is a program of its own: it knows the task format
 	// and the arithmetic of its tool, nothing of the worker.
 	"internal/harness/agent": {"arith", "tasksets"},
@@ -66,7 +69,7 @@ var allowed = map[string][]string{
 	// The rollout gateway and the side routes (/state, /task, /user) are
 	// handlers of their own, over small interfaces the proxy satisfies:
 	// interception composes them.
-	"internal/interception/gateway": {"dialects", "trace"},
+	"internal/interception/gateway": {"dialects", "trace", "trajectory"},
 	"internal/interception/sidecar": {"dialects", "trace"},
 
 	// Tasksets backed by tables (CSV, Parquet, Arrow): their readers stay

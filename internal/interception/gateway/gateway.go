@@ -3,8 +3,8 @@
 // URL and a secret for the agent, then fetches the recorded trajectory,
 // then unregisters it.
 //
-//	POST /v1/rollouts/{id}/register   {"model": "...", "sampling": {...}, "max_turns": 8, ...}
-//	GET  /v1/rollouts/{id}/trajectory
+//	POST /v1/rollouts/{id}/register   {"model": "...", "sampling_params": {...}, "max_turns": 8, ...}
+//	GET  /v1/rollouts/{id}/trajectory[?view=steps&policy_version=N]
 //	POST /v1/rollouts/{id}/unregister
 //
 // Every call presents Config.Token as a bearer token. The routes are
