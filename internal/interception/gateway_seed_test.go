@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/anthropics/anthropic-sdk-go"
+	aoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
@@ -85,12 +88,39 @@ func TestGatewaySeedContract(t *testing.T) {
 	})
 	t.Run("on an interception server", func(t *testing.T) {
 		up := newSeenUpstream(t)
-		f := newFixture(t, up.url, func(c *interception.Config) { c.GatewayToken = gatewayToken })
-		seedRollout(t, f.slot.LocalURL, up)
+		var logs lockedBuffer
+		f := newFixture(t, up.url, func(c *interception.Config) {
+			c.GatewayToken = gatewayToken
+			c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		})
+		secret := seedRollout(t, f.slot.LocalURL, up)
+		require.Contains(t, logs.String(), "model call", "the calls are logged")
+		assert.NotContains(t, logs.String(), gatewayToken, "no log line holds the gateway token")
+		assert.NotContains(t, logs.String(), secret, "no log line holds the rollout's secret")
 	})
 }
 
-func seedRollout(t *testing.T, gw string, up *seenUpstream) {
+// lockedBuffer is a bytes.Buffer a logger and a test can share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// seedRollout runs a rollout at the gateway gw as a seed-written
+// environment does, and returns the rollout's secret.
+func seedRollout(t *testing.T, gw string, up *seenUpstream) string {
 	root := gw + "/v1/rollouts/seed-1"
 	status, body := gatewayCall(t, http.MethodPost, root+"/register", gatewayToken,
 		`{"model":"policy-7","sampling":{},"sampling_params":{}}`)
@@ -98,6 +128,9 @@ func seedRollout(t *testing.T, gw string, up *seenUpstream) {
 	assert.Contains(t, string(body), "sampling and sampling_params")
 	status, body = gatewayCall(t, http.MethodPost, root+"/register", gatewayToken, seedRegister)
 	require.Equal(t, http.StatusOK, status, string(body))
+	var reg gateway.Registration
+	require.NoError(t, json.Unmarshal(body, &reg))
+	require.NotEmpty(t, reg.APIKey)
 
 	// The agent: OPENAI_BASE_URL={gateway}/v1/rollouts/{id}, the one key
 	// the environment has.
@@ -146,6 +179,7 @@ func seedRollout(t *testing.T, gw string, up *seenUpstream) {
 	status, body = gatewayCall(t, http.MethodGet, root+"/trajectory?policy_version=4", gatewayToken, "")
 	require.Equal(t, http.StatusOK, status, string(body))
 	assert.NotContains(t, string(body), gatewayToken, "the gateway token is recorded nowhere")
+	assert.NotContains(t, string(body), reg.APIKey, "nor the rollout's secret")
 	var tr gateway.Trajectory
 	require.NoError(t, json.Unmarshal(body, &tr))
 	assert.False(t, tr.IsTruncated)
@@ -201,13 +235,29 @@ func seedRollout(t *testing.T, gw string, up *seenUpstream) {
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.Contains(t, string(body), `want \"interleaved\" or \"steps\"`)
 
+	// An Anthropic SDK's base URL is the same; it sends the key as x-api-key.
+	ac := anthropic.NewClient(aoption.WithBaseURL(root), aoption.WithAPIKey(gatewayToken), aoption.WithMaxRetries(0))
+	msg, err := ac.Messages.New(ctx, anthropic.MessageNewParams{Model: "anything", MaxTokens: 64,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("What is 4 + 4?"))}})
+	require.NoError(t, err)
+	require.NotEmpty(t, msg.Content)
+	assert.Contains(t, msg.Content[0].Text, "8")
+	wrongA := anthropic.NewClient(aoption.WithBaseURL(root), aoption.WithAPIKey("not-a-key-of-ours"), aoption.WithMaxRetries(0))
+	_, err = wrongA.Messages.New(ctx, anthropic.MessageNewParams{Model: "anything", MaxTokens: 64,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("What is 4 + 4?"))}})
+	var aErr *anthropic.Error
+	require.ErrorAs(t, err, &aErr)
+	assert.Equal(t, http.StatusUnauthorized, aErr.StatusCode)
+	assert.Contains(t, aErr.RawJSON(), `"type":"error"`, "in Anthropic's shape")
+
 	status, body = gatewayCall(t, http.MethodPost, root+"/unregister", gatewayToken, "")
 	require.Equal(t, http.StatusOK, status, string(body))
 	require.NoError(t, json.Unmarshal(body, &tr))
-	assert.Len(t, tr.Trajectory, 2, "unregister answers with the trajectory")
+	assert.Len(t, tr.Trajectory, 3, "unregister answers with the trajectory, the Anthropic call's step included")
 	_, err = agent.Chat.Completions.New(ctx, params)
 	require.ErrorAs(t, err, &apiErr)
 	assert.Equal(t, http.StatusNotFound, apiErr.StatusCode, "the rollout is gone, the gateway token opens nothing")
+	return reg.APIKey
 }
 
 func ones(n int) []int {
