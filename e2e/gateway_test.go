@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -72,4 +75,108 @@ func TestWorkerServesTheGatewayAtItsAddress(t *testing.T) {
 
 	status, _ = call(http.MethodPost, "/v1/rollouts/e2e-2/register", `{"model":"policy"}`)
 	assert.Equal(t, http.StatusOK, status, "unregistering gave the capacity back")
+}
+
+// seedSummary is what examples/gateway_seed.py prints last.
+type seedSummary struct {
+	RolloutID       string   `json:"rollout_id"`
+	AgentExitCode   *int     `json:"agent_exit_code"`
+	AgentAnswer     string   `json:"agent_answer"`
+	AgentStderr     string   `json:"agent_stderr"`
+	Prompt          []string `json:"prompt"`
+	CompletionRoles []string `json:"completion_roles"`
+	FinalAnswer     string   `json:"final_answer"`
+	IsTruncated     *bool    `json:"is_truncated"`
+	Steps           []struct {
+		PromptTokens     int      `json:"prompt_tokens"`
+		CompletionTokens int      `json:"completion_tokens"`
+		Logprobs         int      `json:"logprobs"`
+		MasksOK          bool     `json:"masks_ok"`
+		FinishReason     string   `json:"finish_reason"`
+		ExtendsPrevious  bool     `json:"extends_previous"`
+		ToolCalls        []string `json:"tool_calls"`
+	} `json:"steps"`
+	Unregistered bool    `json:"unregistered"`
+	Error        *string `json:"error"`
+}
+
+// runSeedClient runs examples/gateway_seed.py against the gateway at root
+// and returns its summary and whether it exited 0.
+func runSeedClient(t *testing.T, python, root, token string, args ...string) (seedSummary, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, append([]string{"../examples/gateway_seed.py", "--gateway", root, "--model", "policy"}, args...)...)
+	cmd.Env = append(os.Environ(), "EVALFLOW_GATEWAY_TOKEN="+token)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if err != nil {
+		require.ErrorAs(t, err, &exit, "stderr: %s", stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var s seedSummary
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &s), "the last line is a JSON summary: %s; stderr: %s", out, stderr.String())
+	return s, err == nil
+}
+
+// A client written only from verifiers' RolloutGatewayMixin document
+// (examples/gateway_seed.py, standard library only) completes a rollout
+// against a worker's gateway: its agent, a subprocess with
+// OPENAI_BASE_URL={gateway}/v1/rollouts/{id} and the gateway token as its
+// key, answers with a tool call in two turns; the trajectory it reads has
+// both steps with token ids, masks and logprobs; it unregisters, on an
+// agent's failure too.
+func TestSeedClientAgainstTheWorkerGateway(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	require.NoError(t, err, "python3 runs the documented example (make setup installs it)")
+	_, c := startServer(t)
+	const token = "gw-seed-token-7c1d"
+	w, err := wiring.NewWorker(c, wiring.Config{
+		TaskQueue: "gateway-seed", RunsDir: t.TempDir(), MaxRollouts: 1, Logger: slog.New(slog.DiscardHandler),
+		Interception: wiring.Interception{GatewayToken: token, GatewayAddr: "127.0.0.1:0"},
+	})
+	require.NoError(t, err)
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	root := "http://" + w.GatewayAddr()
+
+	s, ok := runSeedClient(t, python, root, token)
+	require.True(t, ok, "%+v", s)
+	assert.Nil(t, s.Error)
+	require.NotNil(t, s.AgentExitCode)
+	assert.Equal(t, 0, *s.AgentExitCode, s.AgentStderr)
+	assert.Equal(t, "The answer is 5.", s.AgentAnswer)
+	assert.True(t, strings.HasPrefix(s.RolloutID, "rollout_"))
+	assert.Equal(t, []string{"What is 2 + 3?"}, s.Prompt)
+	assert.Equal(t, []string{"assistant", "tool", "assistant"}, s.CompletionRoles)
+	assert.Equal(t, "The answer is 5.", s.FinalAnswer)
+	require.NotNil(t, s.IsTruncated)
+	assert.False(t, *s.IsTruncated)
+	require.Len(t, s.Steps, 2)
+	assert.Equal(t, []string{"calculator"}, s.Steps[0].ToolCalls)
+	assert.Equal(t, "tool_calls", s.Steps[0].FinishReason)
+	assert.Equal(t, "stop", s.Steps[1].FinishReason)
+	for i, st := range s.Steps {
+		assert.True(t, st.MasksOK, "step %d: prompt_mask zeros, completion_mask ones", i)
+		assert.Positive(t, st.CompletionTokens, "step %d", i)
+		assert.Equal(t, st.CompletionTokens, st.Logprobs, "step %d: a logprob per completion token", i)
+	}
+	assert.True(t, s.Steps[1].ExtendsPrevious, "turn 2's prompt extends turn 1's exactly")
+	assert.True(t, s.Unregistered)
+
+	// A failing agent (a key that is neither the gateway token nor the
+	// rollout's secret: 401) still ends with the rollout unregistered:
+	// the worker's one unit of capacity is free for the next.
+	s, ok = runSeedClient(t, python, root, token, "--agent-key", "wrong-key")
+	require.True(t, ok, "the environment itself did not fail: %+v", s)
+	require.NotNil(t, s.AgentExitCode)
+	assert.Equal(t, 1, *s.AgentExitCode)
+	assert.Contains(t, s.AgentStderr, "401")
+	assert.Empty(t, s.Steps, "no model call was made")
+	assert.True(t, s.Unregistered)
+	s, ok = runSeedClient(t, python, root, token)
+	require.True(t, ok, "%+v", s)
+	assert.Len(t, s.Steps, 2, "capacity was given back")
 }

@@ -60,10 +60,16 @@ func newGatewayRig(t *testing.T, capacity int) gatewayRig {
 	require.NoError(t, err)
 	up := httptest.NewServer(m)
 	t.Cleanup(up.Close)
+	return newGatewayRigAt(t, capacity, up.URL)
+}
+
+// newGatewayRigAt is a gatewayRig in front of the chat upstream at url.
+func newGatewayRigAt(t *testing.T, capacity int, url string) gatewayRig {
+	t.Helper()
 	clk := &clock{now: time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)}
 	slots := activities.NewCapacity(capacity)
 	pool := interception.NewPool(interception.Config{
-		Upstream: providers.NewOpenAI(up.URL+"/v1", "upstream-key"), GatewayToken: gatewayToken,
+		Upstream: providers.NewOpenAI(url+"/v1", "upstream-key"), GatewayToken: gatewayToken,
 		GatewayTTL: 2 * time.Hour, GatewaySlots: slots, Now: clk.Now,
 	})
 	t.Cleanup(func() { assert.NoError(t, pool.Close()) })

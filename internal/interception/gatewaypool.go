@@ -19,7 +19,7 @@ var _ gateway.Pool = gatewayPool{}
 // Acquire registers a gateway rollout with the model, sampling and limits
 // of its register call.
 func (p gatewayPool) Acquire(ctx context.Context, key string, req gateway.RegisterRequest) (string, error) {
-	ro := Rollout{Key: key, Model: req.Model, Sampling: req.Sampling,
+	ro := Rollout{Key: key, Model: req.Model, Sampling: req.Sampling, PolicyVersion: req.PolicyVersion,
 		Limits: Limits{Turns: req.MaxTurns, Tokens: req.MaxTokens, SeqLen: req.MaxSeqLen}, TokenIn: req.TokenIn}
 	if req.TraceTokens {
 		ro.Tokens = &dialects.TokenRequest{TopLogprobs: req.TopLogprobs}
@@ -49,6 +49,18 @@ func (p gatewayPool) ServeModel(w http.ResponseWriter, r *http.Request, key stri
 		return
 	}
 	m.srv.ServeHTTP(w, r)
+}
+
+// modelPaths are the model routes of the route table as paths below /v1,
+// which the gateway serves below each rollout's base URL.
+func modelPaths() []string {
+	var ps []string
+	for _, rt := range (&Server{}).routes(nil) {
+		if p, ok := strings.CutPrefix(rt.path, "/v1"); ok && rt.serve != nil {
+			ps = append(ps, p)
+		}
+	}
+	return ps
 }
 
 // GatewayHandler serves the gateway at an address of its own (the worker's

@@ -80,7 +80,7 @@ func NewPool(cfg Config) *Pool {
 		slots: make(map[string]Slot), exposedAt: make(map[string]uint64),
 	}
 	p.gw = gateway.New(gatewayPool{p}, gateway.Config{Token: cfg.GatewayToken, TTL: cfg.GatewayTTL,
-		Slots: cfg.GatewaySlots, Now: cfg.Now, Logger: cfg.Logger})
+		Slots: cfg.GatewaySlots, ModelPaths: modelPaths(), Now: cfg.Now, Logger: cfg.Logger})
 	if cfg.GatewayToken != "" {
 		cfg.gateway = p.gw.Handler()
 	}

@@ -78,6 +78,10 @@ func (c *recorder) finish() {
 		return
 	}
 	c.turn.Latency = time.Since(c.turn.StartedAt)
+	if v := c.e.rollout.PolicyVersion; v != nil && c.turn.PolicyVersion == nil {
+		version := *v
+		c.turn.PolicyVersion = &version
+	}
 	var raw *rawTurn
 	switch {
 	case c.raw.answered && (c.e.rollout.Limits.Tokens > 0 || c.e.rollout.Limits.SeqLen > 0 || c.tokenKeys != nil):

@@ -111,6 +111,9 @@ type Rollout struct {
 	// TokenIn sends a chat call that extends an earlier turn with the
 	// prompt as token ids (tokenin.go); it implies Tokens.
 	TokenIn bool
+	// PolicyVersion, when set, is recorded on each turn the upstream
+	// reports no policy version for.
+	PolicyVersion *int64
 }
 
 // ErrUnknownRollout is returned for a rollout key that is not registered.

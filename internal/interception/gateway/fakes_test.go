@@ -15,6 +15,8 @@ type fakePool struct {
 	mu        sync.Mutex
 	held      map[string]gateway.RegisterRequest
 	exposeErr error
+	// turns are every rollout's; one answered turn when nil.
+	turns []trace.Turn
 }
 
 func (p *fakePool) Acquire(_ context.Context, key string, req gateway.RegisterRequest) (string, error) {
@@ -36,6 +38,9 @@ func (p *fakePool) Held(key string) bool {
 }
 
 func (p *fakePool) Turns(key string) ([]trace.Turn, bool) {
+	if p.turns != nil {
+		return append([]trace.Turn{}, p.turns...), p.Held(key)
+	}
 	return []trace.Turn{{Status: http.StatusOK}}, p.Held(key)
 }
 
@@ -56,7 +61,7 @@ func (p *fakePool) ReadBody(_ http.ResponseWriter, r *http.Request, limit int64)
 }
 
 func (p *fakePool) ServeModel(w http.ResponseWriter, r *http.Request, key string) {
-	_, _ = io.WriteString(w, key+" "+r.URL.Path)
+	_, _ = io.WriteString(w, key+" "+r.URL.Path+" "+r.Header.Get("Authorization")+" "+r.Header.Get("X-Api-Key"))
 }
 
 // slots is a capacity of n units.

@@ -3,15 +3,19 @@
 // URL and a secret for the agent, then fetches the recorded trajectory,
 // then unregisters it.
 //
-//	POST /v1/rollouts/{id}/register   {"model": "...", "sampling": {...}, "max_turns": 8, ...}
-//	GET  /v1/rollouts/{id}/trajectory
+//	POST /v1/rollouts/{id}/register   {"model": "...", "sampling_params": {...}, "max_turns": 8, ...}
+//	GET  /v1/rollouts/{id}/trajectory[?view=steps&policy_version=N]
 //	POST /v1/rollouts/{id}/unregister
 //
 // Every call presents Config.Token as a bearer token. The routes are
 // served by every interception server of the pool (Handler) and, at a
-// stable address, by Standalone, which also serves the rollouts' model
-// routes below /v1/rollouts/{id}/ (an agent's base URL there is
-// {gateway}/v1/rollouts/{id}/v1).
+// stable address, by Standalone. Both also serve the rollouts' model
+// routes (Config.ModelPaths) below /v1/rollouts/{id}: an agent whose
+// OpenAI base URL is {gateway}/v1/rollouts/{id}, as verifiers'
+// RolloutGatewayMixin sets it, calls {gateway}/v1/rollouts/{id}/chat/completions;
+// {gateway}/v1/rollouts/{id}/v1/... is served too (an Anthropic SDK's
+// base URL is {gateway}/v1/rollouts/{id}). An agent's API key there is
+// the rollout's secret or the gateway token.
 //
 // A registration expires after its TTL (Config.TTL, or the register
 // call's ttl), when Sweep finds it, so a trainer that never unregisters
@@ -96,6 +100,9 @@ type Config struct {
 	TTL time.Duration
 	// Slots, when set, counts registrations against the worker's capacity.
 	Slots SlotCounter
+	// ModelPaths are the rollouts' model routes, as paths below /v1
+	// ("/chat/completions"): each is served at Prefix+"{id}"+path too.
+	ModelPaths []string
 	// Now is the clock of expiries; time.Now when nil.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -109,8 +116,18 @@ type Gateway struct {
 	pool                 Pool
 	onServer, standalone *http.ServeMux
 
-	mu      sync.Mutex
-	expires map[string]time.Time // by rollout id
+	mu   sync.Mutex
+	regs map[string]registration // by rollout id
+}
+
+// registration is what the gateway keeps of a registered rollout.
+type registration struct {
+	expires time.Time
+	// secret is the rollout's, which a model call presenting the gateway
+	// token is served with.
+	secret string
+	// maxOffPolicy is the register call's max_off_policy_steps.
+	maxOffPolicy *int
 }
 
 // New returns the gateway of pool p.
@@ -124,7 +141,7 @@ func New(p Pool, cfg Config) *Gateway {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{cfg: cfg, token: sha256.Sum256([]byte(cfg.Token)), pool: p, expires: make(map[string]time.Time)}
+	g := &Gateway{cfg: cfg, token: sha256.Sum256([]byte(cfg.Token)), pool: p, regs: make(map[string]registration)}
 	g.onServer, g.standalone = g.routes(false), g.routes(true)
 	return g
 }
@@ -149,7 +166,8 @@ func (g *Gateway) Handler() http.Handler { return g.onServer }
 // an unknown gateway route.
 func (g *Gateway) Standalone() http.Handler { return g.standalone }
 
-// routes is the gateway's mux; standalone adds the rollouts' model routes.
+// routes is the gateway's mux: its actions and the rollouts' model routes;
+// standalone sets the base URLs register answers.
 func (g *Gateway) routes(standalone bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", notFound)
@@ -162,9 +180,12 @@ func (g *Gateway) routes(standalone bool) *http.ServeMux {
 		mux.HandleFunc(a.method+" "+path, h)
 		mux.HandleFunc(path, h) // the other methods: 405 once id and token pass
 	}
-	if standalone {
-		mux.HandleFunc(Prefix+"{id}/v1/{path...}", g.serveModel)
-		mux.HandleFunc(Prefix+"{id}/v1", notFound) // not redirected to .../v1/
+	mux.HandleFunc(Prefix+"{id}/v1/{path...}", func(w http.ResponseWriter, r *http.Request) {
+		g.serveModel(w, r, "/"+r.PathValue("path"))
+	})
+	mux.HandleFunc(Prefix+"{id}/v1", notFound) // not redirected to .../v1/
+	for _, p := range g.cfg.ModelPaths {
+		mux.HandleFunc(Prefix+"{id}"+p, func(w http.ResponseWriter, r *http.Request) { g.serveModel(w, r, p) })
 	}
 	return mux
 }
@@ -198,47 +219,89 @@ func (g *Gateway) action(name string, standalone bool) func(http.ResponseWriter,
 	}
 }
 
-// serveModel serves a model call of a gateway rollout, made at the
-// gateway's address, on the rollout's own server: authenticated by the
-// rollout's secret and recorded alike.
-func (g *Gateway) serveModel(w http.ResponseWriter, r *http.Request) {
+// serveModel serves a model call of a gateway rollout, made at path (below
+// /v1) of the rollout's base URL on the gateway, on the rollout's own
+// server: authenticated by the rollout's secret and recorded alike. A
+// caller presenting the gateway token as its API key (the one credential
+// an environment written to verifiers' gateway contract has) is served
+// as if it presented the secret.
+func (g *Gateway) serveModel(w http.ResponseWriter, r *http.Request, path string) {
 	id := r.PathValue("id")
 	if !rolloutID.MatchString(id) {
 		notFound(w, r)
 		return
 	}
 	r2 := r.Clone(r.Context())
-	r2.URL.Path, r2.URL.RawPath = "/v1/"+r.PathValue("path"), ""
+	r2.URL.Path, r2.URL.RawPath = "/v1"+path, ""
+	g.asRollout(r2.Header, id)
 	g.pool.ServeModel(w, r2, KeyPrefix+id)
+}
+
+// asRollout replaces the gateway token, where h carries it as an API key
+// (a bearer token or x-api-key), with the secret of rollout id.
+func (g *Gateway) asRollout(h http.Header, id string) {
+	g.mu.Lock()
+	secret := g.regs[id].secret
+	g.mu.Unlock()
+	if secret == "" {
+		return
+	}
+	if scheme, token, ok := strings.Cut(h.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "bearer") && g.isToken(token) {
+		h.Set("Authorization", "Bearer "+secret)
+	}
+	if g.isToken(h.Get("X-Api-Key")) {
+		h.Set("X-Api-Key", secret)
+	}
 }
 
 // authorized reports whether r presents the token as its bearer token,
 // compared by hash in constant time.
 func (g *Gateway) authorized(r *http.Request) bool {
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "bearer") {
+	return ok && strings.EqualFold(scheme, "bearer") && g.isToken(token)
+}
+
+// isToken reports whether s is the gateway token, compared by hash in
+// constant time.
+func (g *Gateway) isToken(s string) bool {
+	s = strings.TrimSpace(s)
+	if s == "" {
 		return false
 	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	got := sha256.Sum256([]byte(s))
 	return subtle.ConstantTimeCompare(got[:], g.token[:]) == 1
 }
 
-func (g *Gateway) trajectory(w http.ResponseWriter, _ *http.Request, id string) {
+func (g *Gateway) trajectory(w http.ResponseWriter, r *http.Request, id string) {
+	q, ok := readQuery(w, r)
+	if !ok {
+		return
+	}
 	turns, ok := g.pool.Turns(KeyPrefix + id)
 	if !ok {
 		writeError(w, http.StatusNotFound, "rollout "+id+" is not registered")
 		return
 	}
-	writeJSON(w, http.StatusOK, trajectoryOf(id, turns))
+	g.mu.Lock()
+	q.maxOffPolicy = g.regs[id].maxOffPolicy
+	g.mu.Unlock()
+	writeJSON(w, http.StatusOK, trajectoryOf(id, turns, q))
 }
 
-func (g *Gateway) unregister(w http.ResponseWriter, _ *http.Request, id string) {
+func (g *Gateway) unregister(w http.ResponseWriter, r *http.Request, id string) {
+	q, ok := readQuery(w, r)
+	if !ok {
+		return
+	}
+	g.mu.Lock()
+	q.maxOffPolicy = g.regs[id].maxOffPolicy
+	g.mu.Unlock()
 	turns, ok := g.end(id)
 	if !ok {
 		writeError(w, http.StatusNotFound, "rollout "+id+" is not registered")
 		return
 	}
-	writeJSON(w, http.StatusOK, trajectoryOf(id, turns))
+	writeJSON(w, http.StatusOK, trajectoryOf(id, turns, q))
 }
 
 // Sweep ends the registrations whose TTL has passed, as unregister does,
@@ -247,8 +310,8 @@ func (g *Gateway) Sweep() []string {
 	now := g.cfg.Now()
 	g.mu.Lock()
 	var expired []string
-	for id, at := range g.expires {
-		if !now.Before(at) {
+	for id, reg := range g.regs {
+		if !now.Before(reg.expires) {
 			expired = append(expired, id)
 		}
 	}

@@ -19,6 +19,9 @@ const maxRegisterBytes = 1 << 20
 type RegisterRequest struct {
 	Model    string            `json:"model"`
 	Sampling dialects.Sampling `json:"sampling"`
+	// SamplingParams is Sampling by prime-rl's name: a register call sends
+	// one or the other. register moves it to Sampling.
+	SamplingParams *dialects.Sampling `json:"sampling_params,omitempty"`
 	// MaxTurns is the most model calls of the rollout (0: none).
 	MaxTurns int `json:"max_turns,omitempty"`
 	// MaxTokens is the most tokens, prompt and completion, of all its calls
@@ -38,6 +41,13 @@ type RegisterRequest struct {
 	// TokenIn sends a chat call that extends an earlier turn with its
 	// prompt as token ids (evalflow's --token-in); it implies TraceTokens.
 	TokenIn bool `json:"token_in,omitempty"`
+	// PolicyVersion is the trainer's policy version when the rollout
+	// starts: each turn's, unless the upstream reports its own.
+	PolicyVersion *int64 `json:"policy_version,omitempty"`
+	// MaxOffPolicySteps bounds how many versions a turn may lag the
+	// trainer's: a trajectory read at a later policy_version is marked
+	// stale past it. Nil: no bound.
+	MaxOffPolicySteps *int `json:"max_off_policy_steps,omitempty"`
 }
 
 // TTL is a registration's lifetime: in JSON a number of seconds or a Go
@@ -87,19 +97,9 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request, id string, st
 		writeError(w, status, "register body: "+msg)
 		return
 	}
-	var req RegisterRequest
-	if len(body) > 0 {
-		if err := json.Unmarshal(body, &req); err != nil {
-			writeError(w, http.StatusBadRequest, "register body: "+err.Error())
-			return
-		}
-	}
-	switch {
-	case req.Model == "":
-		writeError(w, http.StatusBadRequest, "register: model is required")
-		return
-	case req.MaxTurns < 0 || req.MaxTokens < 0 || req.MaxSeqLen < 0 || req.TTL < 0 || req.TopLogprobs < 0:
-		writeError(w, http.StatusBadRequest, "register: max_turns, max_tokens, max_seq_len, ttl and top_logprobs must not be negative")
+	req, err := decodeRegister(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	key := KeyPrefix + id
@@ -137,10 +137,61 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request, id string, st
 	}
 	expires := g.cfg.Now().Add(ttl)
 	g.mu.Lock()
-	g.expires[id] = expires
+	g.regs[id] = registration{expires: expires, secret: secret, maxOffPolicy: req.MaxOffPolicySteps}
 	g.mu.Unlock()
 	writeJSON(w, http.StatusOK, Registration{RolloutID: id, BaseURL: base, OpenAIBaseURL: base + "/v1",
 		APIKey: secret, ExpiresAt: expires.UTC()})
+}
+
+// decodeRegister reads and checks a register call's body. Unknown fields
+// are ignored.
+func decodeRegister(body []byte) (RegisterRequest, error) {
+	var req RegisterRequest
+	if len(body) == 0 {
+		return req, errors.New("register: model is required")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return req, fmt.Errorf("register body: %w", err)
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return req, fmt.Errorf("register body: %w", err)
+	}
+	sampling, hasSampling := fields["sampling"]
+	params, hasParams := fields["sampling_params"]
+	if hasParams {
+		sampling = params
+	}
+	// Sampling that asks for log probabilities (OpenAI's logprobs and
+	// top_logprobs, vLLM's return_token_ids), as a trainer's does, traces
+	// tokens.
+	var asks struct {
+		Logprobs       bool `json:"logprobs"`
+		TopLogprobs    int  `json:"top_logprobs"`
+		ReturnTokenIDs bool `json:"return_token_ids"`
+	}
+	if json.Unmarshal(sampling, &asks) == nil && (asks.Logprobs || asks.ReturnTokenIDs || asks.TopLogprobs > 0) {
+		req.TraceTokens = true
+		if req.TopLogprobs == 0 {
+			req.TopLogprobs = asks.TopLogprobs
+		}
+	}
+	switch {
+	case hasSampling && hasParams:
+		return req, errors.New("register: sampling and sampling_params are the same parameters by two names: send one of them")
+	case req.Model == "":
+		return req, errors.New("register: model is required")
+	case req.MaxTurns < 0 || req.MaxTokens < 0 || req.MaxSeqLen < 0 || req.TTL < 0 || req.TopLogprobs < 0:
+		return req, errors.New("register: max_turns, max_tokens, max_seq_len, ttl and top_logprobs must not be negative")
+	case req.MaxOffPolicySteps != nil && *req.MaxOffPolicySteps < 0:
+		return req, errors.New("register: max_off_policy_steps must not be negative (0: every turn on the trainer's current version)")
+	case req.PolicyVersion != nil && *req.PolicyVersion < 0:
+		return req, errors.New("register: policy_version must not be negative")
+	}
+	if req.SamplingParams != nil {
+		req.Sampling, req.SamplingParams = *req.SamplingParams, nil
+	}
+	return req, nil
 }
 
 func (g *Gateway) giveSlot(key string) {
@@ -154,7 +205,7 @@ func (g *Gateway) giveSlot(key string) {
 func (g *Gateway) end(id string) ([]trace.Turn, bool) {
 	key := KeyPrefix + id
 	g.mu.Lock()
-	delete(g.expires, id)
+	delete(g.regs, id)
 	g.mu.Unlock()
 	turns, ok := g.pool.Finish(key)
 	if !ok {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/trace"
+	"github.com/evalflow/evalflow/trajectory"
 )
 
 func TestTrajectoryTruncation(t *testing.T) {
@@ -26,7 +27,7 @@ func TestTrajectoryTruncation(t *testing.T) {
 		{"refused by a limit", []trace.Turn{answered("stop"), {Status: 400, Limit: trace.LimitTurns}}, true, trace.LimitTurns},
 		{"no turns", nil, false, ""},
 	} {
-		tr := trajectoryOf("r", tc.turns)
+		tr := trajectoryOf("r", tc.turns, query{view: trajectory.ViewInterleaved})
 		assert.Equal(t, tc.truncated, tr.IsTruncated, "trajectoryOf(%s).IsTruncated", tc.name)
 		assert.Equal(t, tc.limit, tr.Limit, "trajectoryOf(%s).Limit", tc.name)
 		assert.NotNil(t, tr.Prompt, tc.name)
@@ -36,7 +37,7 @@ func TestTrajectoryTruncation(t *testing.T) {
 
 func TestTrajectoryHoldsTokensOnce(t *testing.T) {
 	tok := &dialects.Tokens{CompletionIDs: dialects.TokenIDs{1, 2}}
-	tr := trajectoryOf("r", []trace.Turn{{Index: 0, Status: 200, Tokens: tok}})
+	tr := trajectoryOf("r", []trace.Turn{{Index: 0, Status: 200, Tokens: tok}}, query{view: trajectory.ViewInterleaved})
 	assert.Len(t, tr.Tokens, 1)
 	assert.Same(t, tok, tr.Tokens[0].Tokens)
 	assert.Nil(t, tr.Turns[0].Tokens, "the token data is in Tokens only")
