@@ -133,6 +133,20 @@ func TestTokenInPull(t *testing.T) {
 			extends := len(prompt) > len(prev) && slices.Equal(prev, prompt[:len(prev)])
 			assert.Equal(t, tokenIn, extends, "turn %d's prompt extends turn %d's ids", i, i-1)
 		}
+		// What the trainer is told: the re-tokenized rollout is flagged,
+		// and broken into a sample per step; token-in makes it one.
+		require.Len(t, res.Trajectories, 1)
+		traj := res.Trajectories[0]
+		assert.Equal(t, tokenIn, traj.Interleavable, "the trajectory says whether the prefix holds")
+		samples, err := res.Samples(trajectory.ViewInterleaved)
+		require.NoError(t, err)
+		if tokenIn {
+			assert.Empty(t, traj.PrefixBreaks)
+			assert.Len(t, samples[0], 1)
+		} else {
+			assert.NotEmpty(t, traj.PrefixBreaks, "where the prefix breaks")
+			assert.Len(t, samples[0], len(traj.PrefixBreaks)+1)
+		}
 		require.NoError(t, p.Close(ctx))
 	}
 }
