@@ -56,6 +56,7 @@ type recorder struct {
 func (s *Server) startTurn(w http.ResponseWriter, r *http.Request, e *entry, d dialects.Dialect) recorder {
 	c := s.startCall(w, r, e, d)
 	c.index, c.turn.CallerRetry = e.begin(r.Header)
+	c.turn.PolicyVersion = e.rollout.startedOn()
 	return c
 }
 
@@ -279,6 +280,9 @@ func (c *recorder) send(path string, h http.Header, body dialects.Body) (*http.R
 		resp, attempts, err = c.srv.cfg.Upstream.Relay(c.r.Context(), path, h, body)
 	}
 	c.turn.Attempts = attempts
+	if err == nil {
+		c.answeredBy(resp.Header)
+	}
 	if err != nil {
 		if c.clientGone() {
 			return nil, false

@@ -108,6 +108,11 @@ type Rollout struct {
 	// Tokens, when set, asks chat upstreams for token-level data and
 	// records it on every turn (tokens.go).
 	Tokens *dialects.TokenRequest
+	// PolicyVersion is the policy version the rollout was started on; every
+	// turn records it unless the upstream names its own in the header
+	// PolicyVersionHeader (policy.go).
+	PolicyVersion       *int64
+	PolicyVersionHeader string
 }
 
 // ErrUnknownRollout is returned for a rollout key that is not registered.

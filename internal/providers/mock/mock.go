@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/evalflow/evalflow/dialects"
@@ -25,12 +26,17 @@ type Config struct {
 	// takes (see the package doc). Unscripted conversations get the
 	// arithmetic behaviour.
 	Script string
+	// PolicyVersionHeader names the response header that carries the
+	// policy version SetPolicyVersion set (e.g. x-policy-version).
+	PolicyVersionHeader string
 }
 
 // Model is the mock model's HTTP handler.
 type Model struct {
 	cfg    Config
 	script []scriptEntry
+	// policy is the version SetPolicyVersion set; nil before.
+	policy atomic.Pointer[int64]
 }
 
 var _ http.Handler = (*Model)(nil)
@@ -60,6 +66,7 @@ func New(cfg Config) (*Model, error) {
 // ServeHTTP routes POST /v1/chat/completions, /v1/responses, /v1/messages,
 // /v1/messages/count_tokens and GET /v1/models.
 func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m.policyHeader(w.Header())
 	switch r.URL.Path {
 	case "/v1/responses", "/v1/messages", "/v1/messages/count_tokens":
 		d := dialects.Responses
