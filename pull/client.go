@@ -1,8 +1,10 @@
 // Package pull is the client a trainer uses to pull work from a training run
 // instead of waiting for it: Sample advances the run's durable cursor and
 // RunGroup runs a group of rollouts of a sampled task (RunRollout, one
-// rollout); Progress tells how far the run is. Several trainers may
-// pull from one run at once; they get disjoint positions.
+// rollout); Progress tells how far the run is. SetPolicyVersion announces
+// the trainer's weights version, and a group's MaxOffPolicySteps option
+// reruns or marks rollouts generated too many versions ago. Several
+// trainers may pull from one run at once; they get disjoint positions.
 //
 // A group's traces come from the run store, never from a worker's disk: give
 // the client the store the workers write (WithTraces; a results.Store, files

@@ -137,7 +137,8 @@ type PullProgress struct {
 // Pull serves a trainer: UpdateSample hands out positions of the durable
 // cursor one at a time (updates are processed in order, so concurrent
 // trainers get disjoint positions and coverage stays exact), UpdateRunGroup
-// runs a group of rollouts of a sampled position, UpdateClose ends the run.
+// runs a group of rollouts of a sampled position, UpdatePolicy announces the
+// trainer's policy version, UpdateClose ends the run.
 func Pull(ctx workflow.Context, in PullInput) (PullProgress, error) {
 	p := &pullRun{cfg: in.Config.WithDefaults(), train: in.Train, st: in.State, limit: -1}
 	p.win = newWindow(ctx, p.cfg.MaxConcurrent, p.cfg.Limits)

@@ -69,4 +69,10 @@
 // character, its id the code point (TokenIDs), log probabilities made up
 // from the position (Logprob), prompt_token_ids at the top level and
 // token_ids in the choice, as vLLM sends them.
+//
+// # Policy versions
+//
+// With Config.PolicyVersionHeader set, every answer names in that header the
+// version SetPolicyVersion set last, as an inference server that reloads
+// its weights does: tests move it mid-run.
 package mock
