@@ -197,3 +197,25 @@ func TestPullRefusesBadBoundsAndVersions(t *testing.T) {
 	require.ErrorContains(t, badOnStale.rejected, `on_stale "drop" is neither "rerun" nor "mark"`)
 	require.ErrorContains(t, negVersion.rejected, "policy version -3 is negative")
 }
+
+// The current version travels through continue-as-new in the run's state:
+// the next segment reports it and still refuses going back.
+func TestPullCarriesThePolicyVersionThroughContinueAsNew(t *testing.T) {
+	env := newEnv()
+	(&policyWorker{}).register(env)
+	(&groupRecorder{}).register(env, nil)
+	back := &updateResult{}
+	var prog PullProgress
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(UpdatePolicy, "back", back, PolicyInput{Version: 6})
+		v, err := env.QueryWorkflow(QueryProgress)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&prog))
+		env.UpdateWorkflow(UpdateClose, "close", &updateResult{})
+	}, time.Second)
+	st := &PullState{TasksetLen: 8, Tasks: 8, Next: 2, Segment: 1, PolicyVersion: version(7)}
+	env.ExecuteWorkflow(Pull, PullInput{Config: testConfig(0, 1, 1), Train: TrainConfig{Epochs: 1}, State: st})
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, int64(7), *prog.PolicyVersion)
+	require.ErrorContains(t, back.rejected, "policy version 6 is behind the run's current version 7")
+}
