@@ -1,8 +1,10 @@
 // Package pull is the client a trainer uses to pull work from a training run
 // instead of waiting for it: Sample advances the run's durable cursor and
 // RunGroup runs a group of rollouts of a sampled task (RunRollout, one
-// rollout); Progress tells how far the run is. Several trainers may
-// pull from one run at once; they get disjoint positions.
+// rollout); Progress tells how far the run is. SetPolicyVersion announces
+// the trainer's weights version, and a group's MaxOffPolicySteps option
+// reruns or marks rollouts generated too many versions ago. Several
+// trainers may pull from one run at once; they get disjoint positions.
 //
 // A group's traces come from the run store, never from a worker's disk: give
 // the client the store the workers write (WithTraces; a results.Store, files
@@ -121,13 +123,34 @@ func (g Group) Samples(view string) ([][]trajectory.Sample, error) {
 	return out, nil
 }
 
+// GroupOption sets how RunGroup and RunRollout treat their rollouts.
+type GroupOption func(*workflows.RunGroupInput)
+
+// MaxOffPolicySteps bounds how many policy versions a rollout's oldest turn
+// may be behind the run's current version (SetPolicyVersion) once the
+// group's rollouts are done: a rollout past it runs again on the current
+// version, or is returned marked stale (OnStale). Without it, no bound.
+func MaxOffPolicySteps(n int64) GroupOption {
+	return func(in *workflows.RunGroupInput) { in.MaxOffPolicySteps = &n }
+}
+
+// OnStale says what happens to a rollout past MaxOffPolicySteps:
+// workflows.OnStaleRerun (the default) or workflows.OnStaleMark.
+func OnStale(action string) GroupOption {
+	return func(in *workflows.RunGroupInput) { in.OnStale = action }
+}
+
 // RunGroup runs n rollouts of the task at ref's position and returns their
 // summaries, group scores and (WithTraces) traces, read from the run store
 // whatever worker ran them. Only the position is sent: workers resolve the
 // task from the taskset.
-func (p *Client) RunGroup(ctx context.Context, ref workflows.TaskRef, n int) (Group, error) {
+func (p *Client) RunGroup(ctx context.Context, ref workflows.TaskRef, n int, opts ...GroupOption) (Group, error) {
 	var res Group
-	err := p.update(ctx, workflows.UpdateRunGroup, &res.GroupResult, workflows.RunGroupInput{Position: ref.Position, N: n})
+	in := workflows.RunGroupInput{Position: ref.Position, N: n}
+	for _, o := range opts {
+		o(&in)
+	}
+	err := p.update(ctx, workflows.UpdateRunGroup, &res.GroupResult, in)
 	if err != nil {
 		return res, err
 	}
@@ -194,8 +217,8 @@ type Rollout struct {
 
 // RunRollout runs one rollout of the task at ref's position: a group of
 // one, so it is counted, stored and keyed like any group (k = 0).
-func (p *Client) RunRollout(ctx context.Context, ref workflows.TaskRef) (Rollout, error) {
-	res, err := p.RunGroup(ctx, ref, 1)
+func (p *Client) RunRollout(ctx context.Context, ref workflows.TaskRef, opts ...GroupOption) (Rollout, error) {
+	res, err := p.RunGroup(ctx, ref, 1, opts...)
 	if err != nil {
 		return Rollout{}, err
 	}
@@ -224,6 +247,18 @@ func (p *Client) Progress(ctx context.Context) (workflows.PullProgress, error) {
 		return pr, fmt.Errorf("progress of run %s: %w", p.runID, err)
 	}
 	return pr, nil
+}
+
+// SetPolicyVersion announces the trainer's current policy (weights)
+// version, and returns the version now current. Rollouts scheduled from
+// then on, also those of running groups still waiting for a place, are
+// generated on it and their turns record it (unless the upstream names its
+// own, --policy-version-header). Versions only go forward: an older one is
+// refused; announcing the current one again changes nothing.
+func (p *Client) SetPolicyVersion(ctx context.Context, version int64) (int64, error) {
+	var res workflows.PolicyResult
+	err := p.update(ctx, workflows.UpdatePolicy, &res, workflows.PolicyInput{Version: version})
+	return res.Version, err
 }
 
 // Close ends the run once its running groups finish.

@@ -62,6 +62,11 @@ type HarnessConfig struct {
 	// it then overrides each task's own agent timeout (task.toml's [agent]
 	// timeout_sec), which otherwise applies up to Timeout.
 	TimeoutGiven bool `json:"timeout_given,omitempty"`
+	// PolicyVersionHeader names a response header of the upstream that
+	// carries the policy (weights) version that answered, an integer
+	// (e.g. x-policy-version); each turn records it, else the version the
+	// rollout was started on (Ref.PolicyVersion).
+	PolicyVersionHeader string `json:"policy_version_header,omitempty"`
 	// Env is KEY=VALUE entries added to every harness process's
 	// environment (the starter's --harness-env). It is part of the run's
 	// workflow input, so it holds no credential: workers refuse names that
@@ -97,6 +102,10 @@ type Ref struct {
 	// it any stored result is reused. Training runs set it so that a resumed
 	// epoch reruns what failed.
 	RetryFailed bool `json:"retry_failed,omitempty"`
+	// PolicyVersion is the policy version a pull run's trainer had
+	// announced when the rollout was scheduled; its turns record it unless
+	// the upstream names its own (HarnessConfig.PolicyVersionHeader).
+	PolicyVersion *int64 `json:"policy_version,omitempty"`
 }
 
 // Key is the rollout's stable identity, run/epoch/index/k.
@@ -146,6 +155,21 @@ type Summary struct {
 	// stopped at its max tokens (finish reason length): the completion
 	// was cut, not finished by the model.
 	Truncated bool `json:"truncated,omitempty"`
+	// PolicyVersion is the oldest policy version among the rollout's turns
+	// (trace.Turn.PolicyVersion), when its run records versions.
+	PolicyVersion *int64 `json:"policy_version,omitempty"`
+	// OffPolicySteps is how many versions PolicyVersion is behind the pull
+	// run's current version when the group was returned (0 when either is
+	// unknown).
+	OffPolicySteps int64 `json:"off_policy_steps,omitempty"`
+	// Stale says OffPolicySteps is past the group's bound
+	// (workflows.RunGroupInput.MaxOffPolicySteps) and the rollout was
+	// returned as it is: asked to be marked, or still stale after
+	// MaxStaleReruns reruns.
+	Stale bool `json:"stale,omitempty"`
+	// StaleReruns counts the rollouts run in this one's place because the
+	// earlier ones were stale; Key names the last (workflows.RerunKey).
+	StaleReruns int `json:"stale_reruns,omitempty"`
 }
 
 // TurnTokens is one model call's token-level data.

@@ -69,6 +69,7 @@ func (s Settings) Apply(old workflows.TrainInput) (workflows.TrainInput, []strin
 	apply("trace-tokens", &cfg.Harness.TraceTokens, &given.Harness.TraceTokens)
 	apply("top-logprobs", &cfg.Harness.TopLogprobs, &given.Harness.TopLogprobs)
 	apply("token-in", &cfg.Harness.TokenIn, &given.Harness.TokenIn)
+	apply("policy-version-header", &cfg.Harness.PolicyVersionHeader, &given.Harness.PolicyVersionHeader)
 	apply("rubric", &cfg.Rubric, &given.Rubric)
 	apply("max-attempts", &cfg.Limits.MaxAttempts, &given.Limits.MaxAttempts)
 	apply("continue-as-new-after", &cfg.Limits.ContinueAsNewAfter, &given.Limits.ContinueAsNewAfter)

@@ -133,6 +133,7 @@ func runFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "trace-tokens", Usage: "ask OpenAI-compatible chat upstreams (vLLM, SGLang) for prompt and completion token ids and logprobs, and record them on every turn"},
 		&cli.IntFlag{Name: "top-logprobs", Usage: "with --trace-tokens: alternatives per completion token to record (0: none)"},
 		&cli.BoolFlag{Name: "token-in", Usage: "send a chat call that extends an earlier turn to the upstream with its prompt as token ids (that turn's prompt and completion ids, then the new messages' tokens from the upstream's /tokenize) on vLLM's /v1/chat/completions/tokens, so turns extend each other exactly; other calls go as text (implies --trace-tokens)"},
+		&cli.StringFlag{Name: "policy-version-header", Usage: "response header of the upstream naming the policy version (an integer) that answered, recorded on every turn, e.g. x-policy-version (default: each turn records the version the trainer announced)"},
 		&cli.StringFlag{Name: "rubric", Value: workflows.DefaultRubric, Usage: "how rollouts are scored: exact, numeric[:tol], contains, regex[:pattern], tests, command:PROGRAM, judge[:model], weighted sums (tests*0.8+judge*0.2), rank:<rubric>"},
 		&cli.IntFlag{Name: "max-attempts", Value: workflows.DefaultMaxAttempts, Usage: "attempts of a rollout after infrastructure failures"},
 		&cli.DurationFlag{Name: "heartbeat-timeout", Value: workflows.DefaultHeartbeatTimeout, Usage: "how long a rollout's worker may go silent before the rollout moves to another worker (a worker that dies costs its rollouts this much)"},
@@ -171,16 +172,17 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 		RetryFailed:     cctx.Bool("retry-failed"),
 		MaxFailures:     evalMaxFailures(cctx),
 		Harness: rollout.HarnessConfig{
-			Timeout:        cctx.Duration("harness-timeout"),
-			TimeoutGiven:   cctx.IsSet("harness-timeout"),
-			MaxTurns:       cctx.Int("max-turns"),
-			MaxTokensTotal: cctx.Int("max-tokens-total"),
-			MaxModelTime:   cctx.Duration("max-model-time"),
-			TraceTokens:    cctx.Bool("trace-tokens"),
-			TopLogprobs:    cctx.Int("top-logprobs"),
-			TokenIn:        cctx.Bool("token-in"),
-			Dialect:        cctx.String("harness-dialect"),
-			Env:            harnessEnv(cctx),
+			Timeout:             cctx.Duration("harness-timeout"),
+			TimeoutGiven:        cctx.IsSet("harness-timeout"),
+			MaxTurns:            cctx.Int("max-turns"),
+			MaxTokensTotal:      cctx.Int("max-tokens-total"),
+			MaxModelTime:        cctx.Duration("max-model-time"),
+			TraceTokens:         cctx.Bool("trace-tokens"),
+			TopLogprobs:         cctx.Int("top-logprobs"),
+			PolicyVersionHeader: cctx.String("policy-version-header"),
+			TokenIn:             cctx.Bool("token-in"),
+			Dialect:             cctx.String("harness-dialect"),
+			Env:                 harnessEnv(cctx),
 		},
 		Limits: workflows.Limits{
 			MaxAttempts:        cctx.Int("max-attempts"),
@@ -211,6 +213,9 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 	}
 	if err := harness.CheckRunEnv(cfg.Harness.Env); err != nil {
 		return cfg, fmt.Errorf("--harness-env: %w", err)
+	}
+	if h := cfg.Harness.PolicyVersionHeader; h != "" && !headerName(h) {
+		return cfg, fmt.Errorf("--policy-version-header %q is not an HTTP header name: letters, digits and !#$%%&'*+-.^_`|~ only, e.g. x-policy-version", h)
 	}
 	if d := cfg.Harness.Dialect; d != "" && d != "chat" && d != "responses" && d != "anthropic" {
 		return cfg, fmt.Errorf("--harness-dialect %q: want chat, responses or anthropic", d)
@@ -458,4 +463,18 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// headerName reports whether s is an HTTP header field name (RFC 9110's
+// token).
+func headerName(s string) bool {
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("!#$%&'*+-.^_`|~", r):
+		default:
+			return false
+		}
+	}
+	return s != ""
 }

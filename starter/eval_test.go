@@ -93,6 +93,19 @@ func TestTokenInFlag(t *testing.T) {
 	assert.True(t, cfg.Harness.TraceTokens)
 }
 
+func TestPolicyVersionHeaderFlag(t *testing.T) {
+	cfg, err := parseEval(t, "--run-id", "r1", "--policy-version-header", "x-policy-version")
+	require.NoError(t, err)
+	assert.Equal(t, "x-policy-version", cfg.Harness.PolicyVersionHeader)
+
+	cfg, err = parseEval(t, "--run-id", "r1")
+	require.NoError(t, err)
+	assert.Empty(t, cfg.Harness.PolicyVersionHeader, "no header unless named")
+
+	_, err = parseEval(t, "--run-id", "r1", "--policy-version-header", "x policy")
+	require.ErrorContains(t, err, `--policy-version-header "x policy" is not an HTTP header name`)
+}
+
 func TestPackagedHarnessFlags(t *testing.T) {
 	cfg, err := parseEval(t, "--harness", "codex", "--run-id", "r1")
 	require.NoError(t, err)

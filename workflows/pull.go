@@ -20,7 +20,34 @@ const (
 	UpdateRunGroup = "run_group"
 	// UpdateClose ends the run once running groups finish.
 	UpdateClose = "close"
+	// UpdatePolicy announces the trainer's current policy version: the
+	// rollouts scheduled after it are generated on it.
+	UpdatePolicy = "policy"
 )
+
+// What a group does with a rollout past its staleness bound
+// (RunGroupInput.OnStale).
+const (
+	// OnStaleRerun runs it again on the current version (the default).
+	OnStaleRerun = "rerun"
+	// OnStaleMark returns it marked stale.
+	OnStaleMark = "mark"
+)
+
+// MaxStaleReruns bounds how often a stale rollout of a group is run again;
+// a rollout still stale then is returned marked.
+const MaxStaleReruns = 3
+
+// policyVersions is the change that gives pull groups the run's policy
+// version (rollout.Ref.PolicyVersion), annotates their summaries with it and
+// reruns stale rollouts: histories recorded before it replay groups without.
+const policyVersions = "policy-versions"
+
+// RerunK is the k of the key of a stale rollout k's rerun-th rerun (from
+// 1): past every group's own ks (below MaxGroupSize), so a rerun never
+// takes another rollout's key, and the same for every replay or call
+// again, so reruns are stored and reused like any rollout.
+func RerunK(k, rerun int) int { return k + rerun*MaxGroupSize }
 
 // MaxGroupSize bounds RunGroupInput.N.
 const MaxGroupSize = 256
@@ -42,6 +69,9 @@ type PullState struct {
 	Closed     bool      `json:"closed,omitempty"`
 	StartedAt  time.Time `json:"started_at"`
 	Segment    int       `json:"segment"`
+	// PolicyVersion is the policy version the trainer announced last
+	// (UpdatePolicy); nil before any.
+	PolicyVersion *int64 `json:"policy_version,omitempty"`
 }
 
 // TaskRef names a sampled task by its position in the run. The task itself
@@ -57,6 +87,24 @@ type TaskRef struct {
 type RunGroupInput struct {
 	Position int64 `json:"position"`
 	N        int   `json:"n"`
+	// MaxOffPolicySteps bounds how many versions a rollout's oldest turn
+	// may be behind the run's current policy version when the group's
+	// rollouts are done; nil: no bound.
+	MaxOffPolicySteps *int64 `json:"max_off_policy_steps,omitempty"`
+	// OnStale is what happens to a rollout past the bound: OnStaleRerun
+	// (empty: the default) or OnStaleMark.
+	OnStale string `json:"on_stale,omitempty"`
+}
+
+// PolicyInput announces the trainer's policy version (UpdatePolicy).
+type PolicyInput struct {
+	Version int64 `json:"version"`
+}
+
+// PolicyResult is the policy version now current.
+type PolicyResult struct {
+	RunID   string `json:"run_id"`
+	Version int64  `json:"version"`
 }
 
 // GroupResult is a group's rollouts (each naming its trace in the run
@@ -81,12 +129,16 @@ type PullProgress struct {
 	// Epochs bounds the positions handed out (Epochs × Tasks); 0: no bound.
 	Epochs int  `json:"epochs"`
 	Closed bool `json:"closed"`
+	// PolicyVersion is the policy version the trainer announced last; nil
+	// before any.
+	PolicyVersion *int64 `json:"policy_version"`
 }
 
 // Pull serves a trainer: UpdateSample hands out positions of the durable
 // cursor one at a time (updates are processed in order, so concurrent
 // trainers get disjoint positions and coverage stays exact), UpdateRunGroup
-// runs a group of rollouts of a sampled position, UpdateClose ends the run.
+// runs a group of rollouts of a sampled position, UpdatePolicy announces the
+// trainer's policy version, UpdateClose ends the run.
 func Pull(ctx workflow.Context, in PullInput) (PullProgress, error) {
 	p := &pullRun{cfg: in.Config.WithDefaults(), train: in.Train, st: in.State, limit: -1}
 	p.win = newWindow(ctx, p.cfg.MaxConcurrent, p.cfg.Limits)
@@ -141,6 +193,11 @@ func (p *pullRun) register(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
+	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdatePolicy, p.setPolicy,
+		workflow.UpdateHandlerOptions{Validator: p.validatePolicy})
+	if err != nil {
+		return err
+	}
 	return workflow.SetUpdateHandler(ctx, UpdateClose, p.close)
 }
 
@@ -176,6 +233,7 @@ func (p *pullRun) progress() (PullProgress, error) {
 	return PullProgress{
 		RunID: p.cfg.RunID, Sampled: p.st.Next, Groups: p.st.Groups, Running: p.running,
 		Tasks: p.st.Tasks, TasksetLen: p.st.TasksetLen, Epochs: p.train.Epochs, Closed: p.st.Closed,
+		PolicyVersion: p.policyVersion(),
 	}, nil
 }
 
@@ -221,6 +279,10 @@ func (p *pullRun) checkGroup(in RunGroupInput) error {
 		return fmt.Errorf("position %d was never sampled from run %s (sample first; %d positions handed out)", in.Position, p.cfg.RunID, p.st.Next)
 	case in.N < 1 || in.N > MaxGroupSize:
 		return fmt.Errorf("group size %d is outside 1..%d", in.N, MaxGroupSize)
+	case in.MaxOffPolicySteps != nil && *in.MaxOffPolicySteps < 0:
+		return fmt.Errorf("max_off_policy_steps %d is negative (0 accepts only the current version; leave it out for no bound)", *in.MaxOffPolicySteps)
+	case in.OnStale != "" && in.OnStale != OnStaleRerun && in.OnStale != OnStaleMark:
+		return fmt.Errorf("on_stale %q is neither %q nor %q", in.OnStale, OnStaleRerun, OnStaleMark)
 	}
 	return nil
 }
@@ -245,40 +307,65 @@ func (p *pullRun) runGroup(ctx workflow.Context, in RunGroupInput) (GroupResult,
 	p.running++
 	defer func() { p.running-- }()
 	res := GroupResult{Ref: p.ref(in.Position)}
+	versioned := workflow.GetVersion(ctx, policyVersions, workflow.DefaultVersion, 1) >= 1
+	ks := make([]int, in.N)
+	for k := range ks {
+		ks[k] = k
+	}
 	var err error
-	if res.Rollouts, err = p.rollouts(ctx, res.Ref, in.N); err != nil {
+	if res.Rollouts, err = p.rollouts(ctx, res.Ref, ks, versioned); err != nil {
 		return GroupResult{}, err
 	}
-	if res.Group, err = p.score(ctx, res.Ref, in.N); err != nil {
+	keys := make([]string, in.N)
+	for k := range keys {
+		keys[k] = rollout.Key(p.cfg.RunID, res.Ref.Epoch, res.Ref.Index, k)
+	}
+	if versioned {
+		if res.Rollouts, err = p.settle(ctx, res.Ref, in, res.Rollouts); err != nil {
+			return GroupResult{}, err
+		}
+		for k, s := range res.Rollouts {
+			if s.Key != "" {
+				keys[k] = s.Key
+			}
+		}
+	}
+	if res.Group, err = p.score(ctx, res.Ref, keys); err != nil {
 		return GroupResult{}, err
 	}
 	p.st.Groups++
 	return res, nil
 }
 
-// rollouts runs n rollouts of the task r names, sharing the run's window
-// with every other group, and returns their summaries by k.
-func (p *pullRun) rollouts(ctx workflow.Context, r TaskRef, n int) ([]rollout.Summary, error) {
+// rollouts runs the rollouts of the task r names whose keys' ks are ks,
+// sharing the run's window with every other group, and returns their
+// summaries in the order of ks. versioned rollouts are generated on the
+// policy version current when each gets its place in the window.
+func (p *pullRun) rollouts(ctx workflow.Context, r TaskRef, ks []int, versioned bool) ([]rollout.Summary, error) {
 	cfg := p.cfg
-	out := make([]rollout.Summary, n)
+	out := make([]rollout.Summary, len(ks))
 	var fatal error
-	remaining := n
-	for k := range n {
+	remaining := len(ks)
+	for i, k := range ks {
 		if err := workflow.Await(ctx, func() bool { return p.win.running < p.win.max }); err != nil {
 			return nil, err
 		}
 		p.win.running++
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer func() { p.win.running--; remaining-- }()
-			s, err := p.win.run(ctx, rollout.Ref{
+			ref := rollout.Ref{
 				RunID: cfg.RunID, Epoch: r.Epoch, Index: r.Index, K: k,
 				Taskset: cfg.Taskset, Model: cfg.Model, Sampling: cfg.Sampling,
 				Harness: cfg.Harness, Rubric: cfg.Rubric, RetryFailed: true,
-			})
+			}
+			if versioned {
+				ref.PolicyVersion = p.policyVersion()
+			}
+			s, err := p.win.run(ctx, ref)
 			if err != nil && fatal == nil {
 				fatal = err
 			}
-			out[k] = s
+			out[i] = s
 		})
 	}
 	if err := workflow.Await(ctx, func() bool { return remaining == 0 }); err != nil {
@@ -290,13 +377,100 @@ func (p *pullRun) rollouts(ctx workflow.Context, r TaskRef, n int) ([]rollout.Su
 	return out, nil
 }
 
-// score scores the group of n rollouts of the task r names.
-func (p *pullRun) score(ctx workflow.Context, r TaskRef, n int) (rollout.GroupSummary, error) {
-	cfg := p.cfg
-	keys := make([]string, n)
-	for k := range keys {
-		keys[k] = rollout.Key(cfg.RunID, r.Epoch, r.Index, k)
+// settle holds a group's rollouts to its staleness bound once they are
+// done: a rollout whose oldest turn is more than in.MaxOffPolicySteps
+// versions behind the current one runs again under a new key (RerunK), up
+// to MaxStaleReruns times, unless in.OnStale asks to mark it. Every
+// summary then says how far off policy it is.
+func (p *pullRun) settle(ctx workflow.Context, r TaskRef, in RunGroupInput, out []rollout.Summary) ([]rollout.Summary, error) {
+	stale := func(s rollout.Summary) bool {
+		return in.MaxOffPolicySteps != nil && p.offPolicy(s) > *in.MaxOffPolicySteps
 	}
+	for rerun := 1; in.OnStale != OnStaleMark && rerun <= MaxStaleReruns; rerun++ {
+		var at, ks []int
+		for k, s := range out {
+			if stale(s) {
+				at = append(at, k)
+				ks = append(ks, RerunK(k, rerun))
+			}
+		}
+		if len(at) == 0 {
+			break
+		}
+		again, err := p.rollouts(ctx, r, ks, true)
+		if err != nil {
+			return nil, err
+		}
+		for i, k := range at {
+			again[i].StaleReruns = rerun
+			out[k] = again[i]
+		}
+	}
+	for k := range out {
+		out[k].OffPolicySteps = p.offPolicy(out[k])
+		out[k].Stale = stale(out[k])
+	}
+	return out, nil
+}
+
+// offPolicy is how many versions s's oldest turn is behind the current
+// policy version: 0 when either is unknown.
+func (p *pullRun) offPolicy(s rollout.Summary) int64 {
+	cur := p.st.PolicyVersion
+	if cur == nil || s.PolicyVersion == nil || *s.PolicyVersion >= *cur {
+		return 0
+	}
+	return *cur - *s.PolicyVersion
+}
+
+// policyVersion is a copy of the current policy version, or nil.
+func (p *pullRun) policyVersion() *int64 {
+	if p.st == nil || p.st.PolicyVersion == nil {
+		return nil
+	}
+	v := *p.st.PolicyVersion
+	return &v
+}
+
+// checkPolicy reports why version cannot become current, or nil.
+func (p *pullRun) checkPolicy(in PolicyInput) error {
+	switch {
+	case in.Version < 0:
+		return fmt.Errorf("policy version %d is negative: versions count up from 0", in.Version)
+	case p.st.PolicyVersion != nil && in.Version < *p.st.PolicyVersion:
+		return fmt.Errorf("policy version %d is behind the run's current version %d: versions only go forward", in.Version, *p.st.PolicyVersion)
+	}
+	return nil
+}
+
+// validatePolicy refuses a version going backwards before it enters the
+// history, once the run is ready to tell.
+func (p *pullRun) validatePolicy(ctx workflow.Context, in PolicyInput) error {
+	if !p.ready() {
+		return nil
+	}
+	return p.checkPolicy(in)
+}
+
+// setPolicy makes in.Version the run's current policy version: rollouts
+// scheduled from now on, also those of running groups still waiting for a
+// place, are generated on it. Announcing the current version again is a
+// no-op.
+func (p *pullRun) setPolicy(ctx workflow.Context, in PolicyInput) (PolicyResult, error) {
+	if err := workflow.Await(ctx, p.ready); err != nil {
+		return PolicyResult{}, err
+	}
+	if err := p.checkPolicy(in); err != nil {
+		return PolicyResult{}, err
+	}
+	v := in.Version
+	p.st.PolicyVersion = &v
+	return PolicyResult{RunID: p.cfg.RunID, Version: v}, nil
+}
+
+// score scores the group of rollouts with keys of the task r names.
+func (p *pullRun) score(ctx workflow.Context, r TaskRef, keys []string) (rollout.GroupSummary, error) {
+	cfg := p.cfg
 	scoreCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{rollout.ErrTypeConfig}},

@@ -159,7 +159,7 @@ func (a *Activities) Acquire(ctx context.Context, in rollout.AcquireInput) (roll
 	h := in.Rollout.Harness
 	slot, err := a.Pool.Acquire(ctx, interception.Rollout{Key: key, Model: in.Rollout.Model, Sampling: dialects.Sampling(in.Rollout.Sampling),
 		Limits: interception.Limits{Turns: h.MaxTurns, Tokens: h.MaxTokensTotal, ModelTime: h.MaxModelTime},
-		Tokens: tokenRequest(h), TokenIn: h.TokenIn})
+		Tokens: tokenRequest(h), TokenIn: h.TokenIn, PolicyVersion: in.Rollout.PolicyVersion, PolicyVersionHeader: h.PolicyVersionHeader})
 	if err != nil {
 		a.Capacity.Give(key)
 		if cerr := listenConfigErr(err); cerr != nil {

@@ -47,7 +47,7 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (sum rollout.
 		return rollout.Summary{}, err
 	}
 	if found && reusable(ref, prior) {
-		return reused(prior), nil
+		return a.withTokens(ctx, ref, reused(prior))
 	}
 	slot, ok := a.Pool.Slot(key)
 	if !ok {

@@ -11,19 +11,38 @@ import (
 )
 
 // withTokens adds to s, the summary of a finished rollout of ref, what a
-// trainer learns from: whether it was truncated and, when the run traces
-// tokens, its turns' token data, read from the stored trace.
+// trainer learns from, read from the stored trace: when the run traces
+// tokens, whether it was truncated and its turns' token data; when it
+// records policy versions, the oldest version among its turns.
 func (a *Activities) withTokens(ctx context.Context, ref rollout.Ref, s rollout.Summary) (rollout.Summary, error) {
-	if !ref.Harness.TraceTokens && !ref.Harness.TokenIn || s.Verify != nil {
+	tokens := ref.Harness.TraceTokens || ref.Harness.TokenIn
+	versions := ref.PolicyVersion != nil || ref.Harness.PolicyVersionHeader != ""
+	if !tokens && !versions || s.Verify != nil || s.Trace == "" && !tokens {
 		return s, nil
 	}
 	tr, err := a.Store.Trace(ctx, ref.RunID, s.Key)
 	if err != nil {
 		return s, fmt.Errorf("read trace of %s: %w", s.Key, err)
 	}
-	s.Truncated = Truncated(tr.Turns)
-	s.Tokens, s.TokensCut = turnTokens(tr.Turns)
+	if tokens {
+		s.Truncated = Truncated(tr.Turns)
+		s.Tokens, s.TokensCut = turnTokens(tr.Turns)
+	}
+	s.PolicyVersion = OldestPolicyVersion(tr.Turns)
 	return s, nil
+}
+
+// OldestPolicyVersion is the lowest policy version that answered one of
+// turns, or nil when none says.
+func OldestPolicyVersion(turns []trace.Turn) *int64 {
+	var oldest *int64
+	for _, t := range turns {
+		if t.PolicyVersion != nil && (oldest == nil || *t.PolicyVersion < *oldest) {
+			v := *t.PolicyVersion
+			oldest = &v
+		}
+	}
+	return oldest
 }
 
 // Truncated reports whether a limit of the rollout refused one of its

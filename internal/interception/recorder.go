@@ -59,6 +59,7 @@ type recorder struct {
 func (s *Server) startTurn(w http.ResponseWriter, r *http.Request, e *entry, d dialects.Dialect) recorder {
 	c := s.startCall(w, r, e, d)
 	c.index, c.turn.CallerRetry = e.begin(r.Header)
+	c.turn.PolicyVersion = e.rollout.startedOn()
 	return c
 }
 
@@ -78,10 +79,6 @@ func (c *recorder) finish() {
 		return
 	}
 	c.turn.Latency = time.Since(c.turn.StartedAt)
-	if v := c.e.rollout.PolicyVersion; v != nil && c.turn.PolicyVersion == nil {
-		version := *v
-		c.turn.PolicyVersion = &version
-	}
 	var raw *rawTurn
 	switch {
 	case c.raw.answered && (c.e.rollout.Limits.Tokens > 0 || c.e.rollout.Limits.SeqLen > 0 || c.tokenKeys != nil):
@@ -290,6 +287,9 @@ func (c *recorder) send(path string, h http.Header, body dialects.Body) (*http.R
 		resp, attempts, err = c.srv.cfg.Upstream.Relay(c.r.Context(), path, h, body)
 	}
 	c.turn.Attempts = attempts
+	if err == nil {
+		c.answeredBy(resp.Header)
+	}
 	if err != nil {
 		if c.clientGone() {
 			return nil, false

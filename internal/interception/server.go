@@ -111,9 +111,11 @@ type Rollout struct {
 	// TokenIn sends a chat call that extends an earlier turn with the
 	// prompt as token ids (tokenin.go); it implies Tokens.
 	TokenIn bool
-	// PolicyVersion, when set, is recorded on each turn the upstream
-	// reports no policy version for.
-	PolicyVersion *int64
+	// PolicyVersion is the policy version the rollout was started on; every
+	// turn records it unless the upstream names its own in the header
+	// PolicyVersionHeader (policy.go).
+	PolicyVersion       *int64
+	PolicyVersionHeader string
 }
 
 // ErrUnknownRollout is returned for a rollout key that is not registered.

@@ -6,7 +6,11 @@
 //	POST /v1/pull/{run_id}/run_rollout  {"position": p, "view"?}  → pull.Rollout (+ "samples")
 //	POST /v1/pull/{run_id}/run_group    {"position": p, "n": n}   → pull.Group (+ "samples")
 //	GET  /v1/pull/{run_id}/progress                               → workflows.PullProgress
+//	POST /v1/pull/{run_id}/policy       {"version": v}            → workflows.PolicyResult
 //	POST /v1/pull/{run_id}/close        {}                        → {"run_id", "closed"}
+//
+// run_group and run_rollout also take "max_off_policy_steps" and
+// "on_stale" (workflows.RunGroupInput).
 //
 // Every request carries "Authorization: Bearer <token>". A call holds its
 // request until the update finishes; a caller that goes away cancels the
@@ -14,7 +18,8 @@
 // the same position collects them). Errors are JSON,
 // {"error": {"message", "type"}}, with the status saying what to do:
 // 400 fix the request, 401 the token, 404 no such pull run, 409 the run is
-// closed or has handed out all its positions, 503 Temporal is unreachable
+// closed, has handed out all its positions, or is on a newer policy version
+// than the one announced, 503 Temporal is unreachable
 // (retry after Retry-After), 504 the call outlived the server's timeout.
 package pullhttp
 
@@ -103,6 +108,7 @@ func New(c client.Client, cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("POST /v1/pull/{run_id}/run_rollout", h.runRollout)
 	h.mux.HandleFunc("POST /v1/pull/{run_id}/run_group", h.runGroup)
 	h.mux.HandleFunc("GET /v1/pull/{run_id}/progress", h.progress)
+	h.mux.HandleFunc("POST /v1/pull/{run_id}/policy", h.policy)
 	h.mux.HandleFunc("POST /v1/pull/{run_id}/close", h.close)
 	return h, nil
 }
@@ -125,7 +131,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // wrong method gets 405, anything else 404, both as JSON.
 func (h *Handler) notRouted(w http.ResponseWriter, r *http.Request) {
 	methods := map[string]string{"sample": http.MethodPost, "run_rollout": http.MethodPost,
-		"run_group": http.MethodPost, "progress": http.MethodGet, "close": http.MethodPost}
+		"run_group": http.MethodPost, "progress": http.MethodGet, "policy": http.MethodPost, "close": http.MethodPost}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/pull/")
 	if ok {
 		if i := strings.LastIndexByte(rest, '/'); i > 0 {
@@ -138,7 +144,7 @@ func (h *Handler) notRouted(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeError(w, http.StatusNotFound, "not_found",
-		"no such route: the pull API is /v1/pull/{run_id}/ sample, run_rollout, run_group, progress, close")
+		"no such route: the pull API is /v1/pull/{run_id}/ sample, run_rollout, run_group, progress, policy, close")
 }
 
 func (h *Handler) authorized(r *http.Request) bool {
@@ -159,10 +165,44 @@ func (h *Handler) sample(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// staleness is the staleness bound run_group and run_rollout take.
+type staleness struct {
+	MaxOffPolicySteps *int64 `json:"max_off_policy_steps"`
+	OnStale           string `json:"on_stale"`
+}
+
+// check answers 400 when the bound is out of range.
+func (s staleness) check(w http.ResponseWriter, action string) bool {
+	switch {
+	case s.MaxOffPolicySteps != nil && *s.MaxOffPolicySteps < 0:
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf(
+			"%s: field max_off_policy_steps = %d is negative (0 accepts only the current policy version; leave it out for no bound)", action, *s.MaxOffPolicySteps))
+		return false
+	case s.OnStale != "" && s.OnStale != workflows.OnStaleRerun && s.OnStale != workflows.OnStaleMark:
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf(
+			"%s: field on_stale = %q: want %q (run it again, the default) or %q (return it marked)", action, s.OnStale, workflows.OnStaleRerun, workflows.OnStaleMark))
+		return false
+	}
+	return true
+}
+
+// options is the bound as the Go client's options.
+func (s staleness) options() []pull.GroupOption {
+	var opts []pull.GroupOption
+	if s.MaxOffPolicySteps != nil {
+		opts = append(opts, pull.MaxOffPolicySteps(*s.MaxOffPolicySteps))
+	}
+	if s.OnStale != "" {
+		opts = append(opts, pull.OnStale(s.OnStale))
+	}
+	return opts
+}
+
 // rolloutRequest is run_rollout's body.
 type rolloutRequest struct {
 	Position *int64 `json:"position"`
 	View     string `json:"view"`
+	staleness
 }
 
 // rolloutAnswer is run_rollout's answer: the rollout, and its training
@@ -174,14 +214,14 @@ type rolloutAnswer struct {
 
 func (h *Handler) runRollout(w http.ResponseWriter, r *http.Request) {
 	var req rolloutRequest
-	if !decode(w, r, "run_rollout", &req, "position", "view") {
+	if !decode(w, r, "run_rollout", &req, "position", "view", "max_off_policy_steps", "on_stale") {
 		return
 	}
-	if !checkPosition(w, "run_rollout", req.Position) || !checkView(w, "run_rollout", req.View) {
+	if !checkPosition(w, "run_rollout", req.Position) || !checkView(w, "run_rollout", req.View) || !req.check(w, "run_rollout") {
 		return
 	}
 	h.call(w, r, "run_rollout", func(ctx context.Context, p *pull.Client) (any, error) {
-		ro, err := p.RunRollout(ctx, workflows.TaskRef{Position: *req.Position})
+		ro, err := p.RunRollout(ctx, workflows.TaskRef{Position: *req.Position}, req.options()...)
 		if err != nil || ro.Trajectory == nil {
 			return ro, err
 		}
@@ -195,6 +235,7 @@ type groupRequest struct {
 	Position *int64 `json:"position"`
 	N        *int   `json:"n"`
 	View     string `json:"view"`
+	staleness
 }
 
 // groupAnswer is run_group's answer: the group, and its training samples
@@ -215,10 +256,10 @@ func checkView(w http.ResponseWriter, action, view string) bool {
 
 func (h *Handler) runGroup(w http.ResponseWriter, r *http.Request) {
 	var req groupRequest
-	if !decode(w, r, "run_group", &req, "position", "n", "view") {
+	if !decode(w, r, "run_group", &req, "position", "n", "view", "max_off_policy_steps", "on_stale") {
 		return
 	}
-	if !checkPosition(w, "run_group", req.Position) || !checkView(w, "run_group", req.View) {
+	if !checkPosition(w, "run_group", req.Position) || !checkView(w, "run_group", req.View) || !req.check(w, "run_group") {
 		return
 	}
 	switch {
@@ -230,12 +271,39 @@ func (h *Handler) runGroup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.call(w, r, "run_group", func(ctx context.Context, p *pull.Client) (any, error) {
-		g, err := p.RunGroup(ctx, workflows.TaskRef{Position: *req.Position}, *req.N)
+		g, err := p.RunGroup(ctx, workflows.TaskRef{Position: *req.Position}, *req.N, req.options()...)
 		if err != nil || g.Trajectories == nil {
 			return g, err
 		}
 		samples, err := g.Samples(req.View)
 		return groupAnswer{Group: g, Samples: samples}, err
+	})
+}
+
+// policyRequest is policy's body.
+type policyRequest struct {
+	Version *int64 `json:"version"`
+}
+
+func (h *Handler) policy(w http.ResponseWriter, r *http.Request) {
+	var req policyRequest
+	if !decode(w, r, "policy", &req, "version") {
+		return
+	}
+	switch {
+	case req.Version == nil:
+		writeError(w, http.StatusBadRequest, "bad_request", "policy: field version is required (the policy version now current, an integer from 0)")
+		return
+	case *req.Version < 0:
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("policy: field version = %d is negative: versions count up from 0", *req.Version))
+		return
+	}
+	h.call(w, r, "policy", func(ctx context.Context, p *pull.Client) (any, error) {
+		v, err := p.SetPolicyVersion(ctx, *req.Version)
+		if err != nil {
+			return nil, err
+		}
+		return workflows.PolicyResult{RunID: r.PathValue("run_id"), Version: v}, nil
 	})
 }
 
@@ -361,6 +429,12 @@ func (h *Handler) classify(ctx context.Context, runID, action string, err error)
 		return http.StatusBadRequest, "bad_request", "field position: " + app.Message()
 	case refused("group size"):
 		return http.StatusBadRequest, "bad_request", "field n: " + app.Message()
+	case refused("versions only go forward"):
+		return http.StatusConflict, "version_behind", "field version: " + app.Message()
+	case refused("versions count up"):
+		return http.StatusBadRequest, "bad_request", "field version: " + app.Message()
+	case refused("max_off_policy_steps"), refused("on_stale"):
+		return http.StatusBadRequest, "bad_request", app.Message()
 	case app != nil:
 		return http.StatusInternalServerError, "failed", fmt.Sprintf("%s on run %s failed: %s", action, runID, app.Message())
 	}

@@ -54,6 +54,13 @@ type cluster struct {
 
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
+	return newClusterOn(t, "")
+}
+
+// newClusterOn is newCluster with its worker's model at baseURL (…/v1);
+// empty: the worker's own offline mock.
+func newClusterOn(t *testing.T, baseURL string) *cluster {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var srv *devserver.Server
@@ -72,11 +79,11 @@ func newCluster(t *testing.T) *cluster {
 	t.Cleanup(c.Close)
 	cl := &cluster{c: c, runsDir: t.TempDir()}
 	w, err := wiring.NewWorker(c, wiring.Config{
-		TaskQueue: queue, RunsDir: cl.runsDir, MaxRollouts: 16,
+		TaskQueue: queue, RunsDir: cl.runsDir, MaxRollouts: 16, BaseURL: baseURL,
 		DefaultHarness: []string{os.Args[0], agent.Subcommand}, Logger: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
-	require.True(t, w.UsingMock, "no provider configured: the offline mock answers")
+	require.Equal(t, baseURL == "", w.UsingMock, "no provider configured: the offline mock answers")
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	return cl

@@ -85,4 +85,10 @@
 // code point, while completions are still sampled one id per character.
 // Turn 2's prompt then does not start with turn 1's prompt and
 // completion ids, which is what token-in prompts (--token-in) are for.
+//
+// # Policy versions
+//
+// With Config.PolicyVersionHeader set, every answer names in that header the
+// version SetPolicyVersion set last, as an inference server that reloads
+// its weights does: tests move it mid-run.
 package mock

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/evalflow/evalflow/dialects"
@@ -32,12 +33,17 @@ type Config struct {
 	// per character. A turn's prompt then does not start with the
 	// previous turn's prompt and completion ids.
 	TokenMerge bool
+	// PolicyVersionHeader names the response header that carries the
+	// policy version SetPolicyVersion set (e.g. x-policy-version).
+	PolicyVersionHeader string
 }
 
 // Model is the mock model's HTTP handler.
 type Model struct {
 	cfg    Config
 	script []scriptEntry
+	// policy is the version SetPolicyVersion set; nil before.
+	policy atomic.Pointer[int64]
 }
 
 var _ http.Handler = (*Model)(nil)
@@ -68,6 +74,7 @@ func New(cfg Config) (*Model, error) {
 // /v1/messages/count_tokens, GET /v1/models, and vLLM's POST /tokenize
 // (also /v1/tokenize) and prime-rl's POST /v1/chat/completions/tokens.
 func (m *Model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m.policyHeader(w.Header())
 	switch r.URL.Path {
 	case "/v1/responses", "/v1/messages", "/v1/messages/count_tokens":
 		d := dialects.Responses
