@@ -104,7 +104,9 @@ def main():
         sys.exit("set EVALFLOW_PULL_TOKEN")
 
     pull = PullClient(args.url, args.run_id, token)
-    version = pull.progress().get("policy_version", 0)
+    # The weights the inference server holds now: version 0 unless the run
+    # already has one. Rollouts scheduled from here on record it.
+    version = pull.call("policy", {"version": pull.progress().get("policy_version") or 0})["version"]
     first_position = None
     summary = {"steps": [], "samples": 0, "trained_tokens": 0, "interleavable": 0, "rollouts": 0}
     for step in range(args.steps):
@@ -126,7 +128,7 @@ def main():
             advs = advantages([ro["reward"] for ro in rollouts])
             losses.append(surrogate(samples, advs))
         # The new weights are loaded: work generated from now on is on them.
-        version = pull.call("policy", {"version": version + 1})["policy_version"]
+        version = pull.call("policy", {"version": version + 1})["version"]
         summary["steps"].append({"step": step, "loss": round(sum(losses) / len(losses), 6),
                                  "generated_on": sorted(v for v in versions if v is not None),
                                  "now": version})

@@ -602,3 +602,73 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// The GRPO-shaped trainer of examples/ runs against a pull run that traces
+// tokens: it checks every sample's masks and exact-prefix flag, announces
+// a policy version per step, and sees a group of the first version rerun
+// on the current policy, or marked stale, as it asks.
+func TestGRPOTrainerExample(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	require.NoError(t, err, "python3 runs the documented example (make setup installs it)")
+	cl := newCluster(t)
+	srv := cl.serve(t, pullhttp.Config{})
+	for _, onStale := range []string{"rerun", "mark"} {
+		t.Run(onStale, func(t *testing.T) {
+			runID := "grpo-" + onStale
+			cl.startRunOf(t, runID, 16, rollout.HarnessConfig{TraceTokens: true})
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, python, "../../examples/grpo_trainer.py", "--run-id", runID,
+				"--steps", "3", "--groups", "2", "--n", "3", "--max-off-policy-steps", "1", "--on-stale", onStale)
+			cmd.Env = append(os.Environ(), "EVALFLOW_PULL_URL="+srv.URL, "EVALFLOW_PULL_TOKEN="+token)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			require.NoError(t, err, "stderr: %s", stderr.String())
+
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			require.Len(t, lines, 4, "a line per step and a summary: %s", out)
+			var summary struct {
+				Steps []struct {
+					Loss        float64 `json:"loss"`
+					GeneratedOn []int64 `json:"generated_on"`
+					Now         int64   `json:"now"`
+				} `json:"steps"`
+				Samples       int `json:"samples"`
+				Rollouts      int `json:"rollouts"`
+				Interleavable int `json:"interleavable"`
+				TrainedTokens int `json:"trained_tokens"`
+				OldGroup      struct {
+					MarkedStale     int     `json:"marked_stale"`
+					OnCurrentPolicy int     `json:"on_current_policy"`
+					OffPolicySteps  []int64 `json:"off_policy_steps"`
+				} `json:"old_group"`
+				PolicyVersion int64 `json:"policy_version"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(lines[3]), &summary), "%s", lines[3])
+			require.Len(t, summary.Steps, 3)
+			for i, s := range summary.Steps {
+				require.Equal(t, []int64{int64(i)}, s.GeneratedOn, "step %d's rollouts were generated on the version announced before it", i)
+				require.Equal(t, int64(i+1), s.Now)
+			}
+			require.Equal(t, 3*2*3, summary.Rollouts)
+			require.Equal(t, summary.Rollouts, summary.Interleavable, "the mock's turns extend each other exactly")
+			require.Equal(t, summary.Rollouts, summary.Samples, "one interleaved sample per rollout")
+			require.Positive(t, summary.TrainedTokens)
+			require.Equal(t, int64(3), summary.PolicyVersion)
+			if onStale == "rerun" {
+				require.Equal(t, 3, summary.OldGroup.OnCurrentPolicy, "the stale group ran again on the current policy")
+				require.Zero(t, summary.OldGroup.MarkedStale)
+			} else {
+				require.Equal(t, 3, summary.OldGroup.MarkedStale, "the stale group came back marked")
+				require.Equal(t, []int64{3, 3, 3}, summary.OldGroup.OffPolicySteps)
+			}
+
+			// The run agrees: the version the trainer announced last.
+			p, err := pull.New(cl.c, runID).Progress(ctx)
+			require.NoError(t, err)
+			require.NotNil(t, p.PolicyVersion)
+			require.Equal(t, int64(3), *p.PolicyVersion)
+		})
+	}
+}
