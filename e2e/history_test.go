@@ -129,3 +129,41 @@ func TestCaptureVerifyHistories(t *testing.T) {
 	writeHistory(t, "eval_segment.json", hs[0])
 	writeHistory(t, "eval_final.json", hs[1])
 }
+
+// TestCapturePolicyHistories records a pull run's history with policy
+// versions: announced versions, a group generated on the first, and the
+// same group asked for again two versions later with a bound of one, so
+// its rollouts are run again under rerun keys.
+//
+//	EVALFLOW_WRITE_HISTORY=$PWD/workflows/testdata/policy-versions go test ./e2e -run CapturePolicy
+func TestCapturePolicyHistories(t *testing.T) {
+	if os.Getenv("EVALFLOW_WRITE_HISTORY") == "" {
+		t.Skip("set EVALFLOW_WRITE_HISTORY to a directory to record replay histories")
+	}
+	tc := newTrainCluster(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	in := trainConfig("replay-policy", filepath.Join(t.TempDir(), "never"))
+	in.Config.Tasks, in.Config.MaxConcurrent = 3, 2
+	in.Config.Harness = rollout.HarnessConfig{} // the built-in agent: its turns record versions
+	in.Train.Epochs = 0
+	p, err := pull.Start(ctx, tc.c, tc.queue, in.Config, in.Train)
+	require.NoError(t, err)
+	_, err = p.SetPolicyVersion(ctx, 0)
+	require.NoError(t, err)
+	ref, err := p.Sample(ctx)
+	require.NoError(t, err)
+	_, err = p.RunGroup(ctx, ref, 2)
+	require.NoError(t, err)
+	_, err = p.SetPolicyVersion(ctx, 2)
+	require.NoError(t, err)
+	g, err := p.RunGroup(ctx, ref, 2, pull.MaxOffPolicySteps(1), pull.OnStale(workflows.OnStaleRerun))
+	require.NoError(t, err)
+	for _, s := range g.Rollouts {
+		require.Equal(t, 1, s.StaleReruns, "%+v", s)
+	}
+	require.NoError(t, p.Close(ctx))
+	pr := tc.c.GetWorkflow(ctx, "replay-policy", "")
+	require.NoError(t, pr.Get(ctx, nil))
+	writeHistory(t, "pull_final.json", histories(t, tc.c, "replay-policy", pr.GetRunID())[0])
+}

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -40,6 +41,13 @@ func TestWorkflowsReplaySavedHistories(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, string(b), `"name":"`+rollout.ActivityVerify+`"`, "testdata/verify-step/%s schedules Verify", name)
 	}
+	// policy-versions: a pull run whose trainer announced versions, and a
+	// group asked for again past its bound, rerun under rerun keys
+	// (e2e.TestCapturePolicyHistories).
+	b, err := os.ReadFile(filepath.Join("testdata", "policy-versions", "pull_final.json"))
+	require.NoError(t, err)
+	require.Equal(t, 2, strings.Count(string(b), `"name":"`+UpdatePolicy+`"`), "testdata/policy-versions announces two versions")
+	require.Equal(t, 4, strings.Count(string(b), `"name":"`+rollout.ActivityRun+`"`), "testdata/policy-versions runs a group of 2, then reruns it")
 	// ui-metadata: activities carry summaries, the eval and epoch upsert
 	// their figures into the memo, the epoch inherits the run's attributes.
 	for name, want := range map[string][]string{
