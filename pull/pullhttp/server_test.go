@@ -522,23 +522,14 @@ func TestNewNeedsAToken(t *testing.T) {
 // TestPythonExample runs examples/pull_http.py, standard library only,
 // against the live API: it samples and runs groups as a trainer would.
 func TestPythonExample(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	require.NoError(t, err, "python3 runs the documented example (make setup installs it)")
 	cl := newCluster(t)
 	cl.startRun(t, "py-run", 8, nil)
 	srv := cl.serve(t, pullhttp.Config{})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python, "../../examples/pull_http.py", "--run-id", "py-run", "--groups", "2", "--n", "3")
-	cmd.Env = append(os.Environ(), "EVALFLOW_PULL_URL="+srv.URL, "EVALFLOW_PULL_TOKEN="+token)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "stderr: %s", stderr.String())
-
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	require.Len(t, lines, 3, "a line per group and a summary: %s", out)
+	lines := runExample(t, ctx, srv.URL, "pull_http.py", "--run-id", "py-run", "--groups", "2", "--n", "3")
+	require.Len(t, lines, 3, "a line per group and a summary: %s", lines)
 	var summary struct {
 		Groups []struct {
 			Position   int64     `json:"position"`
@@ -608,8 +599,6 @@ func (b *syncBuffer) String() string {
 // a policy version per step, and sees a group of the first version rerun
 // on the current policy, or marked stale, as it asks.
 func TestGRPOTrainerExample(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	require.NoError(t, err, "python3 runs the documented example (make setup installs it)")
 	cl := newCluster(t)
 	srv := cl.serve(t, pullhttp.Config{})
 	for _, onStale := range []string{"rerun", "mark"} {
@@ -618,16 +607,9 @@ func TestGRPOTrainerExample(t *testing.T) {
 			cl.startRunOf(t, runID, 16, rollout.HarnessConfig{TraceTokens: true})
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, python, "../../examples/grpo_trainer.py", "--run-id", runID,
+			lines := runExample(t, ctx, srv.URL, "grpo_trainer.py", "--run-id", runID,
 				"--steps", "3", "--groups", "2", "--n", "3", "--max-off-policy-steps", "1", "--on-stale", onStale)
-			cmd.Env = append(os.Environ(), "EVALFLOW_PULL_URL="+srv.URL, "EVALFLOW_PULL_TOKEN="+token)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			require.NoError(t, err, "stderr: %s", stderr.String())
-
-			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-			require.Len(t, lines, 4, "a line per step and a summary: %s", out)
+			require.Len(t, lines, 4, "a line per step and a summary: %s", lines)
 			var summary struct {
 				Steps []struct {
 					Loss        float64 `json:"loss"`
@@ -671,4 +653,19 @@ func TestGRPOTrainerExample(t *testing.T) {
 			require.Equal(t, int64(3), *p.PolicyVersion)
 		})
 	}
+}
+
+// runExample runs the Python example script of examples/ against the pull
+// API at url and returns the lines it printed. python3 is required.
+func runExample(t *testing.T, ctx context.Context, url, script string, args ...string) []string {
+	t.Helper()
+	python, err := exec.LookPath("python3")
+	require.NoError(t, err, "python3 runs the documented examples (make setup installs it)")
+	cmd := exec.CommandContext(ctx, python, append([]string{filepath.Join("..", "..", "examples", script)}, args...)...)
+	cmd.Env = append(os.Environ(), "EVALFLOW_PULL_URL="+url, "EVALFLOW_PULL_TOKEN="+token)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s: stderr: %s", script, stderr.String())
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }
