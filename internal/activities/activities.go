@@ -166,6 +166,11 @@ func (a *Activities) Acquire(ctx context.Context, in rollout.AcquireInput) (roll
 		return rollout.AcquireResult{}, err
 	}
 	user, err := a.route(rollout.RoleUser, h.Roles.User)
+	if err == nil {
+		// Checked here too, so that no harness runs for a rollout this
+		// worker could not score.
+		_, err = a.route(rollout.RoleJudge, h.Roles.Judge)
+	}
 	if err != nil {
 		a.Capacity.Give(key)
 		return rollout.AcquireResult{}, err
