@@ -286,6 +286,9 @@ func (c *recorder) send(path string, h http.Header, body dialects.Body) (*http.R
 	resp, attempts, at, err = relayRoute(c.r.Context(), route, c.turn.CallerRetry, path, h, body)
 	c.turn.Attempts = attempts
 	answered(&c.turn, route, at)
+	if len(c.turn.FallbackFrom) > 0 {
+		c.srv.cfg.Logger.Warn("model call fell back", "rollout", c.e.rollout.Key, "provider", c.turn.Provider, "failed", c.turn.FallbackFrom)
+	}
 	if err == nil {
 		c.answeredBy(resp.Header)
 	}
