@@ -35,7 +35,7 @@ func (a *Activities) providerNames() string {
 		names = append(names, n)
 	}
 	if len(names) == 0 {
-		return "only " + rollout.DefaultProvider
+		return "none by name"
 	}
 	slices.Sort(names)
 	return strings.Join(names, ", ")
