@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
 
 	"github.com/evalflow/evalflow/rollout"
 )
@@ -29,4 +30,19 @@ func TestRunFileRoles(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, rollout.Route{{Provider: "claude", Model: "claude-sonnet-4-5"}, {Provider: "backup"}}, cfg.Harness.Roles.Judge)
 	assert.Equal(t, rollout.Route{{Provider: "local"}}, cfg.Harness.Roles.User)
+}
+
+// A run file gives the in-process worker's providers as a list too.
+func TestRunFileProviders(t *testing.T) {
+	file := writeFile(t, "run.yaml", "model: mock\nprovider:\n  - claude=anthropic:https://api.anthropic.com/v1\n  - backup=http://10.0.0.2:8000/v1\n")
+	t.Chdir(t.TempDir())
+	cmd := evalCommand()
+	var got []string
+	cmd.Action = func(cctx *cli.Context) error {
+		got = cctx.StringSlice("provider")
+		return nil
+	}
+	app := &cli.App{Name: "starter", Commands: []*cli.Command{cmd}}
+	require.NoError(t, app.Run([]string{"starter", "eval", "--config", file}))
+	assert.Equal(t, []string{"claude=anthropic:https://api.anthropic.com/v1", "backup=http://10.0.0.2:8000/v1"}, got)
 }
