@@ -72,6 +72,10 @@ type HarnessConfig struct {
 	// workflow input, so it holds no credential: workers refuse names that
 	// look like one (harness.CheckRunEnv).
 	Env []string `json:"env,omitempty"`
+	// Roles name the providers, from the worker's, that the policy, the
+	// judge and the simulated user call, with their fallbacks; empty roles
+	// call the worker's default provider.
+	Roles Roles `json:"roles,omitzero"`
 }
 
 // AgentTimeout is how long the agent of a task whose own limit is task (0:

@@ -63,6 +63,7 @@ func (s Settings) Apply(old workflows.TrainInput) (workflows.TrainInput, []strin
 	apply("verifier-timeout", &cfg.Harness.VerifierTimeout, &given.Harness.VerifierTimeout)
 	apply("harness-dialect", &cfg.Harness.Dialect, &given.Harness.Dialect)
 	apply("harness-env", &cfg.Harness.Env, &given.Harness.Env)
+	apply("role", &cfg.Harness.Roles, &given.Harness.Roles)
 	apply("max-turns", &cfg.Harness.MaxTurns, &given.Harness.MaxTurns)
 	apply("max-tokens-total", &cfg.Harness.MaxTokensTotal, &given.Harness.MaxTokensTotal)
 	apply("max-model-time", &cfg.Harness.MaxModelTime, &given.Harness.MaxModelTime)

@@ -125,6 +125,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "harness-version", Usage: "version of a packaged harness (default: its pinned version, " + pinnedVersions() + ")"},
 		&cli.DurationFlag{Name: "harness-timeout", Value: workflows.DefaultHarnessTimeout, Usage: "kill a harness after this long"},
 		harnessEnvFlag(),
+		roleFlag(),
 		&cli.StringFlag{Name: "harness-dialect", Usage: "protocol the built-in agent speaks: chat (default), responses or anthropic"},
 		&cli.DurationFlag{Name: "verifier-timeout", Usage: "kill a task's verifier after this long, whatever its task.toml says (default: the task's, else 10m)"},
 		&cli.IntFlag{Name: "max-turns", Value: workflows.DefaultMaxTurns, Usage: "model calls a rollout may make; the interception server refuses the ones after it (EVALFLOW_MAX_TURNS)"},
@@ -211,6 +212,11 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 		}
 		cfg.Model = mockModel
 	}
+	r, err := roles(cctx)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Harness.Roles = r
 	if err := harness.CheckRunEnv(cfg.Harness.Env); err != nil {
 		return cfg, fmt.Errorf("--harness-env: %w", err)
 	}

@@ -50,6 +50,9 @@ func prepareRun(args int) cli.BeforeFunc {
 	}
 }
 
+// listKeys are the repeatable flags a run file may give a list of values.
+var listKeys = []string{"harness-env", "role", "provider"}
+
 // notFromFile are the flags a run file cannot set.
 var notFromFile = []string{configFlag.Name, dryRunFlag.Name, "help"}
 
@@ -91,7 +94,7 @@ func applyRunFile(cctx *cli.Context, path string) error {
 			continue // the command line and the environment win
 		}
 		v := values[name]
-		if list, ok := v.([]any); ok && name == "harness-env" {
+		if list, ok := v.([]any); ok && slices.Contains(listKeys, name) {
 			for _, item := range list {
 				if err := cctx.Set(name, fmt.Sprint(item)); err != nil {
 					return fmt.Errorf("run file %s: key %q: %w", path, name, err)

@@ -35,6 +35,11 @@ type Turn struct {
 	// UpstreamFailure says how the model provider failed the call, when it
 	// did: the turn failed for the infrastructure, not for the agent.
 	UpstreamFailure UpstreamFailure `json:"upstream_failure,omitempty"`
+	// Provider names the provider that answered, when the run's role
+	// named providers (--role); FallbackFrom the ones that failed the call
+	// before it, in the order they were tried.
+	Provider     string   `json:"provider,omitempty"`
+	FallbackFrom []string `json:"fallback_from,omitempty"`
 	// Attempts counts upstream attempts (retries before the first byte).
 	Attempts int `json:"attempts"`
 	// CallerRetry is set on a call made again by its caller after a failed

@@ -44,6 +44,9 @@ type Activities struct {
 	// Judge is the model provider judge rubrics ask; nil fails a run whose
 	// rubric has a judge part.
 	Judge Provider
+	// Providers are the worker's named providers (--provider), the default
+	// one among them, that a run's roles pick by name (roles.go).
+	Providers map[string]Provider
 	// WorkDir is the parent of task workspaces; "" is the system temp dir.
 	WorkDir string
 	// SkipUnsupported lets a runtime that builds no image (local, netns,
@@ -157,11 +160,31 @@ func (a *Activities) Acquire(ctx context.Context, in rollout.AcquireInput) (roll
 		return rollout.AcquireResult{}, err
 	}
 	h := in.Rollout.Harness
-	slot, err := a.Pool.Acquire(ctx, interception.Rollout{Key: key, Model: in.Rollout.Model, Sampling: dialects.Sampling(in.Rollout.Sampling),
-		Limits: interception.Limits{Turns: h.MaxTurns, Tokens: h.MaxTokensTotal, ModelTime: h.MaxModelTime},
-		Tokens: tokenRequest(h), TokenIn: h.TokenIn, PolicyVersion: in.Rollout.PolicyVersion, PolicyVersionHeader: h.PolicyVersionHeader})
+	policy, err := a.route(rollout.RolePolicy, h.Roles.Policy)
 	if err != nil {
 		a.Capacity.Give(key)
+		return rollout.AcquireResult{}, err
+	}
+	user, err := a.route(rollout.RoleUser, h.Roles.User)
+	if err == nil {
+		// Checked here too, so that no harness runs for a rollout this
+		// worker could not score.
+		_, err = a.route(rollout.RoleJudge, h.Roles.Judge)
+	}
+	if err != nil {
+		a.Capacity.Give(key)
+		return rollout.AcquireResult{}, err
+	}
+	slot, err := a.Pool.Acquire(ctx, interception.Rollout{Key: key, Model: in.Rollout.Model, Sampling: dialects.Sampling(in.Rollout.Sampling),
+		Limits: interception.Limits{Turns: h.MaxTurns, Tokens: h.MaxTokensTotal, ModelTime: h.MaxModelTime},
+		Tokens: tokenRequest(h), TokenIn: h.TokenIn, PolicyVersion: in.Rollout.PolicyVersion, PolicyVersionHeader: h.PolicyVersionHeader,
+		Policy: policy, User: user})
+	if err != nil {
+		a.Capacity.Give(key)
+		var re *interception.RouteError
+		if errors.As(err, &re) {
+			return rollout.AcquireResult{}, configErr(err)
+		}
 		if cerr := listenConfigErr(err); cerr != nil {
 			return rollout.AcquireResult{}, cerr
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/internal/interception"
 	"github.com/evalflow/evalflow/rubrics"
 	"github.com/evalflow/evalflow/trace"
 )
@@ -29,8 +30,12 @@ const judgeAnswerLimit = 8 << 20
 
 // judge asks the worker's provider for a judge rubric, in the provider's
 // own dialect, and records every call as a turn of the rollout's trace.
+// With a route (the run's judge role) it asks the route's providers in
+// order, each after the one before failed for the infrastructure.
 type judge struct {
 	provider Provider
+	// route, when set, replaces provider.
+	route []interception.Target
 	// model is asked when the rubric names none: the run's.
 	model string
 
@@ -45,31 +50,55 @@ func (j *judge) Ask(ctx context.Context, model, prompt string) (string, error) {
 	if model == "" {
 		model = j.model
 	}
-	d, err := dialects.ByName(j.provider.Dialect())
-	if err != nil {
-		return "", err
+	route := j.route
+	if len(route) == 0 {
+		route = []interception.Target{{Upstream: j.provider}}
 	}
 	req := dialects.Request{Model: model, Messages: []dialects.Message{
 		{Role: "user", Content: []dialects.Part{{Type: "text", Text: prompt}}},
 	}}
-	turn := trace.Turn{Dialect: d.Name(), Route: "judge", Request: req, StartedAt: time.Now()}
+	turn := trace.Turn{Route: "judge", Request: req, StartedAt: time.Now()}
 	defer func() {
 		turn.Latency = time.Since(turn.StartedAt)
 		j.record(turn)
 	}()
-	body, err := d.EncodeRequest(req)
-	if err != nil {
-		turn.Error = err.Error()
-		return "", fmt.Errorf("encode judge request: %w", err)
-	}
-	resp, attempts, err := j.provider.Relay(ctx, d.Path(), nil, dialects.Body{body})
+	var d dialects.Dialect
+	resp, attempts, at, err := interception.Fallback(ctx, len(route), func(i int) (*http.Response, int, error) {
+		var err error
+		if d, err = dialects.ByName(route[i].Upstream.Dialect()); err != nil {
+			return nil, 0, err
+		}
+		req := req
+		if route[i].Model != "" {
+			req.Model = route[i].Model
+		}
+		body, err := d.EncodeRequest(req)
+		if err != nil {
+			return nil, 0, fmt.Errorf("encode judge request: %w", err)
+		}
+		return route[i].Upstream.Relay(ctx, d.Path(), nil, dialects.Body{body})
+	})
 	turn.Attempts = attempts
+	if d != nil {
+		turn.Dialect = d.Name()
+	}
+	if t := route[at]; t.Name != "" {
+		turn.Provider = t.Name
+		for _, f := range route[:at] {
+			turn.FallbackFrom = append(turn.FallbackFrom, f.Name)
+		}
+		if t.Model != "" {
+			turn.Request.Model = t.Model
+		}
+	}
 	if err != nil {
 		turn.Error = err.Error()
+		turn.UpstreamFailure = interception.Fallible(nil, err)
 		return "", err
 	}
 	defer resp.Body.Close()
 	turn.Status = resp.StatusCode
+	turn.UpstreamFailure = interception.Fallible(resp, nil)
 	data, err := io.ReadAll(io.LimitReader(resp.Body, judgeAnswerLimit))
 	if err != nil {
 		turn.Error = err.Error()

@@ -44,8 +44,12 @@ func (a *Activities) score(ctx context.Context, j job, out outcome, in rubrics.I
 		in.Env = withoutCredentials(os.Environ())
 	}
 	var jd *judge
-	if a.Judge != nil {
-		jd = &judge{provider: a.Judge, model: ref.Model}
+	route, err := a.route(rollout.RoleJudge, ref.Harness.Roles.Judge)
+	if err != nil {
+		return rec, &tr, err
+	}
+	if a.Judge != nil || route != nil {
+		jd = &judge{provider: a.Judge, route: route, model: ref.Model}
 		in.Judge = jd
 	}
 	stop := heartbeat(ctx, "scoring")

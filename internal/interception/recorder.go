@@ -281,12 +281,14 @@ func (c *recorder) send(path string, h http.Header, body dialects.Body) (*http.R
 	if c.index >= 0 {
 		c.e.sending(c.index, c.turn)
 	}
-	if once, ok := c.srv.cfg.Upstream.(onceUpstream); ok && c.turn.CallerRetry {
-		resp, attempts, err = once.RelayOnce(c.r.Context(), path, h, body)
-	} else {
-		resp, attempts, err = c.srv.cfg.Upstream.Relay(c.r.Context(), path, h, body)
-	}
+	route := c.srv.policy(c.e.rollout)
+	var at int
+	resp, attempts, at, err = relayRoute(c.r.Context(), route, c.turn.CallerRetry, path, h, body)
 	c.turn.Attempts = attempts
+	answered(&c.turn, route, at)
+	if len(c.turn.FallbackFrom) > 0 {
+		c.srv.cfg.Logger.Warn("model call fell back", "rollout", c.e.rollout.Key, "provider", c.turn.Provider, "failed", c.turn.FallbackFrom)
+	}
 	if err == nil {
 		c.answeredBy(resp.Header)
 	}
@@ -294,7 +296,7 @@ func (c *recorder) send(path string, h http.Header, body dialects.Body) (*http.R
 		if c.clientGone() {
 			return nil, false
 		}
-		c.srv.cfg.Logger.Warn("upstream call failed", "rollout", c.e.rollout.Key, "err", err)
+		c.srv.cfg.Logger.Warn("upstream call failed", "rollout", c.e.rollout.Key, "provider", c.turn.Provider, "err", err)
 		c.upstreamFailed(failureOf(err), "upstream: "+err.Error())
 		return nil, false
 	}

@@ -116,6 +116,13 @@ type Rollout struct {
 	// PolicyVersionHeader (policy.go).
 	PolicyVersion       *int64
 	PolicyVersionHeader string
+	// Policy, when set, is the providers the rollout's model calls go to,
+	// each after the one before failed (route.go); they speak the server's
+	// upstream's dialect. Empty: Config.Upstream, named in no turn.
+	Policy []Target
+	// User is the providers of the rollout's simulated user, alike; empty:
+	// Config.Upstream.
+	User []Target
 }
 
 // ErrUnknownRollout is returned for a rollout key that is not registered.
@@ -206,6 +213,9 @@ func (s *Server) Register(r Rollout) (string, error) {
 	secret := hex.EncodeToString(b[:])
 	if r.TokenIn && r.Tokens == nil {
 		r.Tokens = &dialects.TokenRequest{}
+	}
+	if err := s.checkRoutes(r); err != nil {
+		return "", fmt.Errorf("register rollout %s: %w", r.Key, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/internal/interception/sidecar"
 	"github.com/evalflow/evalflow/trace"
 )
 
@@ -72,31 +73,52 @@ func statusFailure(status int) trace.UpstreamFailure {
 // personaAnswerLimit bounds a persona's answer read from the provider.
 const personaAnswerLimit = 8 << 20
 
-// Ask makes a persona's call (package sidecar) through the server's upstream,
-// the one call upstream that is not a harness's.
-func (p sideProxy) Ask(ctx context.Context, turn *trace.Turn) (string, error) {
-	s := p.s
-	turn.Dialect = s.up.Name()
-	body, err := s.up.EncodeRequest(turn.Request)
-	if err != nil {
-		return "", fmt.Errorf("encode persona request: %w", err)
+// Ask makes a persona's call (package sidecar) through the rollout's user
+// route (the server's upstream unless the run names the user's providers),
+// the one call upstream that is not a harness's. Each provider gets the
+// request in its own dialect.
+func (p sideProxy) Ask(ctx context.Context, ro sidecar.Rollout, turn *trace.Turn) (string, error) {
+	route := []Target{{Upstream: p.s.cfg.Upstream}}
+	if e, ok := ro.(*entry); ok {
+		route = p.s.user(e.rollout)
 	}
-	resp, attempts, err := s.cfg.Upstream.Relay(ctx, s.up.Path(), nil, dialects.Body{body})
+	var d dialects.Dialect
+	resp, attempts, at, err := Fallback(ctx, len(route), func(i int) (*http.Response, int, error) {
+		d = upstreamDialect(route[i].Upstream)
+		req := turn.Request
+		if route[i].Model != "" {
+			req.Model = route[i].Model
+		}
+		body, err := d.EncodeRequest(req)
+		if err != nil {
+			return nil, 0, fmt.Errorf("encode persona request: %w", err)
+		}
+		return route[i].Upstream.Relay(ctx, d.Path(), nil, dialects.Body{body})
+	})
+	turn.Dialect = d.Name()
 	turn.Attempts = attempts
+	answered(turn, route, at)
+	if route[at].Model != "" {
+		turn.Request.Model = route[at].Model
+	}
 	if err != nil {
+		if f := Fallible(nil, err); f != "" {
+			turn.UpstreamFailure = f
+		}
 		return "", err
 	}
 	defer resp.Body.Close()
 	turn.Status = resp.StatusCode
+	turn.UpstreamFailure = statusFailure(resp.StatusCode)
 	data, err := io.ReadAll(io.LimitReader(resp.Body, personaAnswerLimit))
 	if err != nil {
 		return "", fmt.Errorf("read persona answer: %w", err)
 	}
 	turn.TTFT = time.Since(turn.StartedAt)
 	if resp.StatusCode != http.StatusOK {
-		return "", s.up.ParseError(resp.StatusCode, data)
+		return "", d.ParseError(resp.StatusCode, data)
 	}
-	if turn.Response, err = s.up.ParseResponse(data); err != nil {
+	if turn.Response, err = d.ParseResponse(data); err != nil {
 		return "", fmt.Errorf("decode persona answer: %w", err)
 	}
 	return turn.Response.Message.Text(), nil

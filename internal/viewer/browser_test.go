@@ -54,6 +54,9 @@ func TestBrowser(t *testing.T) {
 	assert.Contains(t, call, "calculator")
 	assert.Contains(t, call, `"expression": "17*23"`)
 	assert.Contains(t, b.Text(`details.attempt[data-attempt="1"] > summary`), "failed")
+	assert.Contains(t, b.Text(`details.attempt[open] .turn[data-turn="0"] .head`), "provider default (fell back from primary)",
+		"the turn names the provider that answered and the one it fell back from")
+	assert.NotContains(t, b.Text(`details.attempt[open] .turn[data-turn="1"] .head`), "provider", "a turn naming no provider shows none")
 	b.Shot("rollout.png")
 
 	// A failed rollout's page says why, and shows no secret.

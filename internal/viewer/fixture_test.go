@@ -99,6 +99,9 @@ func writeFixture(t *testing.T, store results.Store) {
 				_, err := store.PutAttempt(ctx, evalRun, results.Attempt{N: 1, Error: "upstream: provider answered 502", Rollout: first})
 				require.NoError(t, err)
 				rec.Attempt = 2
+				// The second attempt's first call fell back to the
+				// policy's second provider.
+				tr.Turns[0].Provider, tr.Turns[0].FallbackFrom = "default", []string{"primary"}
 			}
 			put(rec, &tr)
 			agg.Rollouts++

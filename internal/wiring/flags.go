@@ -57,6 +57,7 @@ const (
 	flagGatewayAddr            = "gateway-addr"
 	flagGatewayTTL             = "gateway-ttl"
 	flagSkipUnsupported        = "runtime.skip-unsupported"
+	flagProvider               = "provider"
 )
 
 // ClientFlags are the flags that say which Temporal namespace to talk to.
@@ -114,6 +115,8 @@ func WorkerFlags() []cli.Flag {
 			Usage: "name of the environment variable holding the provider's API key; the key never leaves the worker (default OPENAI_API_KEY, or ANTHROPIC_API_KEY with --upstream-dialect anthropic)"},
 		&cli.StringFlag{Name: flagUpstreamDialect, Value: "chat", EnvVars: []string{"EVALFLOW_UPSTREAM_DIALECT"},
 			Usage: "wire format of the provider: chat, responses or anthropic (calls in another dialect are translated)"},
+		&cli.StringSliceFlag{Name: flagProvider, EnvVars: []string{"EVALFLOW_PROVIDERS"},
+			Usage: "a named provider for runs' roles (--role), NAME=URL or NAME=DIALECT:URL (chat, responses or anthropic), repeatable; its API key is read from EVALFLOW_PROVIDER_<NAME>_API_KEY, never a flag; the worker's own provider is named default"},
 		&cli.IntFlag{Name: flagMaxRollouts, Value: 64, EnvVars: []string{"EVALFLOW_MAX_ROLLOUTS"},
 			Usage: "rollouts one worker runs at once"},
 		&cli.IntFlag{Name: flagWorkerRollouts, Hidden: true, Usage: "former name of --max-rollouts"},
@@ -179,6 +182,10 @@ func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, 
 			return cfg, nil, err
 		}
 	}
+	named, err := parseProviders(cctx.StringSlice(flagProvider))
+	if err != nil {
+		return cfg, nil, err
+	}
 	ic, err := InterceptionFromFlags(cctx)
 	if err != nil {
 		return cfg, nil, err
@@ -194,6 +201,7 @@ func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, 
 		BaseURL:         cctx.String(FlagBaseURL),
 		APIKeyEnv:       cctx.String(flagAPIKeyEnv),
 		UpstreamDialect: cctx.String(flagUpstreamDialect),
+		Providers:       named,
 		Mock: mock.Config{
 			Latency:    cctx.Duration(flagMockLatency),
 			ErrorRate:  cctx.Float64(flagMockErrorRate),

@@ -58,7 +58,11 @@ type Config struct {
 	// UpstreamDialect is the provider's wire format: chat (default),
 	// responses or anthropic. Calls in another dialect are translated.
 	UpstreamDialect string
-	Mock            mock.Config
+	// Providers are the worker's named providers, which runs' roles pick
+	// by name; the one above is named default. Their keys come from the
+	// environment (rollout.ProviderKeyEnv).
+	Providers []Provider
+	Mock      mock.Config
 	// Upstream bounds how long the provider may take and how many calls it
 	// gets at once; zero fields take the providers package's defaults.
 	Upstream UpstreamLimits
@@ -234,6 +238,17 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 	if err != nil {
 		return nil, err
 	}
+	named := map[string]activities.Provider{rollout.DefaultProvider: upstream}
+	for _, p := range cfg.Providers {
+		c, err := p.client(cfg.Upstream)
+		if err != nil {
+			if w.mock != nil {
+				_ = w.mock.Close()
+			}
+			return nil, err
+		}
+		named[p.Name] = c
+	}
 	w.cap = activities.NewCapacity(cfg.MaxRollouts)
 	w.pool = interception.NewPool(interception.Config{
 		Multiplex:       cfg.Multiplex,
@@ -258,6 +273,7 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 		DefaultHarness:  cfg.DefaultHarness,
 		Capacity:        w.cap,
 		Judge:           upstream,
+		Providers:       named,
 		WorkDir:         cfg.WorkDir,
 		SkipUnsupported: cfg.SkipUnsupported,
 		SDKTimeout:      cfg.Upstream.SDKTimeout(),

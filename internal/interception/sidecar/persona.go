@@ -69,7 +69,7 @@ func (h *Handler) persona(ctx context.Context, ro Rollout, conversation []person
 		{Role: dialects.RoleUser, Content: []dialects.Part{{Type: dialects.PartText, Text: prompt}}},
 	}}
 	turn := &trace.Turn{Route: "user", Request: req, StartedAt: time.Now()}
-	text, err := h.proxy.Ask(ctx, turn)
+	text, err := h.proxy.Ask(ctx, ro, turn)
 	turn.Latency = time.Since(turn.StartedAt)
 	if err != nil {
 		turn.Error = err.Error()

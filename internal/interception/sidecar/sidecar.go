@@ -27,10 +27,10 @@ type Proxy interface {
 	// ReadBody reads r's body, at most limit bytes, or says how to answer
 	// instead: a status other than 0, with an error code and message.
 	ReadBody(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, status int, code, msg string)
-	// Ask sends turn.Request to the upstream with the rollout's model, fills
-	// in the rest of the turn but its latency, and returns the answer's
-	// text.
-	Ask(ctx context.Context, turn *trace.Turn) (string, error)
+	// Ask sends turn.Request to the rollout's user providers (the upstream
+	// unless its run names others), fills in the rest of the turn but its
+	// latency, and returns the answer's text.
+	Ask(ctx context.Context, ro Rollout, turn *trace.Turn) (string, error)
 }
 
 // Rollout is a rollout as its side routes see it.

@@ -51,7 +51,7 @@ func (p *proxy) ReadBody(_ http.ResponseWriter, r *http.Request, limit int64) ([
 	return b, 0, "", ""
 }
 
-func (p *proxy) Ask(_ context.Context, turn *trace.Turn) (string, error) {
+func (p *proxy) Ask(_ context.Context, _ sidecar.Rollout, turn *trace.Turn) (string, error) {
 	p.asked = append(p.asked, turn.Request)
 	turn.Status = http.StatusOK
 	return p.answer, nil

@@ -354,6 +354,7 @@ function turn(t, prev) {
   const head = [
     "Turn " + (t.index + 1),
     t.dialect + " " + (t.route || ""),
+    t.provider ? "provider " + t.provider + (t.fallback_from && t.fallback_from.length ? " (fell back from " + t.fallback_from.join(", ") + ")" : "") : "",
     "HTTP " + t.status,
     "latency " + fmt.ns(t.latency_ns),
     t.ttft_ns ? "TTFT " + fmt.ns(t.ttft_ns) : "",
