@@ -85,6 +85,10 @@ type ChangedError struct {
 	RunID string
 	// Settings are the names of the settings that differ.
 	Settings []string
+	// Was is the configuration the run was started with, Now the one
+	// asked for: what differs can be told in detail (the tasks of a
+	// registry dataset now at other commits).
+	Was, Now workflows.RunConfig
 }
 
 func (e *ChangedError) Error() string {
@@ -167,7 +171,7 @@ func Resume(ctx context.Context, c client.Client, in ResumeInput) (Resumed, erro
 	}
 	next, changed := given.Apply(old)
 	if len(changed) > 0 && !in.Force {
-		return r, &ChangedError{RunID: in.RunID, Settings: changed}
+		return r, &ChangedError{RunID: in.RunID, Settings: changed, Was: old.Config, Now: next.Config}
 	}
 	next.Config.RetryFailed = in.RetryFailed
 	if in.Check != nil {
