@@ -154,6 +154,21 @@ func TestRegistryTasksetRunsAndAResumeRefusesOtherCommits(t *testing.T) {
 		"task bye at commit " + commits[1][:12] + ", was " + commits[0][:12],
 	}, tasksets.LockChanges(was, now), "the refusal names the changed tasks")
 
+	// A registry named on resume, no taskset given: the run's dataset is
+	// resolved again and found at other commits.
+	relock := func() (run.Settings, error) {
+		return run.Settings{Retaskset: func(stored string) (string, error) {
+			l, ok, err := tasksets.ParseLock(stored)
+			require.NoError(t, err)
+			require.True(t, ok)
+			assert.Equal(t, "bench@1.0", l.String())
+			return resolveBench(t, registry), nil
+		}}, nil
+	}
+	_, err = run.Resume(ctx, c, run.ResumeInput{RunID: cfg.RunID, TaskQueue: "registry", Settings: relock, RetryFailed: true})
+	require.ErrorAs(t, err, &changed, "a resume that finds the registry moved is refused")
+	assert.Equal(t, moved, changed.Now.Taskset)
+
 	again := cfg
 	again.Taskset, again.RetryFailed = moved, true
 	_, err = run.Attach(ctx, c, "registry", again)

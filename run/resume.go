@@ -24,6 +24,11 @@ type Settings struct {
 	Train  workflows.TrainConfig
 	// Given reports whether a setting was given; nil gives none.
 	Given func(name string) bool
+	// Retaskset, when set and no taskset is given, is asked what the
+	// run's stored taskset is now (a registry dataset resolved again):
+	// an answer other than the stored one is a change of the taskset,
+	// "" keeps it.
+	Retaskset func(stored string) (string, error)
 }
 
 // Apply returns the stored input old with the given settings applied, and
@@ -167,6 +172,17 @@ func Resume(ctx context.Context, c client.Client, in ResumeInput) (Resumed, erro
 	if in.Settings != nil {
 		if given, err = in.Settings(); err != nil {
 			return r, err
+		}
+	}
+	if given.Retaskset != nil && (given.Given == nil || !given.Given("taskset")) {
+		now, err := given.Retaskset(old.Config.Taskset)
+		if err != nil {
+			return r, err
+		}
+		if now != "" {
+			given.Config.Taskset = now
+			isGiven := given.Given
+			given.Given = func(name string) bool { return name == "taskset" || isGiven != nil && isGiven(name) }
 		}
 	}
 	next, changed := given.Apply(old)

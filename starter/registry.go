@@ -52,3 +52,19 @@ func changedError(changed *run.ChangedError, how string) error {
 	}
 	return errors.New(msg + "; " + how)
 }
+
+// retaskset resolves a run's registry dataset again when a registry is
+// named (--registry or EVALFLOW_REGISTRY), so that a resume finds the
+// dataset at other commits; nil when none is.
+func retaskset(cctx *cli.Context) func(stored string) (string, error) {
+	if cctx.String(registryFlag.Name) == "" {
+		return nil
+	}
+	return func(stored string) (string, error) {
+		l, ok, _ := tasksets.ParseLock(stored)
+		if !ok {
+			return "", nil
+		}
+		return resolveTaskset(cctx, l.String())
+	}
+}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
 
 	"github.com/evalflow/evalflow/run"
 	"github.com/evalflow/evalflow/tasksets"
@@ -77,4 +80,36 @@ func TestChangedErrorNamesTheTasksAtOtherCommits(t *testing.T) {
 		Was: workflows.RunConfig{Taskset: lock(was)}, Now: workflows.RunConfig{Taskset: lock(now)},
 	}, "resume with the same flags, or add --force")
 	assert.Equal(t, "run r1 was started with other settings (--taskset); taskset demo@1.0 now resolves to other tasks: task hello at commit bbbbbbbbbbbb, was aaaaaaaaaaaa; resume with the same flags, or add --force", err.Error())
+}
+
+func TestResumeResolvesTheRunsDatasetAgain(t *testing.T) {
+	t.Setenv(tasksets.RegistryEnv, "")
+	newer := strings.Repeat("cd", 20)
+	reg := writeDemoRegistry(t, newer)
+	cctx := func(args ...string) *cli.Context {
+		set := flag.NewFlagSet("resume", flag.ContinueOnError)
+		for _, f := range resumeCommand().Flags {
+			require.NoError(t, f.Apply(set))
+		}
+		require.NoError(t, set.Parse(args))
+		c := cli.NewContext(&cli.App{}, set, nil)
+		c.Context = context.Background()
+		return c
+	}
+	assert.Nil(t, retaskset(cctx()), "no registry named: the run goes on with the commits it carries")
+
+	stored := tasksets.Lock{Name: "demo", Version: "1.0", Tasks: []tasksets.RegistryTask{
+		{Name: "hello", GitURL: "file:///srv/bench.git", GitCommitID: strings.Repeat("ab", 20), Path: "tasks/hello"},
+	}}.Ref()
+	again := retaskset(cctx("--registry", reg))
+	require.NotNil(t, again)
+	now, err := again(stored)
+	require.NoError(t, err)
+	l, ok, err := tasksets.ParseLock(now)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, newer, l.Tasks[0].GitCommitID, "demo@1.0 as the registry has it now")
+	kept, err := again("sample")
+	require.NoError(t, err)
+	assert.Empty(t, kept, "a taskset not from a registry is left as it is")
 }
