@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -204,4 +205,52 @@ func TestRegistryTasksetUnreachableIsNotTheAgents(t *testing.T) {
 	assert.Contains(t, got.err.Error(), rollout.ErrTypeRuntime, "an infrastructure error, not a configuration the agent is blamed for")
 	assert.Zero(t, got.scheduled[rollout.ActivityRun])
 	assert.Empty(t, got.records)
+}
+
+// TestStarterEvalOfARegistryDataset: `starter eval --taskset bench@1.0
+// --registry FILE` runs a dataset of a registry file from a local bare
+// repository end to end (embedded server, in-process worker, the built-in
+// agent on the offline mock, the tasks' tests run by the local runtime);
+// when the registry then names another commit, `starter resume` with it
+// refuses, naming the tasks.
+func TestStarterEvalOfARegistryDataset(t *testing.T) {
+	starter := filepath.Join(t.TempDir(), "starter")
+	build := exec.Command("go", "build", "-o", starter, "../starter")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "build the starter: %s", out)
+
+	url, commits := registryTasks(t, "1", "0.5")
+	registry := filepath.Join(t.TempDir(), "registry.json")
+	writeBenchRegistry(t, registry, url, commits[0])
+	dataDir, runsDir, cache := t.TempDir(), t.TempDir(), t.TempDir()
+	// An embedded server of this test's own, on a port no other server has.
+	server := []string{"--address", "localhost:" + strconv.Itoa(freePort(t)), "--embedded", "--ui-port", "-1", "--viewer-addr", "-1",
+		"--runtime", "local", "--data-dir", dataDir, "--runs-dir", runsDir}
+	env := append(os.Environ(), "XDG_CACHE_HOME="+cache, "EVALFLOW_REGISTRY=", "EVALFLOW_AGENT="+agentCommand[0])
+	starterRun := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, starter, args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	out2, err := starterRun(append([]string{"eval", "--run-id", "bench-run", "--registry", registry, "--taskset", "bench@1.0"}, server...)...)
+	require.NoError(t, err, out2)
+	assert.Regexp(t, `taskset\s+bench@1\.0\n`, out2, "the summary names the dataset, not its resolved tasks")
+	assert.Regexp(t, `mean reward\s+1\.000`, out2, "both tasks scored by their tests at the first commit")
+	store, err := results.Open(runsDir)
+	require.NoError(t, err)
+	recs := mustList(t, store, "bench-run")
+	require.Len(t, recs, 2)
+	entries, err := os.ReadDir(filepath.Join(cache, "evalflow", "git"))
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "one checkout of the one commit, in the worker's cache")
+
+	writeBenchRegistry(t, registry, url, commits[1])
+	out3, err := starterRun(append([]string{"resume", "--registry", registry, "--retry-failed"}, append(server, "bench-run")...)...)
+	require.Error(t, err, out3)
+	assert.Contains(t, out3, "run bench-run was started with other settings (--taskset); taskset bench@1.0 now resolves to other tasks: task hello at commit "+commits[1][:12]+", was "+commits[0][:12])
+	assert.Contains(t, out3, "add --force")
 }
