@@ -112,8 +112,12 @@ func (t RegistryTask) problem() string {
 	if t.Name == "" || strings.ContainsAny(t.Name, "/\\") || strings.HasPrefix(t.Name, ".") {
 		p = append(p, "name must be a plain name")
 	}
-	if t.GitURL == "" {
+	switch {
+	case t.GitURL == "":
 		p = append(p, "git_url is required")
+	case redactURL(t.GitURL) != t.GitURL:
+		// The URL travels in the run's history: a token must not.
+		p = append(p, "git_url must not hold a user or token (give credentials to git: a credential helper or an SSH key)")
 	}
 	if !commitID.MatchString(t.GitCommitID) {
 		p = append(p, "git_commit_id must be a full commit id (40 hex digits), got "+fmt.Sprintf("%q", t.GitCommitID))

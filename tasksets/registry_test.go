@@ -213,12 +213,15 @@ func TestRegistryBadInput(t *testing.T) {
 	bad := writeRegistry(t, []Dataset{{Name: "x", Version: "1", Tasks: []RegistryTask{
 		{Name: "a", GitURL: url, GitCommitID: "abc123", Path: "tasks/a"},
 		{Name: "b", GitURL: "", GitCommitID: missing, Path: "../b"},
+		{Name: "c", GitURL: "https://ghp_s3cr3t@example.com/r.git", GitCommitID: missing, Path: "c"},
 	}}})
 	_, err = ReadRegistry(context.Background(), bad)
 	require.Error(t, err)
-	for _, want := range []string{`task 0 (a): git_commit_id must be a full commit id (40 hex digits), got "abc123"`, "task 1 (b): git_url is required", `path "../b" must be relative`} {
+	for _, want := range []string{`task 0 (a): git_commit_id must be a full commit id (40 hex digits), got "abc123"`, "task 1 (b): git_url is required", `path "../b" must be relative`,
+		"task 2 (c): git_url must not hold a user or token"} {
 		assert.Contains(t, err.Error(), want)
 	}
+	assert.NotContains(t, err.Error(), "ghp_s3cr3t", "a registry's error never repeats a credential")
 
 	_, err = Open("demo@1.0")
 	require.Error(t, err)
