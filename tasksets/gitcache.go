@@ -98,19 +98,26 @@ func fetchCommit(ctx context.Context, dir, gitURL, commit string) error {
 	if _, err := git(ctx, dir, "init", "-q"); err != nil {
 		return fmt.Errorf("git init: %w", err)
 	}
+	target := "FETCH_HEAD"
 	if _, err := git(ctx, dir, "fetch", "-q", "--depth=1", "--no-tags", gitURL, commit); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		msg := err.Error()
-		// A repository that answers without the commit: the registry names
-		// a commit that does not exist there.
-		if _, lsErr := git(ctx, dir, "ls-remote", "-q", gitURL, "HEAD"); lsErr == nil {
-			return fmt.Errorf("%s has no commit %s (%w): fix git_commit_id in the registry; git said: %s", redactURL(gitURL), commit, ErrNoCommit, msg)
+		// A server may refuse a commit no branch or tag points at (git's
+		// protocol v0 without uploadpack.allowReachableSHA1InWant): fetch
+		// its branches and tags, and look for the commit among them.
+		if _, allErr := git(ctx, dir, "fetch", "-q", gitURL, "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"); allErr != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return &FetchError{URL: gitURL, Commit: commit, Git: err.Error()}
 		}
-		return &FetchError{URL: gitURL, Commit: commit, Git: msg}
+		if _, err := git(ctx, dir, "rev-parse", "-q", "--verify", commit+"^{commit}"); err != nil {
+			return fmt.Errorf("%s has no commit %s (%w): fix git_commit_id in the registry", redactURL(gitURL), commit, ErrNoCommit)
+		}
+		target = commit
 	}
-	if _, err := git(ctx, dir, "-c", "advice.detachedHead=false", "checkout", "-q", "--detach", "FETCH_HEAD"); err != nil {
+	if _, err := git(ctx, dir, "-c", "advice.detachedHead=false", "checkout", "-q", "--detach", target); err != nil {
 		return fmt.Errorf("git checkout %s of %s: %w", short(commit), redactURL(gitURL), err)
 	}
 	head, err := git(ctx, dir, "rev-parse", "HEAD")

@@ -268,3 +268,21 @@ func TestRedactURLDropsCredentials(t *testing.T) {
 	assert.Equal(t, "https://host/repo.git", redactURL("https://tok3n@host/repo.git"))
 	assert.Equal(t, "fatal: unable to access 'https://host/r.git/': 403", redactURLs("fatal: unable to access 'https://user:pw@host/r.git/': 403"))
 }
+
+func TestRegistryCommitNoBranchPointsAtOverProtocolV0(t *testing.T) {
+	url, commits, _ := twoVersions(t)
+	// Protocol v0 refuses a commit no ref points at; the first commit is
+	// behind main.
+	t.Setenv("GIT_CONFIG_COUNT", "1")
+	t.Setenv("GIT_CONFIG_KEY_0", "protocol.version")
+	t.Setenv("GIT_CONFIG_VALUE_0", "0")
+	cache := &GitCache{Dir: t.TempDir()}
+	dir, err := cache.Checkout(context.Background(), url, commits[0])
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(dir, "tasks", "hello", "instruction.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "Do tasks/hello.\n", string(b), "the first commit's tree")
+
+	_, err = cache.Checkout(context.Background(), url, "0123456789abcdef0123456789abcdef01234567")
+	require.ErrorIs(t, err, ErrNoCommit)
+}
