@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // GitCache holds checkouts of commits, one directory per repository URL and
@@ -34,6 +35,10 @@ func DefaultGitCache() (*GitCache, error) {
 	}
 	return &GitCache{Dir: filepath.Join(base, "evalflow", "git")}, nil
 }
+
+// fetchTimeout bounds fetching a registry taskset's commits when no
+// context does.
+const fetchTimeout = 15 * time.Minute
 
 // FetchError is a commit that could not be fetched from a repository that
 // could not be reached: a fault of the infrastructure (network, host,
@@ -133,6 +138,8 @@ func fetchCommit(ctx context.Context, dir, gitURL, commit string) error {
 // git runs git in dir and returns its output; its error is git's message,
 // with any credentials of a URL in it removed.
 func git(ctx context.Context, dir string, args ...string) (string, error) {
+	// Over HTTP, a transfer slower than 1 KiB/s for a minute is given up.
+	args = append([]string{"-c", "http.lowSpeedLimit=1024", "-c", "http.lowSpeedTime=60"}, args...)
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
 	// Never wait on a password prompt; a credential comes from git's own

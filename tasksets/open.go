@@ -30,7 +30,10 @@ func Open(ref string) (Taskset, error) {
 		if err != nil {
 			return nil, err
 		}
-		return OpenLock(context.Background(), l)
+		// Open has no caller's context: a stalled fetch ends at a bound.
+		ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
+		defer cancel()
+		return OpenLock(ctx, l)
 	}
 	if dir, ok := strings.CutPrefix(ref, "harbor:"); ok {
 		return OpenHarbor(dir)
