@@ -24,6 +24,11 @@ type Settings struct {
 	Train  workflows.TrainConfig
 	// Given reports whether a setting was given; nil gives none.
 	Given func(name string) bool
+	// Retaskset, when set and no taskset is given, is asked what the
+	// run's stored taskset is now (a registry dataset resolved again):
+	// an answer other than the stored one is a change of the taskset,
+	// "" keeps it.
+	Retaskset func(stored string) (string, error)
 }
 
 // Apply returns the stored input old with the given settings applied, and
@@ -86,6 +91,10 @@ type ChangedError struct {
 	RunID string
 	// Settings are the names of the settings that differ.
 	Settings []string
+	// Was is the configuration the run was started with, Now the one
+	// asked for: what differs can be told in detail (the tasks of a
+	// registry dataset now at other commits).
+	Was, Now workflows.RunConfig
 }
 
 func (e *ChangedError) Error() string {
@@ -166,9 +175,20 @@ func Resume(ctx context.Context, c client.Client, in ResumeInput) (Resumed, erro
 			return r, err
 		}
 	}
+	if given.Retaskset != nil && (given.Given == nil || !given.Given("taskset")) {
+		now, err := given.Retaskset(old.Config.Taskset)
+		if err != nil {
+			return r, err
+		}
+		if now != "" {
+			given.Config.Taskset = now
+			isGiven := given.Given
+			given.Given = func(name string) bool { return name == "taskset" || isGiven != nil && isGiven(name) }
+		}
+	}
 	next, changed := given.Apply(old)
 	if len(changed) > 0 && !in.Force {
-		return r, &ChangedError{RunID: in.RunID, Settings: changed}
+		return r, &ChangedError{RunID: in.RunID, Settings: changed, Was: old.Config, Now: next.Config}
 	}
 	next.Config.RetryFailed = in.RetryFailed
 	if in.Check != nil {

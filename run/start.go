@@ -93,6 +93,9 @@ func Attach(ctx context.Context, c client.Client, taskQueue string, cfg workflow
 			a.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED && !cfg.RetryFailed {
 			return a, nil
 		}
+		if err := sameTasks(ctx, c, cfg, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()); err != nil {
+			return a, err
+		}
 	}
 	s, err := Start(ctx, c, taskQueue, cfg)
 	if err != nil {
@@ -100,6 +103,21 @@ func Attach(ctx context.Context, c client.Client, taskQueue string, cfg workflow
 	}
 	a.Started = &s
 	return a, nil
+}
+
+// sameTasks refuses to start a run again on a taskset that, under the same
+// name, now holds other tasks (a registry dataset resolved to other
+// commits): its stored rollouts would mix versions.
+func sameTasks(ctx context.Context, c client.Client, cfg workflows.RunConfig, execution string) error {
+	old, err := startInput(ctx, c, cfg.RunID, execution)
+	if err != nil {
+		return err
+	}
+	was := old.Config
+	if was.Taskset != cfg.Taskset && workflows.TasksetName(was.Taskset) == workflows.TasksetName(cfg.Taskset) {
+		return &ChangedError{RunID: cfg.RunID, Settings: []string{"taskset"}, Was: was, Now: cfg}
+	}
+	return nil
 }
 
 // staticSummary is the line the Temporal UI shows under a run's workflow:
@@ -110,7 +128,7 @@ func staticSummary(kind string, cfg workflows.RunConfig) string {
 	if cfg.Tasks > 0 {
 		tasks = fmt.Sprintf("%d tasks", cfg.Tasks)
 	}
-	return fmt.Sprintf("%s of %s (%s × %d) with model %s", kind, cfg.Taskset, tasks, max(cfg.RolloutsPerTask, 1), cfg.Model)
+	return fmt.Sprintf("%s of %s (%s × %d) with model %s", kind, workflows.TasksetName(cfg.Taskset), tasks, max(cfg.RolloutsPerTask, 1), cfg.Model)
 }
 
 // isMissingSearchAttributes tells a start refused because the namespace

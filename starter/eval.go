@@ -109,7 +109,8 @@ func runFlags() []cli.Flag {
 	return []cli.Flag{
 		configFlag, dryRunFlag, dataDirFlag, embeddedFlag, uiPortFlag, uiURLFlag, viewerAddrFlag,
 		&cli.StringFlag{Name: "run-id", Usage: "run id; the same id resumes that run (default: generated)"},
-		&cli.StringFlag{Name: "taskset", Value: "sample", Usage: "taskset: a JSONL, CSV, TSV or Parquet path, a Hugging Face dataset saved to disk (its directory), a directory of task directories, `sample`, or `arithmetic[?seed=N]` (infinite)"},
+		&cli.StringFlag{Name: "taskset", Value: "sample", Usage: "taskset: a JSONL, CSV, TSV or Parquet path, a Hugging Face dataset saved to disk (its directory), a directory of task directories, `sample`, `arithmetic[?seed=N]` (infinite), or name@version, a dataset of the --registry"},
+		registryFlag,
 		&cli.StringFlag{Name: "taskset.prompt-field", Usage: "CSV, Parquet and Hugging Face tasksets: the column holding the prompt (default prompt, else question)"},
 		&cli.StringFlag{Name: "taskset.answer-field", Usage: "CSV, Parquet and Hugging Face tasksets: the column holding the reference answer (default answer, when there is one)"},
 		&cli.StringFlag{Name: "taskset.id-field", Usage: "CSV, Parquet and Hugging Face tasksets: the column holding the task id (default id, else the row's index)"},
@@ -192,6 +193,10 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 		},
 	}
 	if err := checkCounts(cctx); err != nil {
+		return cfg, err
+	}
+	var err error
+	if cfg.Taskset, err = resolveTaskset(cctx, cfg.Taskset); err != nil {
 		return cfg, err
 	}
 	if cfg.Harness.TokenIn {
@@ -329,13 +334,17 @@ func newRunID(kind string) string {
 // whose result is the one to print.
 func startOrAttach(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig, account *run.Account) (done bool, err error) {
 	a, err := run.Attach(ctx, c, taskQueue, cfg)
+	var changed *run.ChangedError
+	if errors.As(err, &changed) {
+		return false, changedError(changed, "use a new --run-id, or go on with these tasks and the rollouts stored under the earlier ones: starter resume "+cfg.RunID+" --force with the same flags")
+	}
 	if err != nil {
 		return false, err
 	}
 	switch a.Prior {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED:
 		fmt.Fprintf(os.Stderr, "Starting run %s: %d tasks × %d rollouts of %q with model %q.\n",
-			cfg.RunID, cfg.Tasks, cfg.RolloutsPerTask, cfg.Taskset, cfg.Model)
+			cfg.RunID, cfg.Tasks, cfg.RolloutsPerTask, workflows.TasksetName(cfg.Taskset), cfg.Model)
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 		fmt.Fprintf(os.Stderr, "Run %s is already running: resuming it (its own configuration applies).\n", cfg.RunID)
 		account.AttachedSince(a.StartedAt)

@@ -21,7 +21,7 @@ import (
 func printSummary(w io.Writer, r workflows.Result, sc wiring.StoreConfig) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%s\n", r.RunID)
-	fmt.Fprintf(tw, "taskset\t%s\n", r.Taskset)
+	fmt.Fprintf(tw, "taskset\t%s\n", workflows.TasksetName(r.Taskset))
 	fmt.Fprintf(tw, "model\t%s\n", r.Model)
 	fmt.Fprintf(tw, "tasks\t%d\n", r.Tasks)
 	var notes []string

@@ -17,9 +17,10 @@ func resumeSettings(cctx *cli.Context) (run.Settings, error) {
 		return run.Settings{}, err
 	}
 	return run.Settings{
-		Config: given,
-		Train:  workflows.TrainConfig{Epochs: cctx.Int("epochs"), MaxFailures: cctx.Float64("max-failures")},
-		Given:  cctx.IsSet,
+		Config:    given,
+		Train:     workflows.TrainConfig{Epochs: cctx.Int("epochs"), MaxFailures: cctx.Float64("max-failures")},
+		Given:     cctx.IsSet,
+		Retaskset: retaskset(cctx),
 	}, nil
 }
 

@@ -80,7 +80,7 @@ func trainCommand() *cli.Command {
 				return nil
 			}
 			fmt.Fprintf(os.Stderr, "Starting training run %s: %s × %d tasks × groups of %d on %q.\n",
-				cfg.RunID, epochsText(train.Epochs), cfg.Tasks, cfg.RolloutsPerTask, cfg.Taskset)
+				cfg.RunID, epochsText(train.Epochs), cfg.Tasks, cfg.RolloutsPerTask, workflows.TasksetName(cfg.Taskset))
 			account, closeAccount := newStoreAccount(cctx.Context, storeFlags(cctx), cfg.RunID)
 			defer closeAccount()
 			started, err := run.StartTrain(cctx.Context, s.client, tq, cfg, train)
@@ -141,7 +141,7 @@ func resume(cctx *cli.Context, s *session, runID string) error {
 	case errors.Is(err, run.ErrNotFound):
 		return fmt.Errorf("no run %s on the Temporal server at %s", runID, cctx.String(wiring.FlagAddress))
 	case errors.As(err, &changed):
-		return fmt.Errorf("run %s was started with other settings (%v); resume with the same flags, or add --force", runID, flagNames(changed.Settings))
+		return changedError(changed, "resume with the same flags, or add --force")
 	case err != nil:
 		return err
 	}

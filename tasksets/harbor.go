@@ -48,6 +48,9 @@ const harborFileLimit = 4 << 20
 type Harbor struct {
 	root  string
 	names []string
+	// dirs are the tasks' directories when they do not all sit in root
+	// (a registry's tasks, each in its repository's checkout).
+	dirs []string
 }
 
 var _ Taskset = (*Harbor)(nil)
@@ -94,7 +97,7 @@ func OpenHarbor(dir string) (*Harbor, error) {
 			bad = append(bad, fmt.Sprintf("%s: %s, not a task directory", name, DescribeMode(fi.Mode())))
 			continue
 		}
-		if _, err := h.load(name); err != nil {
+		if _, err := h.load(name, filepath.Join(root, name)); err != nil {
 			bad = append(bad, fmt.Sprintf("%s: %v", name, err))
 			continue
 		}
@@ -126,7 +129,7 @@ func (h *Harbor) Task(ctx context.Context, i int64) (Task, error) {
 		return Task{}, fmt.Errorf("%s: task %d out of range [0, %d)", h.root, i, len(h.names))
 	}
 	name := h.names[i]
-	t, err := h.load(name)
+	t, err := h.load(name, h.dir(int(i)))
 	if err != nil {
 		// The directory changed after the taskset was opened.
 		return Task{}, fmt.Errorf("%s: task %s: %w", h.root, name, err)
@@ -134,9 +137,16 @@ func (h *Harbor) Task(ctx context.Context, i int64) (Task, error) {
 	return t, nil
 }
 
-// load reads and checks the task directory root/name.
-func (h *Harbor) load(name string) (Task, error) {
-	dir := filepath.Join(h.root, name)
+// dir is task i's directory.
+func (h *Harbor) dir(i int) string {
+	if h.dirs != nil {
+		return h.dirs[i]
+	}
+	return filepath.Join(h.root, h.names[i])
+}
+
+// load reads and checks the task directory dir, whose task is called name.
+func (h *Harbor) load(name, dir string) (Task, error) {
 	var problems []string
 	instruction, err := readSmall(filepath.Join(dir, HarborInstruction))
 	switch {

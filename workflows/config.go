@@ -5,6 +5,7 @@ package workflows
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -24,8 +25,20 @@ func SearchAttributes(cfg RunConfig) temporal.SearchAttributes {
 	return temporal.NewSearchAttributes(
 		temporal.NewSearchAttributeKeyKeyword(AttrRunID).ValueSet(cfg.RunID),
 		temporal.NewSearchAttributeKeyKeyword(AttrModel).ValueSet(cfg.Model),
-		temporal.NewSearchAttributeKeyKeyword(AttrTaskset).ValueSet(cfg.Taskset),
+		temporal.NewSearchAttributeKeyKeyword(AttrTaskset).ValueSet(TasksetName(cfg.Taskset)),
 	)
+}
+
+// TasksetName is a run's taskset as people name it and search for it: a
+// registry dataset's name@version, without the resolved tasks its
+// reference carries (registry:name@version#…, tasksets.Lock.Ref); any
+// other reference as it is.
+func TasksetName(ref string) string {
+	if rest, ok := strings.CutPrefix(ref, "registry:"); ok {
+		name, _, _ := strings.Cut(rest, "#")
+		return name
+	}
+	return ref
 }
 
 // runAttributes keeps evalflow's own attributes of have: those a child

@@ -95,7 +95,7 @@ func (a *Activities) logger() *slog.Logger {
 func (a *Activities) DescribeTaskset(ctx context.Context, in rollout.DescribeTasksetInput) (rollout.DescribeTasksetResult, error) {
 	ts, err := a.Tasksets.Open(in.Taskset)
 	if err != nil {
-		return rollout.DescribeTasksetResult{}, configErr(err)
+		return rollout.DescribeTasksetResult{}, openErr(err)
 	}
 	if err := a.checkTasks(ctx, ts); err != nil {
 		return rollout.DescribeTasksetResult{}, err
@@ -385,6 +385,17 @@ func listenConfigErr(err error) error {
 		return nil
 	}
 	return configErr(fmt.Errorf("the interception server cannot listen: %s (the custom tunnel's --interception.port)", reason))
+}
+
+// openErr is the error of a taskset that does not open: a ConfigError,
+// but for a registry task's repository that could not be reached, which
+// is the infrastructure's fault and retried.
+func openErr(err error) error {
+	var fe *tasksets.FetchError
+	if errors.As(err, &fe) {
+		return temporal.NewApplicationError(err.Error(), rollout.ErrTypeRuntime)
+	}
+	return configErr(err)
 }
 
 func configErr(err error) error {

@@ -176,7 +176,7 @@ type job struct {
 func (a *Activities) resolve(ctx context.Context, ref rollout.Ref) (job, error) {
 	ts, err := a.Tasksets.Open(ref.Taskset)
 	if err != nil {
-		return job{}, configErr(err)
+		return job{}, openErr(err)
 	}
 	task, err := ts.Task(ctx, ref.Index)
 	if err != nil {

@@ -18,7 +18,7 @@ func (a *Activities) ScoreGroup(ctx context.Context, in rollout.ScoreGroupInput)
 	}
 	ts, err := a.Tasksets.Open(in.Taskset)
 	if err != nil {
-		return rollout.GroupSummary{}, configErr(err)
+		return rollout.GroupSummary{}, openErr(err)
 	}
 	task, err := ts.Task(ctx, in.Index)
 	if err != nil {

@@ -122,7 +122,7 @@ func row(id string, info run.Stored) RunRow {
 	}
 	if s := info.Summary; s != nil && s.Eval != nil {
 		r.Model = cmp.Or(s.Eval.Model, r.Model)
-		r.Taskset = s.Eval.Taskset
+		r.Taskset = workflows.TasksetName(s.Eval.Taskset)
 		if !s.Eval.StartedAt.IsZero() {
 			r.StartedAt = s.Eval.StartedAt
 		}
@@ -130,7 +130,7 @@ func row(id string, info run.Stored) RunRow {
 	if last := info.LastEpoch; last != nil {
 		// A training run's summary holds no taskset of its own; its
 		// epochs' results name it.
-		r.Model, r.Taskset = cmp.Or(r.Model, last.Run.Model), cmp.Or(r.Taskset, last.Run.Taskset)
+		r.Model, r.Taskset = cmp.Or(r.Model, last.Run.Model), cmp.Or(r.Taskset, workflows.TasksetName(last.Run.Taskset))
 	}
 	return r
 }
