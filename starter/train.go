@@ -126,11 +126,12 @@ func resume(cctx *cli.Context, s *session, runID string) error {
 	account, closeAccount := newStoreAccount(ctx, sc, runID)
 	defer closeAccount()
 	in := run.ResumeInput{
-		RunID:       runID,
-		TaskQueue:   cctx.String(wiring.FlagTaskQueue),
-		Settings:    func() (run.Settings, error) { return resumeSettings(cctx) },
-		Force:       cctx.Bool("force"),
-		RetryFailed: cctx.Bool("retry-failed"),
+		RunID:        runID,
+		TaskQueue:    cctx.String(wiring.FlagTaskQueue),
+		Settings:     func() (run.Settings, error) { return resumeSettings(cctx) },
+		Force:        cctx.Bool("force"),
+		RetryFailed:  cctx.Bool("retry-failed"),
+		RunCostGiven: cctx.IsSet("max-run-cost"),
 	}
 	if s.usingMock() {
 		in.Check = mockCanServe

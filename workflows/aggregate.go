@@ -206,8 +206,8 @@ type Result struct {
 	InputTokens   int64           `json:"input_tokens"`
 	OutputTokens  int64           `json:"output_tokens"`
 	// MeanRolloutMS and MaxRolloutMS time rollouts, harness start to end.
-	MeanRolloutMS int64     `json:"mean_rollout_ms"`
-	MaxRolloutMS  int64     `json:"max_rollout_ms"`
+	MeanRolloutMS int64 `json:"mean_rollout_ms"`
+	MaxRolloutMS  int64 `json:"max_rollout_ms"`
 	// CostUSD is what the run's rollouts cost at the workers' prices;
 	// UnpricedRollouts counts rollouts with a call of a model without a
 	// price, whose cost is unknown and not in CostUSD.
@@ -215,11 +215,11 @@ type Result struct {
 	UnpricedRollouts int64   `json:"unpriced_rollouts,omitempty"`
 	// Stopped says why the run ended before all its rollouts ran
 	// (StoppedMaxRunCost); empty when it ran them all.
-	Stopped string `json:"stopped,omitempty"`
-	StartedAt     time.Time `json:"started_at"`
-	EndedAt       time.Time `json:"ended_at"`
-	WallTime      string    `json:"wall_time"`
-	Segments      int       `json:"segments"`
+	Stopped   string    `json:"stopped,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
+	WallTime  string    `json:"wall_time"`
+	Segments  int       `json:"segments"`
 }
 
 func (a Aggregates) result(cfg RunConfig, tasks int64, started, ended time.Time, segments int) Result {
