@@ -123,11 +123,11 @@ func (e *entry) record(index int, t trace.Turn, raw *rawTurn, wasDelivered bool)
 		e.used.tokens += seq
 		e.used.seqLen = max(e.used.seqLen, seq)
 		e.used.modelTime += t.Latency
-		if raw == nil {
-			t = priced(t, e.rollout)
-			if t.CostUSD != nil {
-				e.used.cost += *t.CostUSD
-			}
+		// A relayed answer not parsed yet has no usage here: it is priced
+		// when parsed (materialize), up front when a cost limit needs it.
+		t = priced(t, e.rollout)
+		if t.CostUSD != nil {
+			e.used.cost += *t.CostUSD
 		}
 	}
 	i := len(e.turns)

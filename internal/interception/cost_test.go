@@ -1,0 +1,164 @@
+package interception_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	aoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/internal/interception"
+	"github.com/evalflow/evalflow/internal/prices"
+	"github.com/evalflow/evalflow/trace"
+)
+
+// costPrice is the test's price of runModel, the only model it prices.
+var costPrice = prices.Price{Input: 3, Output: 15}
+
+// usageCall makes one call in a dialect with its official SDK, streamed or
+// not, and returns the input and output tokens the SDK read from the answer.
+func usageCall(t *testing.T, caller, base, secret string, stream bool) (in, out int64) {
+	t.Helper()
+	ctx := context.Background()
+	switch caller {
+	case dialects.NameChat:
+		c := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey(secret), option.WithMaxRetries(0))
+		p := openai.ChatCompletionNewParams{Model: "m", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(question)}}
+		if !stream {
+			r, err := c.Chat.Completions.New(ctx, p)
+			require.NoError(t, err)
+			return r.Usage.PromptTokens, r.Usage.CompletionTokens
+		}
+		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+		s := c.Chat.Completions.NewStreaming(ctx, p)
+		var acc openai.ChatCompletionAccumulator
+		for s.Next() {
+			acc.AddChunk(s.Current())
+		}
+		require.NoError(t, s.Err())
+		return acc.Usage.PromptTokens, acc.Usage.CompletionTokens
+	case dialects.NameResponses:
+		c := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey(secret), option.WithMaxRetries(0))
+		p := responses.ResponseNewParams{Model: "m", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(question)}}
+		if !stream {
+			r, err := c.Responses.New(ctx, p)
+			require.NoError(t, err)
+			return r.Usage.InputTokens, r.Usage.OutputTokens
+		}
+		s := c.Responses.NewStreaming(ctx, p)
+		for s.Next() {
+			if ev := s.Current(); ev.Type == "response.completed" {
+				in, out = ev.Response.Usage.InputTokens, ev.Response.Usage.OutputTokens
+			}
+		}
+		require.NoError(t, s.Err())
+		return in, out
+	default:
+		c := anthropic.NewClient(aoption.WithBaseURL(base), aoption.WithAPIKey(secret), aoption.WithMaxRetries(0))
+		p := anthropic.MessageNewParams{Model: "m", MaxTokens: 100,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(question))}}
+		if !stream {
+			r, err := c.Messages.New(ctx, p)
+			require.NoError(t, err)
+			return r.Usage.InputTokens, r.Usage.OutputTokens
+		}
+		s := c.Messages.NewStreaming(ctx, p)
+		var msg anthropic.Message
+		for s.Next() {
+			require.NoError(t, msg.Accumulate(s.Current()))
+		}
+		require.NoError(t, s.Err())
+		return msg.Usage.InputTokens, msg.Usage.OutputTokens
+	}
+}
+
+// Every turn is priced from the usage the provider reported, streamed or
+// not, relayed to an upstream of the caller's dialect or translated to a
+// chat one: the cost the trace keeps is the usage the SDK read at the
+// table's price, never 0.
+func TestTurnCostFromUsageInEveryDialect(t *testing.T) {
+	for _, caller := range []string{dialects.NameChat, dialects.NameResponses, dialects.NameAnthropic} {
+		ups := []string{caller}
+		if caller != dialects.NameChat {
+			ups = append(ups, dialects.NameChat)
+		}
+		for _, up := range ups {
+			for _, stream := range []bool{false, true} {
+				arm := "relay"
+				if up != caller {
+					arm = "translate"
+				}
+				t.Run(fmt.Sprintf("%s/%s/stream=%v", caller, arm, stream), func(t *testing.T) {
+					f := dialectFixture(t, up, mockUpstream(t), func(c *interception.Config) {
+						c.Prices = prices.Table{runModel: costPrice}
+					})
+					in, out := usageCall(t, caller, f.slot.LocalURL, f.slot.Secret, stream)
+					require.Positive(t, in+out, "the mock reports usage")
+					turn := f.turn(t)
+					assert.Equal(t, stream, turn.Streamed)
+					assert.EqualValues(t, in, turn.Response.Usage.InputTokens, "the turn keeps the usage the caller got")
+					assert.EqualValues(t, out, turn.Response.Usage.OutputTokens)
+					require.NotNil(t, turn.CostUSD, "a priced model's turn has a cost")
+					assert.InDelta(t, costPrice.Cost(turn.Response.Usage), *turn.CostUSD, 1e-15)
+					assert.Positive(t, *turn.CostUSD)
+					assert.False(t, turn.Unpriced())
+				})
+			}
+		}
+	}
+}
+
+// A turn of a model the table does not price has no cost, and says so.
+func TestTurnOfAnUnpricedModelHasNoCost(t *testing.T) {
+	f := dialectFixture(t, dialects.NameChat, mockUpstream(t), func(c *interception.Config) {
+		c.Prices = prices.Table{"another-model": costPrice}
+	})
+	usageCall(t, dialects.NameChat, f.slot.LocalURL, f.slot.Secret, false)
+	turn := f.turn(t)
+	assert.Nil(t, turn.CostUSD)
+	assert.True(t, turn.Unpriced(), "its cost is unknown, not 0")
+	usd, unpriced := trace.Cost([]trace.Turn{turn})
+	assert.Zero(t, usd)
+	assert.Equal(t, 1, unpriced)
+}
+
+// --max-cost refuses the calls after the rollout's calls cost it, in every
+// dialect, relayed (the answer parsed for it) or translated; the refused
+// turn says limit cost and the upstream is not called.
+func TestCostLimitInEveryDialect(t *testing.T) {
+	for _, caller := range []string{dialects.NameChat, dialects.NameResponses, dialects.NameAnthropic} {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", caller, stream), func(t *testing.T) {
+				var calls atomic.Int32
+				f := dialectFixture(t, dialects.NameChat, countedMock(t, &calls), func(c *interception.Config) {
+					c.Prices = prices.Table{runModel: costPrice}
+				})
+				secret := limitedRollout(t, f, interception.Limits{CostUSD: 1e-9})
+				usageCall(t, caller, f.slot.LocalURL, secret, stream)
+				<-f.recorded // the next call is admitted once this one's cost is in
+				status, body := refusal(t, callers[caller](f.slot.LocalURL, secret))
+				assert.Equal(t, http.StatusBadRequest, status)
+				assert.Contains(t, body, "rollout limit reached: $")
+				assert.Contains(t, body, "(--max-cost 1e-09)")
+				assert.Equal(t, int32(1), calls.Load(), "the upstream is not called past the limit")
+				<-f.recorded
+				turns, ok := f.pool.Turns(limitedKey)
+				require.True(t, ok)
+				require.Len(t, turns, 2)
+				require.NotNil(t, turns[0].CostUSD)
+				assert.Empty(t, turns[0].Limit)
+				assert.Equal(t, trace.LimitCost, turns[1].Limit)
+				assert.Nil(t, turns[1].CostUSD, "a refused call costs nothing")
+			})
+		}
+	}
+}
