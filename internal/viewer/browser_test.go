@@ -26,6 +26,7 @@ func TestBrowser(t *testing.T) {
 	for _, want := range []string{"eval", "finished", "mock-1", "arith", "12", "8", "4"} {
 		assert.Contains(t, evalRow, want)
 	}
+	assert.Equal(t, "$0.0050 + unknown", b.Text(`tr[data-run="`+evalRun+`"] td.cost`), "the runs list shows each run's cost")
 	assert.Contains(t, trainRow, "train")
 	assert.Contains(t, trainRow, "running")
 

@@ -87,7 +87,7 @@ async function runsPage(seq) {
   const table = el("table", { id: "runs-table" },
     el("thead", {}, el("tr", {},
       ["Run", "Kind", "Model", "Taskset", "State"].map((h) => el("th", {}, h)),
-      ["Rollouts", "OK", "Failed", "Mean reward"].map((h) => el("th", { class: "num" }, h)),
+      ["Rollouts", "OK", "Failed", "Mean reward", "Cost"].map((h) => el("th", { class: "num" }, h)),
       el("th", {}, "Started"))),
     el("tbody", {}, rows.map((r) => el("tr", { "data-run": r.id },
       el("td", {}, el("a", { href: runLink(r.id) }, r.id)),
@@ -99,6 +99,7 @@ async function runsPage(seq) {
       el("td", { class: "num" }, r.ok),
       el("td", { class: "num failed" }, r.failed),
       el("td", { class: "num" }, fmt.num(r.mean_reward)),
+      el("td", { class: "num cost" }, fmt.usd(r.cost_usd) + (r.unpriced_rollouts ? " + unknown" : "")),
       el("td", {}, fmt.time(r.started_at))))));
   show(el("h1", {}, "Runs"), rows.length ? table : el("p", { class: "muted" }, "No runs in this store yet."));
   schedule(() => route());
