@@ -28,8 +28,8 @@ type Record struct {
 	OutputTokens int    `json:"output_tokens"`
 	DurationMS   int64  `json:"duration_ms"`
 	// CostUSD is what the rollout's model calls cost at the worker's
-	// prices; UnpricedTurns counts calls of a model without a price, whose
-	// cost is unknown (trace.Cost).
+	// prices; UnpricedTurns counts calls whose cost is unknown (a model
+	// without a price, an answer without usage: trace.Turn.Unpriced).
 	CostUSD       float64 `json:"cost_usd,omitempty"`
 	UnpricedTurns int     `json:"unpriced_turns,omitempty"`
 	// Model is the model that answered: as the provider named it in its last

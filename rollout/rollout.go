@@ -135,8 +135,8 @@ type Summary struct {
 	OutputTokens int     `json:"output_tokens"`
 	DurationMS   int64   `json:"duration_ms"`
 	// CostUSD is what the rollout's model calls cost; UnpricedTurns counts
-	// the calls whose model had no price, whose cost is unknown and not in
-	// CostUSD.
+	// the calls whose cost is unknown (a model without a price, an answer
+	// without usage), not in CostUSD.
 	CostUSD       float64 `json:"cost_usd,omitempty"`
 	UnpricedTurns int     `json:"unpriced_turns,omitempty"`
 	// Reused is true when the store already held this rollout.

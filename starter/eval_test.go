@@ -80,7 +80,7 @@ func TestSummarySaysTheCost(t *testing.T) {
 	printSummary(&b, workflows.Result{RunID: "r1", Rollouts: 3, CostUSD: 0.01234, UnpricedRollouts: 1,
 		Stopped: workflows.StoppedMaxRunCost}, wiring.StoreConfig{})
 	out := b.String()
-	assert.Regexp(t, `\ncost\s+\$0\.0123 \(and unknown for 1 rollouts: a model without a price; add it with --prices\)\n`, out)
+	assert.Regexp(t, `\ncost\s+\$0\.0123 \(and unknown for 1 rollouts: a call of a model without a price, add it with --prices, or an answer without usage\)\n`, out)
 	assert.Regexp(t, `\nstopped\s+at --max-run-cost`, out)
 
 	b.Reset()

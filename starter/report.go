@@ -68,7 +68,7 @@ func printSummary(w io.Writer, r workflows.Result, sc wiring.StoreConfig) {
 func costLine(r workflows.Result) string {
 	line := fmt.Sprintf("$%.4f", r.CostUSD)
 	if r.UnpricedRollouts > 0 {
-		line += fmt.Sprintf(" (and unknown for %d rollouts: a model without a price; add it with --prices)", r.UnpricedRollouts)
+		line += fmt.Sprintf(" (and unknown for %d rollouts: a call of a model without a price, add it with --prices, or an answer without usage)", r.UnpricedRollouts)
 	}
 	return line
 }

@@ -242,7 +242,7 @@ func printTrainSummary(w io.Writer, r workflows.TrainResult, sc wiring.StoreConf
 	}
 	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t%d\t%.3f\t\t\t$%.4f\t%s\n", r.Rollouts, r.Ran, r.Reused, r.Failed, r.MeanReward, r.CostUSD, r.WallTime)
 	if r.UnpricedRollouts > 0 {
-		fmt.Fprintf(tw, "cost\tunknown for %d rollouts: a model without a price; add it with --prices\n", r.UnpricedRollouts)
+		fmt.Fprintf(tw, "cost\tunknown for %d rollouts: a call of a model without a price, add it with --prices, or an answer without usage\n", r.UnpricedRollouts)
 	}
 	if sc.URL != "" {
 		fmt.Fprintf(tw, "results\t%s\n", runLocation(sc, r.RunID))

@@ -48,7 +48,8 @@ type Turn struct {
 	Limit string `json:"limit,omitempty"`
 	// CostUSD is what the call cost, from the usage its provider reported
 	// (Response.Usage) at the worker's price of the model; absent when the
-	// call reported no usage or the model has no price (see Unpriced).
+	// call reported no usage or the model has no price (Unpriced says
+	// whether the cost is unknown rather than nothing).
 	CostUSD   *float64      `json:"cost_usd,omitempty"`
 	StartedAt time.Time     `json:"started_at"`
 	Latency   time.Duration `json:"latency_ns"`
@@ -56,11 +57,16 @@ type Turn struct {
 	TTFT time.Duration `json:"ttft_ns"`
 }
 
-// Unpriced says the call reported usage but its model has no price: its
-// cost is unknown, not 0.
+// Unpriced says the call's cost is unknown, not 0: it reported usage but
+// its model has no price, or it was answered (200, no error) without any
+// usage (a chat stream whose caller did not ask for stream_options'
+// include_usage).
 func (t Turn) Unpriced() bool {
+	if t.CostUSD != nil || t.Limit != "" {
+		return false
+	}
 	u := t.Response.Usage
-	return t.CostUSD == nil && u.InputTokens+u.OutputTokens > 0
+	return u.InputTokens+u.OutputTokens > 0 || t.Status == 200 && t.Error == ""
 }
 
 // Cost sums the cost of turns and counts those whose cost is unknown

@@ -162,3 +162,22 @@ func TestCostLimitInEveryDialect(t *testing.T) {
 		}
 	}
 }
+
+// A chat stream relayed as its caller sent it, without asking for usage,
+// reports none: its cost is unknown, never taken for 0.
+func TestChatStreamWithoutUsageHasAnUnknownCost(t *testing.T) {
+	f := dialectFixture(t, dialects.NameChat, mockUpstream(t), func(c *interception.Config) {
+		c.Prices = prices.Table{runModel: costPrice}
+	})
+	c := openai.NewClient(option.WithBaseURL(f.slot.LocalURL+"/v1/"), option.WithAPIKey(f.slot.Secret), option.WithMaxRetries(0))
+	s := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+		Model: "m", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(question)}})
+	for s.Next() {
+	}
+	require.NoError(t, s.Err())
+	turn := f.turn(t)
+	require.Equal(t, http.StatusOK, turn.Status)
+	assert.Zero(t, turn.Response.Usage.InputTokens+turn.Response.Usage.OutputTokens, "the provider reported no usage")
+	assert.Nil(t, turn.CostUSD)
+	assert.True(t, turn.Unpriced(), "an answer without usage has an unknown cost")
+}

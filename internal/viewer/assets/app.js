@@ -146,7 +146,7 @@ function runCards(run) {
     card("failed", run.failed),
     card("mean reward", fmt.num(run.mean_reward) + " ± " + fmt.num(run.std_reward)),
     el("div", { class: "card", id: "run-cost" }, el("div", { class: "v" }, fmt.usd(run.cost_usd)),
-      el("div", { class: "l" }, "cost" + (run.unpriced_rollouts ? " (unknown for " + run.unpriced_rollouts + " rollouts: a model without a price)" : ""))),
+      el("div", { class: "l" }, "cost" + (run.unpriced_rollouts ? " (unknown for " + run.unpriced_rollouts + " rollouts: a model without a price, or an answer without usage)" : ""))),
     run.stopped === "max_run_cost" ? card("stopped", "at --max-run-cost") : null,
     card("started", fmt.time(run.started_at) || "—"),
     run.temporal_url ? card("workflow", el("a", { href: run.temporal_url, target: "_blank", rel: "noopener" }, "Temporal UI")) : null);
@@ -322,7 +322,7 @@ async function rolloutPage(seq, run, key) {
       ["reward", fmt.num(rec.reward)],
       ["turns", rec.turns],
       ["tokens", rec.input_tokens + " in, " + rec.output_tokens + " out"],
-      ["cost", el("span", { id: "rollout-cost" }, rolloutCost(rec) + (rec.unpriced_turns ? " (" + rec.unpriced_turns + " calls of a model without a price)" : ""))],
+      ["cost", el("span", { id: "rollout-cost" }, rolloutCost(rec) + (rec.unpriced_turns ? " (" + rec.unpriced_turns + " calls of a model without a price, or answered without usage)" : ""))],
       ["duration", fmt.ms(rec.duration_ms)],
       ["model", rec.model],
       ["attempt", rec.attempt],
