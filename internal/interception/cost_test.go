@@ -181,3 +181,47 @@ func TestChatStreamWithoutUsageHasAnUnknownCost(t *testing.T) {
 	assert.Nil(t, turn.CostUSD)
 	assert.True(t, turn.Unpriced(), "an answer without usage has an unknown cost")
 }
+
+// Cached input and cache writes are priced at their own prices, from the
+// counts each dialect's answer reports, relayed whole or streamed.
+func TestCacheTokensPricedAtTheirPrices(t *testing.T) {
+	cached, write := 0.3, 3.75
+	price := prices.Price{Input: 3, CachedInput: &cached, CacheWrite: &write, Output: 15}
+	const (
+		message = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","stop_sequence":null,` +
+			`"usage":{"input_tokens":10,"cache_read_input_tokens":1000,"cache_creation_input_tokens":200,"output_tokens":7}}`
+		events = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-x\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null," +
+			"\"usage\":{\"input_tokens\":10,\"cache_read_input_tokens\":1000,\"cache_creation_input_tokens\":200,\"output_tokens\":1}}}\n\n" +
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n" +
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":7}}\n\n" +
+			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	)
+	want := (10*3 + 1000*cached + 200*write + 7*15) / 1e6
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+				if stream {
+					w.Header().Set("Content-Type", "text/event-stream")
+					_, _ = w.Write([]byte(events))
+					return
+				}
+				writeJSON(w, http.StatusOK, message)
+			})
+			f := dialectFixture(t, dialects.NameAnthropic, up.URL, func(c *interception.Config) {
+				c.Prices = prices.Table{"claude-x": price}
+			})
+			in, out := usageCall(t, dialects.NameAnthropic, f.slot.LocalURL, f.slot.Secret, stream)
+			assert.EqualValues(t, 10, in, "the caller gets the answer as the provider sent it")
+			assert.EqualValues(t, 7, out)
+			turn := f.turn(t)
+			u := turn.Response.Usage
+			assert.Equal(t, 1210, u.InputTokens, "input counts cached input, as OpenAI's does")
+			assert.Equal(t, 1000, u.CacheReadTokens)
+			assert.Equal(t, 200, u.CacheWriteTokens)
+			require.NotNil(t, turn.CostUSD)
+			assert.InDelta(t, want, *turn.CostUSD, 1e-15)
+		})
+	}
+}
