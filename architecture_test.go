@@ -47,9 +47,11 @@ var allowed = map[string][]string{
 	// from npm, configured for the slot, run like any harness.
 	"internal/harness/packaged": {"harness", "tasksets"},
 	"internal/providers":        {"dialects"},
-	"internal/providers/mock":   {"dialects", "arith"},
-	"internal/interception":     {"dialects", "internal/interception/gateway", "internal/interception/sidecar", "internal/metrics", "trace", "internal/tunnel"},
-	"results":                   {"rollout", "trace"},
+	// What model calls cost: the bundled price table and a call's cost.
+	"internal/prices":         {"dialects"},
+	"internal/providers/mock": {"dialects", "arith"},
+	"internal/interception":   {"dialects", "internal/interception/gateway", "internal/interception/sidecar", "internal/metrics", "internal/prices", "trace", "internal/tunnel"},
+	"results":                 {"rollout", "trace"},
 	// The PostgreSQL run store, the contract suite both stores pass, a
 	// test database of its own per test, and the flat export of a run.
 	"results/postgres":                 {"results", "rollout", "trace"},
@@ -93,7 +95,7 @@ var allowed = map[string][]string{
 	"internal/harness/container":               {"internal/engine", "harness", "internal/harness/container/keeper", "tasksets"},
 	"internal/harness/container/keeper":        {},
 	"internal/harness/container/containertest": {"internal/engine", "internal/engine/enginetest", "harness", "internal/harness/container", "internal/harness/container/keeper", "tasksets"},
-	"internal/wiring": {"internal/activities", "dialects", "internal/engine", "harness", "internal/harness/agent", "internal/harness/container", "internal/harness/container/keeper", "internal/harness/packaged", "internal/interception", "internal/metrics", "internal/providers",
+	"internal/wiring": {"internal/activities", "dialects", "internal/engine", "harness", "internal/harness/agent", "internal/harness/container", "internal/harness/container/keeper", "internal/harness/packaged", "internal/interception", "internal/metrics", "internal/prices", "internal/providers",
 		"internal/providers/mock", "results", "results/postgres", "rollout", "tasksets", "internal/tunnel", "workflows", "internal/namespace"},
 	// Binaries and tools sit on top; nothing imports them.
 	"starter":                    {"*"},

@@ -167,3 +167,30 @@ func TestCapturePolicyHistories(t *testing.T) {
 	require.NoError(t, pr.Get(ctx, nil))
 	writeHistory(t, "pull_final.json", histories(t, tc.c, "replay-policy", pr.GetRunID())[0])
 }
+
+// TestCaptureRunCostHistories records an eval stopped at its run cost
+// bound, for the replay test:
+//
+//	EVALFLOW_WRITE_HISTORY=$PWD/workflows/testdata/run-cost go test ./e2e -run CaptureRunCost
+func TestCaptureRunCostHistories(t *testing.T) {
+	if os.Getenv("EVALFLOW_WRITE_HISTORY") == "" {
+		t.Skip("set EVALFLOW_WRITE_HISTORY to a directory to record replay histories")
+	}
+	_, c := startServer(t)
+	w, err := wiring.NewWorker(c, wiring.Config{
+		TaskQueue: "capture", RunsDir: t.TempDir(), MaxRollouts: 2,
+		DefaultHarness: agentCommand, Logger: slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	require.NoError(t, w.Start())
+	defer w.Stop()
+	cfg := workflows.RunConfig{RunID: "replay-run-cost", Taskset: "sample", Tasks: 6, MaxConcurrent: 2, Model: "mock", MaxRunCostUSD: 1e-9}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: cfg.RunID, TaskQueue: "capture"}, wiring.EvalWorkflowName, workflows.EvalInput{Config: cfg})
+	require.NoError(t, err)
+	var res workflows.Result
+	require.NoError(t, run.Get(ctx, &res))
+	require.Equal(t, workflows.StoppedMaxRunCost, res.Stopped)
+	writeHistory(t, "eval_final.json", histories(t, c, cfg.RunID, run.GetRunID())[0])
+}

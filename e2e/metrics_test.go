@@ -54,13 +54,18 @@ func TestMetricsAfterRun(t *testing.T) {
 	recs := mustList(t, store, cfg.RunID)
 	require.Len(t, recs, tasks)
 	var ok, turns int
+	var cost float64
 	for _, r := range recs {
 		if r.Status == rollout.StatusOK {
 			ok++
 		}
 		turns += r.Turns
+		cost += r.CostUSD
+		assert.Zero(t, r.UnpricedTurns, "the mock has a price")
 	}
 	require.Positive(t, turns)
+	require.Positive(t, cost, "the mock's calls cost something at its bundled price")
+	assert.InDelta(t, cost, res.CostUSD, 1e-12, "the run's cost sums its rollouts'")
 
 	var fams map[string]*dto.MetricFamily
 	// The SDK's metrics reach the registry at its reporting interval.
@@ -78,6 +83,7 @@ func TestMetricsAfterRun(t *testing.T) {
 		map[string]string{"dialect": "chat", "arm": "relay", "status": "200"}))
 	assert.Equal(t, float64(turns), sum(fams, "evalflow_upstream_latency_seconds", nil), "one latency observation per turn")
 	assert.Equal(t, float64(turns), sum(fams, "evalflow_upstream_ttft_seconds", nil), "every turn got a first byte")
+	assert.InDelta(t, cost, sum(fams, "evalflow_model_cost_usd_total", nil), 1e-12, "the cost metric counts the stored rollouts'")
 	assert.Contains(t, fams, "evalflow_tunnels_up")
 	assert.Contains(t, fams, "go_goroutines")
 }

@@ -27,6 +27,11 @@ type Record struct {
 	InputTokens  int    `json:"input_tokens"`
 	OutputTokens int    `json:"output_tokens"`
 	DurationMS   int64  `json:"duration_ms"`
+	// CostUSD is what the rollout's model calls cost at the worker's
+	// prices; UnpricedTurns counts calls whose cost is unknown (a model
+	// without a price, an answer without usage: trace.Turn.Unpriced).
+	CostUSD       float64 `json:"cost_usd,omitempty"`
+	UnpricedTurns int     `json:"unpriced_turns,omitempty"`
 	// Model is the model that answered: as the provider named it in its last
 	// response, else the model the run asked for.
 	Model string `json:"model,omitempty"`

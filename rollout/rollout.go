@@ -35,6 +35,9 @@ type HarnessConfig struct {
 	// MaxModelTime is the most time a rollout's model calls may take,
 	// summed (0: none).
 	MaxModelTime time.Duration `json:"max_model_time,omitempty"`
+	// MaxCostUSD is the most a rollout's model calls may cost, in USD at
+	// the worker's prices (0: none).
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 	// TraceTokens asks OpenAI-compatible chat upstreams (vLLM, SGLang) for
 	// token-level data, prompt and completion token ids and log
 	// probabilities, and records it on every turn of the trace.
@@ -135,6 +138,11 @@ type Summary struct {
 	InputTokens  int     `json:"input_tokens"`
 	OutputTokens int     `json:"output_tokens"`
 	DurationMS   int64   `json:"duration_ms"`
+	// CostUSD is what the rollout's model calls cost; UnpricedTurns counts
+	// the calls whose cost is unknown (a model without a price, an answer
+	// without usage), not in CostUSD.
+	CostUSD       float64 `json:"cost_usd,omitempty"`
+	UnpricedTurns int     `json:"unpriced_turns,omitempty"`
 	// Reused is true when the store already held this rollout.
 	Reused bool `json:"reused,omitempty"`
 	// Rerun is true when the store held a failure of this rollout and the

@@ -72,6 +72,7 @@ func (s Settings) Apply(old workflows.TrainInput) (workflows.TrainInput, []strin
 	apply("max-turns", &cfg.Harness.MaxTurns, &given.Harness.MaxTurns)
 	apply("max-tokens-total", &cfg.Harness.MaxTokensTotal, &given.Harness.MaxTokensTotal)
 	apply("max-model-time", &cfg.Harness.MaxModelTime, &given.Harness.MaxModelTime)
+	apply("max-cost", &cfg.Harness.MaxCostUSD, &given.Harness.MaxCostUSD)
 	apply("trace-tokens", &cfg.Harness.TraceTokens, &given.Harness.TraceTokens)
 	apply("top-logprobs", &cfg.Harness.TopLogprobs, &given.Harness.TopLogprobs)
 	apply("token-in", &cfg.Harness.TokenIn, &given.Harness.TokenIn)
@@ -82,6 +83,11 @@ func (s Settings) Apply(old workflows.TrainInput) (workflows.TrainInput, []strin
 	apply("heartbeat-timeout", &cfg.Limits.HeartbeatTimeout, &given.Limits.HeartbeatTimeout)
 	apply("epochs", &train.Epochs, &s.Train.Epochs)
 	apply("max-failures", &train.MaxFailures, &s.Train.MaxFailures)
+	// A run's cost bound is no change of what its rollouts are: raising it
+	// goes on with the run (Resume).
+	if s.Given != nil && s.Given("max-run-cost") {
+		cfg.MaxRunCostUSD = given.MaxRunCostUSD
+	}
 	return in, changed
 }
 
@@ -113,6 +119,10 @@ type ResumeInput struct {
 	// RetryFailed reruns the stored failures of the run (and resumes a
 	// finished evaluation to do so). It is no change of the run's settings.
 	RetryFailed bool
+	// RunCostGiven says --max-run-cost was given: a finished evaluation
+	// (one stopped at its bound) starts again under the bound given, its
+	// stored rollouts reused. It is no change of the run's settings.
+	RunCostGiven bool
 	// Check, when set, vets the configuration the run goes on with; its
 	// error refuses the resume (the starter's, a real model's run on a
 	// worker that has only the offline mock).
@@ -162,7 +172,7 @@ func Resume(ctx context.Context, c client.Client, in ResumeInput) (Resumed, erro
 			return r, in.Check(old.Config)
 		}
 		return r, nil
-	case r.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED && (r.Kind != workflows.EvalName || !in.RetryFailed):
+	case r.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED && (r.Kind != workflows.EvalName || !in.RetryFailed && !in.RunCostGiven):
 		return r, nil
 	}
 	old, err := startInput(ctx, c, in.RunID, execution)

@@ -96,3 +96,32 @@ func TestResume(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, r.Started)
 }
+
+// Raising an evaluation's --max-run-cost is no change of its settings: a
+// finished eval (one stopped at its bound) starts again under the bound
+// given, without --force; --max-cost is a setting of its rollouts.
+func TestResumeWithAHigherRunCost(t *testing.T) {
+	ctx := context.Background()
+	stored := workflows.TrainInput{Config: workflows.RunConfig{RunID: "r", Tasks: 10, Model: "mock", MaxRunCostUSD: 1}}
+	raised := func() (Settings, error) {
+		return Settings{Config: workflows.RunConfig{Tasks: 10, Model: "mock", MaxRunCostUSD: 5}, Given: given("max-run-cost")}, nil
+	}
+
+	c := &fakeTemporal{kind: workflows.EvalName, status: enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, input: stored}
+	r, err := Resume(ctx, c, ResumeInput{RunID: "r", Settings: raised})
+	require.NoError(t, err)
+	assert.Nil(t, r.Started, "a finished eval stays finished unless a bound is given")
+
+	r, err = Resume(ctx, c, ResumeInput{RunID: "r", Settings: raised, RunCostGiven: true})
+	require.NoError(t, err, "a raised bound needs no --force")
+	require.NotNil(t, r.Started)
+	want := stored.Config
+	want.MaxRunCostUSD = 5
+	assert.Equal(t, []any{workflows.EvalInput{Config: want}}, c.started)
+
+	s := Settings{Config: workflows.RunConfig{Harness: stored.Config.Harness}, Given: given("max-cost")}
+	s.Config.Harness.MaxCostUSD = 0.5
+	in, changed := s.Apply(stored)
+	assert.Equal(t, []string{"max-cost"}, changed, "max-cost bounds each rollout: a setting of the run")
+	assert.Equal(t, 0.5, in.Config.Harness.MaxCostUSD)
+}

@@ -72,9 +72,15 @@ type Counts struct {
 	MeanReward           float64
 	// Epochs is the number of distinct epochs the rollouts belong to.
 	Epochs int
+	// CostUSD is what the rollouts' model calls cost; UnpricedRollouts
+	// counts those with a call of a model without a price, whose cost is
+	// unknown and not in CostUSD.
+	CostUSD          float64
+	UnpricedRollouts int
 }
 
-// Count counts rollouts: how many succeeded and failed, their mean reward.
+// Count counts rollouts: how many succeeded and failed, their mean reward
+// and what they cost.
 func Count(recs []results.Record) Counts {
 	var c Counts
 	var sum float64
@@ -88,6 +94,10 @@ func Count(recs []results.Record) Counts {
 		}
 		sum += r.Reward
 		epochs[r.Epoch] = true
+		c.CostUSD += r.CostUSD
+		if r.UnpricedTurns > 0 {
+			c.UnpricedRollouts++
+		}
 	}
 	if c.Rollouts > 0 {
 		c.MeanReward = sum / float64(c.Rollouts)

@@ -132,6 +132,8 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-turns", Value: workflows.DefaultMaxTurns, Usage: "model calls a rollout may make; the interception server refuses the ones after it (EVALFLOW_MAX_TURNS)"},
 		&cli.IntFlag{Name: "max-tokens-total", Usage: "tokens, prompt and completion, all a rollout's model calls may use together; 0 is no limit"},
 		&cli.DurationFlag{Name: "max-model-time", Usage: "time all a rollout's model calls may take, summed; 0 is no limit"},
+		&cli.Float64Flag{Name: "max-cost", Usage: "USD all a rollout's model calls may cost together, at the workers' prices (--prices); the interception server refuses the calls after it (limit:cost); 0 is no limit"},
+		&cli.Float64Flag{Name: "max-run-cost", Usage: "evaluations: USD the run's stored rollouts may cost; once reached no rollout starts, those running finish, and the run ends saying so (resume with a higher bound to go on); 0 is no limit"},
 		&cli.BoolFlag{Name: "trace-tokens", Usage: "ask OpenAI-compatible chat upstreams (vLLM, SGLang) for prompt and completion token ids and logprobs, and record them on every turn"},
 		&cli.IntFlag{Name: "top-logprobs", Usage: "with --trace-tokens: alternatives per completion token to record (0: none)"},
 		&cli.BoolFlag{Name: "token-in", Usage: "send a chat call that extends an earlier turn to the upstream with its prompt as token ids (that turn's prompt and completion ids, then the new messages' tokens from the upstream's /tokenize) on vLLM's /v1/chat/completions/tokens, so turns extend each other exactly; other calls go as text (implies --trace-tokens)"},
@@ -173,12 +175,14 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 		Rubric:          cctx.String("rubric"),
 		RetryFailed:     cctx.Bool("retry-failed"),
 		MaxFailures:     evalMaxFailures(cctx),
+		MaxRunCostUSD:   cctx.Float64("max-run-cost"),
 		Harness: rollout.HarnessConfig{
 			Timeout:             cctx.Duration("harness-timeout"),
 			TimeoutGiven:        cctx.IsSet("harness-timeout"),
 			MaxTurns:            cctx.Int("max-turns"),
 			MaxTokensTotal:      cctx.Int("max-tokens-total"),
 			MaxModelTime:        cctx.Duration("max-model-time"),
+			MaxCostUSD:          cctx.Float64("max-cost"),
 			TraceTokens:         cctx.Bool("trace-tokens"),
 			TopLogprobs:         cctx.Int("top-logprobs"),
 			PolicyVersionHeader: cctx.String("policy-version-header"),
@@ -305,6 +309,15 @@ func checkCounts(cctx *cli.Context) error {
 	}
 	if d := cctx.Duration("max-model-time"); d < 0 {
 		return fmt.Errorf("--max-model-time %s is negative", d)
+	}
+	if f := cctx.Float64("max-cost"); f < 0 {
+		return fmt.Errorf("--max-cost %v is negative: give USD per rollout, or 0 for no limit", f)
+	}
+	if f := cctx.Float64("max-run-cost"); f < 0 {
+		return fmt.Errorf("--max-run-cost %v is negative: give USD per run, or 0 for no limit", f)
+	}
+	if cctx.IsSet("max-run-cost") && cctx.Command != nil && cctx.Command.Name == "train" {
+		return fmt.Errorf("--max-run-cost bounds evaluations only; bound a training run's rollouts with --max-cost")
 	}
 	if f := cctx.Float64("max-failures"); cctx.IsSet("max-failures") && f < 0 {
 		return fmt.Errorf("--max-failures %v is negative", f)

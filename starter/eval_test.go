@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/evalflow/evalflow/internal/harness/packaged"
+	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -59,6 +60,34 @@ func TestRolloutLimitFlags(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, cfg.Harness.MaxTokensTotal, "no token limit unless asked")
 	assert.Zero(t, cfg.Harness.MaxModelTime, "no model time limit unless asked")
+	assert.Zero(t, cfg.Harness.MaxCostUSD, "no cost limit unless asked")
+	assert.Zero(t, cfg.MaxRunCostUSD)
+
+	cfg, err = parseEval(t, "--run-id", "r1", "--max-cost", "0.25", "--max-run-cost", "12.5")
+	require.NoError(t, err)
+	assert.Equal(t, 0.25, cfg.Harness.MaxCostUSD)
+	assert.Equal(t, 12.5, cfg.MaxRunCostUSD)
+	for _, flag := range []string{"--max-cost", "--max-run-cost"} {
+		_, err = parseEval(t, "--run-id", "r1", flag, "-1")
+		assert.ErrorContains(t, err, flag+" -1 is negative", "parse %s -1", flag)
+	}
+}
+
+// The summary says what the run cost, what is unknown, and that
+// --max-run-cost stopped it.
+func TestSummarySaysTheCost(t *testing.T) {
+	var b strings.Builder
+	printSummary(&b, workflows.Result{RunID: "r1", Rollouts: 3, CostUSD: 0.01234, UnpricedRollouts: 1,
+		Stopped: workflows.StoppedMaxRunCost}, wiring.StoreConfig{})
+	out := b.String()
+	assert.Regexp(t, `\ncost\s+\$0\.0123 \(and unknown for 1 rollouts: a call of a model without a price, add it with --prices, or an answer without usage\)\n`, out)
+	assert.Regexp(t, `\nstopped\s+at --max-run-cost`, out)
+
+	b.Reset()
+	printSummary(&b, workflows.Result{RunID: "r1", CostUSD: 0.5}, wiring.StoreConfig{})
+	assert.Contains(t, b.String(), "$0.5000\n")
+	assert.NotContains(t, b.String(), "unknown")
+	assert.NotContains(t, b.String(), "stopped")
 }
 
 func TestTraceTokensFlags(t *testing.T) {

@@ -53,10 +53,24 @@ func printSummary(w io.Writer, r workflows.Result, sc wiring.StoreConfig) {
 		fmt.Fprintf(tw, "  %s\t%s: %s\n", f.Key, f.Kind, f.Error)
 	}
 	fmt.Fprintf(tw, "tokens\t%d in, %d out\n", r.InputTokens, r.OutputTokens)
+	fmt.Fprintf(tw, "cost\t%s\n", costLine(r))
+	if r.Stopped == workflows.StoppedMaxRunCost {
+		fmt.Fprintf(tw, "stopped\tat --max-run-cost: no rollout started once the stored ones cost it, those running finished (resume with a higher --max-run-cost to go on)\n")
+	}
 	fmt.Fprintf(tw, "rollout time\t%dms mean, %dms max\n", r.MeanRolloutMS, r.MaxRolloutMS)
 	fmt.Fprintf(tw, "wall time\t%s\n", r.WallTime)
 	fmt.Fprintf(tw, "results\t%s\n", runLocation(sc, r.RunID))
 	tw.Flush()
+}
+
+// costLine is a run's cost as the summary says it: what the priced calls
+// cost, and how many rollouts had a model without a price.
+func costLine(r workflows.Result) string {
+	line := fmt.Sprintf("$%.4f", r.CostUSD)
+	if r.UnpricedRollouts > 0 {
+		line += fmt.Sprintf(" (and unknown for %d rollouts: a call of a model without a price, add it with --prices, or an answer without usage)", r.UnpricedRollouts)
+	}
+	return line
 }
 
 // printResult prints a run's summary from the run store, or from Temporal

@@ -126,11 +126,12 @@ func resume(cctx *cli.Context, s *session, runID string) error {
 	account, closeAccount := newStoreAccount(ctx, sc, runID)
 	defer closeAccount()
 	in := run.ResumeInput{
-		RunID:       runID,
-		TaskQueue:   cctx.String(wiring.FlagTaskQueue),
-		Settings:    func() (run.Settings, error) { return resumeSettings(cctx) },
-		Force:       cctx.Bool("force"),
-		RetryFailed: cctx.Bool("retry-failed"),
+		RunID:        runID,
+		TaskQueue:    cctx.String(wiring.FlagTaskQueue),
+		Settings:     func() (run.Settings, error) { return resumeSettings(cctx) },
+		Force:        cctx.Bool("force"),
+		RetryFailed:  cctx.Bool("retry-failed"),
+		RunCostGiven: cctx.IsSet("max-run-cost"),
 	}
 	if s.usingMock() {
 		in.Check = mockCanServe
@@ -230,16 +231,19 @@ func printTrainSummary(w io.Writer, r workflows.TrainResult, sc wiring.StoreConf
 	if len(r.Skipped) > 0 {
 		fmt.Fprintf(tw, "skipped epochs\t%v (already finished)\n", r.Skipped)
 	}
-	fmt.Fprintf(tw, "epoch\trollouts\tran\treused\tfailed\tmean reward\tgroup std\tpass@1\twall time\n")
+	fmt.Fprintf(tw, "epoch\trollouts\tran\treused\tfailed\tmean reward\tgroup std\tpass@1\tcost\twall time\n")
 	for _, e := range r.Epochs {
 		pass := 0.0
 		if len(e.Run.PassAtK) > 0 {
 			pass = e.Run.PassAtK[0].Value
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%s\n",
-			e.Epoch, e.Run.Rollouts, e.Ran, e.Run.Reused, e.Run.Failed, e.Run.MeanReward, e.MeanGroupStd, pass, e.Run.WallTime)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t$%.4f\t%s\n",
+			e.Epoch, e.Run.Rollouts, e.Ran, e.Run.Reused, e.Run.Failed, e.Run.MeanReward, e.MeanGroupStd, pass, e.Run.CostUSD, e.Run.WallTime)
 	}
-	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t%d\t%.3f\t\t\t%s\n", r.Rollouts, r.Ran, r.Reused, r.Failed, r.MeanReward, r.WallTime)
+	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t%d\t%.3f\t\t\t$%.4f\t%s\n", r.Rollouts, r.Ran, r.Reused, r.Failed, r.MeanReward, r.CostUSD, r.WallTime)
+	if r.UnpricedRollouts > 0 {
+		fmt.Fprintf(tw, "cost\tunknown for %d rollouts: a call of a model without a price, add it with --prices, or an answer without usage\n", r.UnpricedRollouts)
+	}
 	if sc.URL != "" {
 		fmt.Fprintf(tw, "results\t%s\n", runLocation(sc, r.RunID))
 	} else {

@@ -48,13 +48,43 @@ type Turn struct {
 	// and the interception's do not multiply.
 	CallerRetry bool `json:"caller_retry,omitempty"`
 	// Limit names the rollout's limit that refused the call (LimitTurns,
-	// LimitTokens, LimitModelTime): it was answered with an error without
+	// LimitTokens, LimitModelTime, LimitCost, …): it was answered with an error without
 	// reaching the upstream, and the rollout ends as that limit.
-	Limit     string        `json:"limit,omitempty"`
+	Limit string `json:"limit,omitempty"`
+	// CostUSD is what the call cost, from the usage its provider reported
+	// (Response.Usage) at the worker's price of the model; absent when the
+	// call reported no usage or the model has no price (Unpriced says
+	// whether the cost is unknown rather than nothing).
+	CostUSD   *float64      `json:"cost_usd,omitempty"`
 	StartedAt time.Time     `json:"started_at"`
 	Latency   time.Duration `json:"latency_ns"`
 	// TTFT is the time to the first byte of the upstream response body.
 	TTFT time.Duration `json:"ttft_ns"`
+}
+
+// Unpriced says the call's cost is unknown, not 0: it reported usage but
+// its model has no price, or it was answered (200, no error) without any
+// usage (a chat stream whose caller did not ask for stream_options'
+// include_usage).
+func (t Turn) Unpriced() bool {
+	if t.CostUSD != nil || t.Limit != "" {
+		return false
+	}
+	u := t.Response.Usage
+	return u.InputTokens+u.OutputTokens > 0 || t.Status == 200 && t.Error == ""
+}
+
+// Cost sums the cost of turns and counts those whose cost is unknown
+// (Turn.Unpriced).
+func Cost(turns []Turn) (usd float64, unpriced int) {
+	for _, t := range turns {
+		if t.CostUSD != nil {
+			usd += *t.CostUSD
+		} else if t.Unpriced() {
+			unpriced++
+		}
+	}
+	return usd, unpriced
 }
 
 // UpstreamFailure is how a model provider failed a call.
@@ -93,6 +123,8 @@ const (
 	// LimitSeqLen: one of its calls reached the most tokens, prompt and
 	// completion, of a call (the gateway's max_seq_len).
 	LimitSeqLen = "seq_len"
+	// LimitCost: its calls cost its most USD (--max-cost).
+	LimitCost = "cost"
 )
 
 // Harness is how the harness process ended.

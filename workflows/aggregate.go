@@ -23,6 +23,10 @@ type Aggregates struct {
 	OutputTokens int64   `json:"output_tokens"`
 	DurationMS   int64   `json:"duration_ms"`
 	MaxMS        int64   `json:"max_ms"`
+	// CostUSD sums the rollouts' cost; UnpricedRollouts counts rollouts
+	// with a call whose model had no price, whose cost is not all in it.
+	CostUSD          float64 `json:"cost_usd,omitempty"`
+	UnpricedRollouts int64   `json:"unpriced_rollouts,omitempty"`
 	// Errors counts failed rollouts by kind, sorted by kind.
 	Errors []KindCount `json:"errors,omitempty"`
 	// TasksDone counts tasks whose every rollout has finished.
@@ -80,6 +84,26 @@ func (a *Aggregates) add(s rollout.Summary) {
 	a.OutputTokens += int64(s.OutputTokens)
 	a.DurationMS += s.DurationMS
 	a.MaxMS = max(a.MaxMS, s.DurationMS)
+	a.addCost(s)
+}
+
+// addCost adds a rollout's cost to the totals.
+func (a *Aggregates) addCost(s rollout.Summary) {
+	a.CostUSD += s.CostUSD
+	if s.UnpricedTurns > 0 {
+		a.UnpricedRollouts++
+	}
+}
+
+// SumCost is the cost of rollouts: what they cost, and how many of them
+// had a call of a model without a price (their cost is partly unknown).
+// A run's total is the same sum (Aggregates.CostUSD).
+func SumCost(rollouts []rollout.Summary) (usd float64, unpriced int64) {
+	var a Aggregates
+	for _, s := range rollouts {
+		a.addCost(s)
+	}
+	return a.CostUSD, a.UnpricedRollouts
 }
 
 func (a *Aggregates) addError(kind string) {
@@ -182,12 +206,20 @@ type Result struct {
 	InputTokens   int64           `json:"input_tokens"`
 	OutputTokens  int64           `json:"output_tokens"`
 	// MeanRolloutMS and MaxRolloutMS time rollouts, harness start to end.
-	MeanRolloutMS int64     `json:"mean_rollout_ms"`
-	MaxRolloutMS  int64     `json:"max_rollout_ms"`
-	StartedAt     time.Time `json:"started_at"`
-	EndedAt       time.Time `json:"ended_at"`
-	WallTime      string    `json:"wall_time"`
-	Segments      int       `json:"segments"`
+	MeanRolloutMS int64 `json:"mean_rollout_ms"`
+	MaxRolloutMS  int64 `json:"max_rollout_ms"`
+	// CostUSD is what the run's rollouts cost at the workers' prices;
+	// UnpricedRollouts counts rollouts with a call of a model without a
+	// price, whose cost is unknown and not in CostUSD.
+	CostUSD          float64 `json:"cost_usd"`
+	UnpricedRollouts int64   `json:"unpriced_rollouts,omitempty"`
+	// Stopped says why the run ended before all its rollouts ran
+	// (StoppedMaxRunCost); empty when it ran them all.
+	Stopped   string    `json:"stopped,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
+	WallTime  string    `json:"wall_time"`
+	Segments  int       `json:"segments"`
 }
 
 func (a Aggregates) result(cfg RunConfig, tasks int64, started, ended time.Time, segments int) Result {
@@ -196,7 +228,7 @@ func (a Aggregates) result(cfg RunConfig, tasks int64, started, ended time.Time,
 		Rollouts: a.Rollouts, OK: a.OK, Failed: a.Failed, Reused: a.Reused, Rerun: a.Rerun,
 		MeanReward: a.Mean(), StdReward: a.Std(), Errors: a.Errors, FailedSamples: a.FailedSamples,
 		Turns: a.Turns, InputTokens: a.InputTokens, OutputTokens: a.OutputTokens,
-		MaxRolloutMS: a.MaxMS, StartedAt: started, EndedAt: ended,
+		MaxRolloutMS: a.MaxMS, CostUSD: a.CostUSD, UnpricedRollouts: a.UnpricedRollouts, StartedAt: started, EndedAt: ended,
 		WallTime: ended.Sub(started).Round(time.Millisecond).String(), Segments: segments,
 	}
 	if a.Rollouts > 0 {

@@ -88,6 +88,12 @@ type RunConfig struct {
 	// rollouts when below 1, no limit when 0. Training runs use
 	// TrainConfig.MaxFailures per epoch.
 	MaxFailures float64 `json:"max_failures,omitempty"`
+	// MaxRunCostUSD stops an eval from starting rollouts once the stored
+	// rollouts' cost (Result.CostUSD) reaches it: the rollouts in flight
+	// finish and are stored, and the run ends with Result.Stopped set
+	// (StoppedMaxRunCost). Resuming with a higher bound continues it. 0 is
+	// no bound.
+	MaxRunCostUSD float64 `json:"max_run_cost_usd,omitempty"`
 }
 
 // Limits bound how a run retries and when it checkpoints.
@@ -171,6 +177,10 @@ func (c RunConfig) Validate() error {
 		return fmt.Errorf("model is empty")
 	case c.MaxFailures < 0:
 		return fmt.Errorf("--max-failures %v is negative", c.MaxFailures)
+	case c.MaxRunCostUSD < 0:
+		return fmt.Errorf("--max-run-cost %v is negative: give a bound in USD, or 0 for none", c.MaxRunCostUSD)
+	case c.Harness.MaxCostUSD < 0:
+		return fmt.Errorf("--max-cost %v is negative: give a bound in USD, or 0 for none", c.Harness.MaxCostUSD)
 	}
 	return nil
 }

@@ -29,7 +29,16 @@ type EvalState struct {
 	Partial   []TaskTally `json:"partial,omitempty"`
 	StartedAt time.Time   `json:"started_at"`
 	Segment   int         `json:"segment"`
+	// Stopped is why the run stopped starting rollouts (StoppedMaxRunCost).
+	Stopped string `json:"stopped,omitempty"`
 }
+
+// runCost is the change that bounds an eval's cost (RunConfig.MaxRunCostUSD).
+const runCost = "run-cost"
+
+// StoppedMaxRunCost is Result.Stopped of an eval whose stored rollouts cost
+// its RunConfig.MaxRunCostUSD: it started no more.
+const StoppedMaxRunCost = "max_run_cost"
 
 // Eval runs every rollout of an evaluation through a sliding window of at
 // most MaxConcurrent in flight, continuing as new every ContinueAsNewAfter
@@ -59,9 +68,18 @@ func Eval(ctx workflow.Context, in EvalInput) (Result, error) {
 	}
 
 	cursor := NewCursor(st.TasksetLen, cfg.Seed, cfg.Shuffle)
+	costBound := cfg.MaxRunCostUSD > 0 &&
+		workflow.GetVersion(ctx, runCost, workflow.DefaultVersion, 1) >= 1
 	started := 0
 	next := func() (pending, bool) {
 		if st.Next >= units || started >= cfg.Limits.ContinueAsNewAfter {
+			return pending{}, false
+		}
+		if costBound && st.Agg.CostUSD >= cfg.MaxRunCostUSD {
+			if st.Stopped == "" {
+				st.Stopped = StoppedMaxRunCost
+				log.Info("run cost bound reached: no more rollouts start", "cost_usd", st.Agg.CostUSD, "max_run_cost_usd", cfg.MaxRunCostUSD)
+			}
 			return pending{}, false
 		}
 		u := st.Next
@@ -82,15 +100,17 @@ func Eval(ctx workflow.Context, in EvalInput) (Result, error) {
 	if fatal != nil {
 		return Result{}, fatal
 	}
-	if st.Next >= units {
+	done := st.Next >= units || st.Stopped != ""
+	if done {
 		showFigures(ctx, win, figures(st.Agg, units, 0, true))
 	}
-	if st.Next < units {
+	if !done {
 		st.Segment++
 		return Result{}, workflow.NewContinueAsNewError(ctx, Eval, EvalInput{Config: cfg, State: st})
 	}
 
 	res := st.Agg.result(cfg, st.Tasks, st.StartedAt, workflow.Now(ctx), st.Segment+1)
+	res.Stopped = st.Stopped
 	finishCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
 	if err := workflow.ExecuteActivity(finishCtx, rollout.ActivityFinish, rollout.FinishInput{RunID: cfg.RunID, Summary: res}).Get(ctx, nil); err != nil {
 		log.Warn("could not write the run summary", "error", err)

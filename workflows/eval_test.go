@@ -39,6 +39,8 @@ type fakeWorker struct {
 	// stored are the rollouts the run store holds, by key, as the
 	// activities reuse or rerun them.
 	stored map[string]rollout.Summary
+	// cost is what each rollout run costs, in USD.
+	cost float64
 }
 
 func newFakeWorker(size int64, window int) *fakeWorker {
@@ -103,7 +105,7 @@ func (f *fakeWorker) register(env *testsuite.TestWorkflowEnvironment, total int)
 				reward = 1
 			}
 			_, rerun := f.stored[ref.Key()]
-			return rollout.Summary{Key: ref.Key(), Index: ref.Index, K: ref.K, Reward: reward, Status: rollout.StatusOK, Turns: 2, DurationMS: 10, Rerun: rerun}, nil
+			return rollout.Summary{Key: ref.Key(), Index: ref.Index, K: ref.K, Reward: reward, Status: rollout.StatusOK, Turns: 2, DurationMS: 10, Rerun: rerun, CostUSD: f.cost}, nil
 		})
 }
 
@@ -411,4 +413,55 @@ func TestEvalPastMaxFailuresEndsFailed(t *testing.T) {
 			assert.Equal(t, int64(8), res.Rollouts)
 		})
 	}
+}
+
+// An eval whose stored rollouts cost its --max-run-cost starts no more: the
+// rollouts in flight finish and are counted, the run ends saying why, and a
+// resume with a higher bound reuses every stored rollout and runs the rest.
+func TestEvalStopsAtItsRunCost(t *testing.T) {
+	env := newEnv()
+	f := newFakeWorker(10, 0)
+	f.cost = 0.25
+	f.register(env, 10)
+	cfg := testConfig(10, 1, 2)
+	cfg.MaxRunCostUSD = 1
+	env.ExecuteWorkflow(Eval, EvalInput{Config: cfg})
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	assert.Equal(t, StoppedMaxRunCost, res.Stopped)
+	assert.Less(t, res.Rollouts, int64(10), "no rollout starts once the cost is reached")
+	assert.GreaterOrEqual(t, res.CostUSD, 1.0)
+	assert.Less(t, res.CostUSD, 1.0+2*0.25, "at most the window's rollouts finish past the bound")
+	assert.InDelta(t, 0.25*float64(res.Rollouts), res.CostUSD, 1e-9, "the run's cost sums its rollouts'")
+	require.Len(t, f.runs, int(res.Rollouts), "every rollout started is counted")
+	require.Equal(t, int(res.Rollouts), f.started(), "every rollout started finished")
+
+	stored := map[string]rollout.Summary{}
+	for key := range f.runs {
+		stored[key] = rollout.Summary{Key: key, Status: rollout.StatusOK, CostUSD: 0.25}
+	}
+	env = newEnv()
+	g := newFakeWorker(10, 0)
+	g.cost = 0.25
+	g.stored = stored
+	g.register(env, 10)
+	cfg.MaxRunCostUSD = 10
+	env.ExecuteWorkflow(Eval, EvalInput{Config: cfg})
+	require.NoError(t, env.GetWorkflowError())
+	var resumed Result
+	require.NoError(t, env.GetWorkflowResult(&resumed))
+	assert.Empty(t, resumed.Stopped)
+	assert.Equal(t, int64(10), resumed.Rollouts)
+	assert.Equal(t, res.Rollouts, resumed.Reused, "the stored rollouts are reused")
+	assert.Len(t, g.runs, 10-int(res.Rollouts), "only the rest run")
+	assert.InDelta(t, 2.5, resumed.CostUSD, 1e-9)
+}
+
+func TestSumCostCountsUnpricedRollouts(t *testing.T) {
+	usd, unpriced := SumCost([]rollout.Summary{{CostUSD: 0.5}, {CostUSD: 0.25, UnpricedTurns: 2}, {}})
+	assert.InDelta(t, 0.75, usd, 1e-12)
+	assert.Equal(t, int64(1), unpriced)
 }

@@ -48,6 +48,11 @@ func TestWorkflowsReplaySavedHistories(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, strings.Count(string(b), `"name":"`+UpdatePolicy+`"`), "testdata/policy-versions announces two versions")
 	require.Equal(t, 4, strings.Count(string(b), `"name":"`+rollout.ActivityRun+`"`), "testdata/policy-versions runs a group of 2, then reruns it")
+	// run-cost: an eval stopped at its --max-run-cost after the window's
+	// two rollouts of six (e2e.TestCaptureRunCostHistories).
+	b, err = os.ReadFile(filepath.Join("testdata", "run-cost", "eval_final.json"))
+	require.NoError(t, err)
+	require.Equal(t, 2, strings.Count(string(b), `"name":"`+rollout.ActivityRun+`"`), "testdata/run-cost runs two rollouts of six")
 	// ui-metadata: activities carry summaries, the eval and epoch upsert
 	// their figures into the memo, the epoch inherits the run's attributes.
 	for name, want := range map[string][]string{

@@ -66,6 +66,10 @@ type TrainResult struct {
 	Failed     int64   `json:"failed"`
 	MeanReward float64 `json:"mean_reward"`
 	WallTime   string  `json:"wall_time"`
+	// CostUSD is what the run's epochs cost; UnpricedRollouts counts their
+	// rollouts with a call of a model without a price (Result's).
+	CostUSD          float64 `json:"cost_usd,omitempty"`
+	UnpricedRollouts int64   `json:"unpriced_rollouts,omitempty"`
 }
 
 // epochRestart is the change that makes a resumed run wait for an epoch
@@ -163,6 +167,8 @@ func Train(ctx workflow.Context, in TrainInput) (TrainResult, error) {
 		st.Totals.Rerun += r.Run.Rerun
 		st.Totals.Failed += r.Run.Failed
 		st.Totals.RewardSum += r.Run.MeanReward * float64(r.Run.Rollouts)
+		st.Totals.CostUSD += r.Run.CostUSD
+		st.Totals.UnpricedRollouts += r.Run.UnpricedRollouts
 		st.Ran += r.Ran
 	}
 
@@ -170,6 +176,7 @@ func Train(ctx workflow.Context, in TrainInput) (TrainResult, error) {
 		RunID: cfg.RunID, Epochs: st.Recent, Skipped: skipped,
 		Rollouts: st.Totals.Rollouts, Reused: st.Totals.Reused, Rerun: st.Totals.Rerun, Ran: st.Ran, Failed: st.Totals.Failed,
 		MeanReward: st.Totals.Mean(), WallTime: workflow.Now(ctx).Sub(st.StartedAt).Round(time.Millisecond).String(),
+		CostUSD: st.Totals.CostUSD, UnpricedRollouts: st.Totals.UnpricedRollouts,
 	}
 	finishCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
 	if err := workflow.ExecuteActivity(finishCtx, rollout.ActivityFinish, rollout.FinishInput{RunID: cfg.RunID, Summary: res}).Get(ctx, nil); err != nil {

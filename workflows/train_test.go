@@ -94,6 +94,7 @@ func TestTrainSkipsFinishedEpochs(t *testing.T) {
 	env := newEnv()
 	env.RegisterWorkflowWithOptions(Epoch, workflow.RegisterOptions{Name: EpochName})
 	f := newFakeWorker(5, 0)
+	f.cost = 0.5
 	f.register(env, 0)
 	g := &groupRecorder{}
 	g.register(env, []int{0})
@@ -111,6 +112,10 @@ func TestTrainSkipsFinishedEpochs(t *testing.T) {
 		require.NotContains(t, key, "run-1/0/", "the finished epoch 0 must not run again")
 	}
 	require.Equal(t, int64(20), res.Ran)
+	for _, e := range res.Epochs {
+		require.InDelta(t, 5.0, e.Run.CostUSD, 1e-9, "epoch %d costs its 10 rollouts", e.Epoch)
+	}
+	require.InDelta(t, 10.0, res.CostUSD, 1e-9, "the run's cost sums its epochs'")
 }
 
 // TestTrainWaitsForAReplacedRunsEpoch: a run terminated and resumed at once

@@ -176,7 +176,7 @@ func (a *Activities) Acquire(ctx context.Context, in rollout.AcquireInput) (roll
 		return rollout.AcquireResult{}, err
 	}
 	slot, err := a.Pool.Acquire(ctx, interception.Rollout{Key: key, Model: in.Rollout.Model, Sampling: dialects.Sampling(in.Rollout.Sampling),
-		Limits: interception.Limits{Turns: h.MaxTurns, Tokens: h.MaxTokensTotal, ModelTime: h.MaxModelTime},
+		Limits: interception.Limits{Turns: h.MaxTurns, Tokens: h.MaxTokensTotal, ModelTime: h.MaxModelTime, CostUSD: h.MaxCostUSD},
 		Tokens: tokenRequest(h), TokenIn: h.TokenIn, PolicyVersion: in.Rollout.PolicyVersion, PolicyVersionHeader: h.PolicyVersionHeader,
 		Policy: policy, User: user})
 	if err != nil {
@@ -321,7 +321,7 @@ func summaryOf(r results.Record) rollout.Summary {
 		Key: r.Key, Index: r.Index, K: r.K, Reward: r.Reward, Status: r.Status,
 		ErrorKind: r.ErrorKind, Error: r.Error, Turns: r.Turns,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, DurationMS: r.DurationMS,
-		Trace: r.Trace,
+		CostUSD: r.CostUSD, UnpricedTurns: r.UnpricedTurns, Trace: r.Trace,
 	}
 }
 

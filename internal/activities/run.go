@@ -103,6 +103,7 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (sum rollout.
 	if err != nil {
 		return rollout.Summary{}, fmt.Errorf("write run store: %w", err)
 	}
+	a.Metrics.Cost(rec.Model, rec.CostUSD)
 	s := summaryOf(stored)
 	s.Rerun = found // a stored failure, run again
 	return a.withTokens(ctx, ref, s)

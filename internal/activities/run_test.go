@@ -530,3 +530,44 @@ func TestRunFailsOnAHarnessConfigError(t *testing.T) {
 	assert.True(t, appErr.NonRetryable())
 	assert.Contains(t, err.Error(), "install @openai/codex@0.169.0: npm install failed")
 }
+
+// A rollout whose calls cost its --max-cost is refused the next call, and
+// ends as limit:cost, the agent's outcome; its record and summary carry
+// what the calls cost at the bundled price of the model that answered (a
+// dated snapshot of gpt-4.1: $2 and $8 per million tokens).
+func TestRunEnforcesTheCostLimit(t *testing.T) {
+	r := newRig(t, func(ctx context.Context, spec harness.Spec) (harness.Result, error) {
+		for {
+			status, err := callModel(ctx, spec)
+			if err != nil {
+				return harness.Result{}, err
+			}
+			if status != http.StatusOK {
+				return harness.Result{Answer: spec.Task.Answer, Stderr: fmt.Sprint("model call: ", status)}, nil
+			}
+		}
+	})
+	in := ref(1)
+	in.Harness.MaxTurns = 0
+	in.Harness.MaxCostUSD = 0.0001
+	s, err := r.rollout(t, in)
+	require.NoError(t, err, "a limit is the agent's result, not an error")
+	assert.Equal(t, rollout.StatusError, s.Status)
+	assert.Equal(t, rollout.KindLimit+trace.LimitCost, s.ErrorKind)
+	assert.Contains(t, s.Error, "(--max-cost 0.0001)")
+	assert.Equal(t, int64(2), r.up.calls.Load(), "the provider is not called past the limit")
+	perCall := (12*2.0 + 5*8.0) / 1e6
+	assert.InDelta(t, 2*perCall, s.CostUSD, 1e-12, "the summary carries the rollout's cost")
+	assert.Zero(t, s.UnpricedTurns)
+
+	rec, ok, err := r.store.Get(context.Background(), "run", s.Key)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.InDelta(t, 2*perCall, rec.CostUSD, 1e-12, "the record carries it")
+	tr, err := r.store.Trace(context.Background(), "run", s.Key)
+	require.NoError(t, err)
+	require.Len(t, tr.Turns, 3)
+	require.NotNil(t, tr.Turns[0].CostUSD)
+	assert.InDelta(t, perCall, *tr.Turns[0].CostUSD, 1e-12)
+	assert.Equal(t, trace.LimitCost, tr.Turns[2].Limit)
+}

@@ -136,5 +136,6 @@ func record(j job, out outcome) results.Record {
 		rec.InputTokens += t.Response.Usage.InputTokens
 		rec.OutputTokens += t.Response.Usage.OutputTokens
 	}
+	rec.CostUSD, rec.UnpricedTurns = trace.Cost(out.turns)
 	return rec
 }

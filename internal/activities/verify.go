@@ -126,6 +126,7 @@ func (a *Activities) Verify(ctx context.Context, in rollout.VerifyInput) (rollou
 	if err != nil {
 		return rollout.Summary{}, fmt.Errorf("write run store: %w", err)
 	}
+	a.Metrics.Cost(rec.Model, rec.CostUSD)
 	s := summaryOf(stored)
 	s.Rerun = p.rerun
 	return a.withTokens(ctx, p.job.ref, s)

@@ -29,6 +29,10 @@ type Limits struct {
 	// calls after it are refused. (The gateway also caps each call's max
 	// tokens at it.)
 	SeqLen int
+	// CostUSD is the most USD the calls may cost together, at the server's
+	// prices (Config.Prices); like Tokens, it refuses the calls after it.
+	// Calls of a model without a price cost nothing against it.
+	CostUSD float64
 }
 
 // statusLimit is the status of a call refused by a limit. It is a 400, the
@@ -48,6 +52,7 @@ type usage struct {
 	modelTime time.Duration
 	// seqLen is the most tokens, prompt and completion, of one call.
 	seqLen int
+	cost   float64
 }
 
 // reached says which of l the usage u has reached, and the message for
@@ -64,6 +69,8 @@ func (l Limits) reached(u usage) (which, msg string) {
 	case l.SeqLen > 0 && u.seqLen >= l.SeqLen:
 		return trace.LimitSeqLen, fmt.Sprintf("rollout limit reached: a call of %d tokens, prompt and completion (max_seq_len %d)",
 			u.seqLen, l.SeqLen)
+	case l.CostUSD > 0 && u.cost >= l.CostUSD:
+		return trace.LimitCost, fmt.Sprintf("rollout limit reached: $%.4f of model calls (--max-cost %v)", u.cost, l.CostUSD)
 	}
 	return "", ""
 }

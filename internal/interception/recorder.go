@@ -81,7 +81,8 @@ func (c *recorder) finish() {
 	c.turn.Latency = time.Since(c.turn.StartedAt)
 	var raw *rawTurn
 	switch {
-	case c.raw.answered && (c.e.rollout.Limits.Tokens > 0 || c.e.rollout.Limits.SeqLen > 0 || c.tokenKeys != nil):
+	case c.raw.answered && (c.e.rollout.Limits.Tokens > 0 || c.e.rollout.Limits.SeqLen > 0 ||
+		c.e.rollout.Limits.CostUSD > 0 || c.tokenKeys != nil):
 		// The rollout's token limits need the answer's usage now, and
 		// token-in the answer's message and ids.
 		c.turn = materialize(c.turn, c.raw, c.e.rollout)

@@ -31,6 +31,7 @@ import (
 	"github.com/evalflow/evalflow/internal/interception/gateway"
 	"github.com/evalflow/evalflow/internal/interception/sidecar"
 	"github.com/evalflow/evalflow/internal/metrics"
+	"github.com/evalflow/evalflow/internal/prices"
 	"github.com/evalflow/evalflow/internal/tunnel"
 	"github.com/evalflow/evalflow/trace"
 )
@@ -73,6 +74,9 @@ type Config struct {
 	Now func() time.Time
 	// Metrics counts every model call served; nil counts nothing.
 	Metrics *metrics.Metrics
+	// Prices price every turn from the usage its provider reported
+	// (trace.Turn.CostUSD); prices.Default() when nil.
+	Prices prices.Table
 
 	// gateway is the pool's gateway routes, which each of its servers
 	// serves; nil without a GatewayToken.
@@ -94,6 +98,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Prices == nil {
+		c.Prices = prices.Default()
 	}
 	return c
 }
@@ -123,6 +130,9 @@ type Rollout struct {
 	// User is the providers of the rollout's simulated user, alike; empty:
 	// Config.Upstream.
 	User []Target
+
+	// prices are the server's (Config.Prices), which Register sets.
+	prices prices.Table
 }
 
 // ErrUnknownRollout is returned for a rollout key that is not registered.
@@ -222,6 +232,7 @@ func (s *Server) Register(r Rollout) (string, error) {
 	if _, ok := s.byKey[r.Key]; ok {
 		return "", fmt.Errorf("register rollout %s: already registered", r.Key)
 	}
+	r.prices = s.cfg.Prices
 	e := &entry{rollout: r, secret: []byte(secret)}
 	s.byKey[r.Key] = e
 	s.bySecret[sha256.Sum256(e.secret)] = e

@@ -123,6 +123,12 @@ func (e *entry) record(index int, t trace.Turn, raw *rawTurn, wasDelivered bool)
 		e.used.tokens += seq
 		e.used.seqLen = max(e.used.seqLen, seq)
 		e.used.modelTime += t.Latency
+		// A relayed answer not parsed yet has no usage here: it is priced
+		// when parsed (materialize), up front when a cost limit needs it.
+		t = priced(t, e.rollout)
+		if t.CostUSD != nil {
+			e.used.cost += *t.CostUSD
+		}
 	}
 	i := len(e.turns)
 	for i > 0 && e.turns[i-1].Index > index {
@@ -209,6 +215,20 @@ func materialize(t trace.Turn, raw rawTurn, r Rollout) trace.Turn {
 	}
 	t.Request = overlaid(req, r)
 	t.Streamed = req.Stream
+	return priced(t, r)
+}
+
+// priced sets the turn's cost from its usage at the price of the model that
+// answered, else the one asked for; a turn without usage, or whose model
+// has no price, keeps none.
+func priced(t trace.Turn, r Rollout) trace.Turn {
+	u := t.Response.Usage
+	if t.CostUSD != nil || u.InputTokens+u.OutputTokens == 0 {
+		return t
+	}
+	if usd, ok := r.prices.Cost(u, t.Response.Model, r.Model, t.Request.Model); ok {
+		t.CostUSD = &usd
+	}
 	return t
 }
 

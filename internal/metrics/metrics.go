@@ -32,6 +32,7 @@ type Metrics struct {
 	ttft     *prometheus.HistogramVec
 	retries  *prometheus.CounterVec
 	failures *prometheus.CounterVec
+	cost     *prometheus.CounterVec
 }
 
 // Buckets of the upstream latency and time-to-first-token histograms, in
@@ -66,6 +67,9 @@ func New() *Metrics {
 	m.failures = f.counterVec(prometheus.CounterOpts{Name: "upstream_failures_total",
 		Help: "Model calls the provider failed after every attempt, by how it failed."},
 		"kind")
+	m.cost = f.counterVec(prometheus.CounterOpts{Name: "model_cost_usd_total",
+		Help: "USD the model calls of the rollouts this worker stored cost at its prices (--prices), by the model that answered; calls of a model without a price count nothing."},
+		"model")
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -123,6 +127,14 @@ type Call struct {
 	Attempts int
 	// UpstreamFailure is how the provider failed the call, empty if it did not.
 	UpstreamFailure string
+}
+
+// Cost adds what a stored rollout's calls of model cost, in USD.
+func (m *Metrics) Cost(model string, usd float64) {
+	if m == nil || usd <= 0 {
+		return
+	}
+	m.cost.WithLabelValues(model).Add(usd)
 }
 
 // Called counts a model call.

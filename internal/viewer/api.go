@@ -43,11 +43,18 @@ type RunRow struct {
 	Taskset string `json:"taskset,omitempty"`
 	State   string `json:"state"`
 	// Rollouts, OK and Failed count the rollouts stored so far.
-	Rollouts   int       `json:"rollouts"`
-	OK         int       `json:"ok"`
-	Failed     int       `json:"failed"`
-	MeanReward float64   `json:"mean_reward"`
-	StartedAt  time.Time `json:"started_at,omitzero"`
+	Rollouts   int     `json:"rollouts"`
+	OK         int     `json:"ok"`
+	Failed     int     `json:"failed"`
+	MeanReward float64 `json:"mean_reward"`
+	// CostUSD is what the stored rollouts cost; UnpricedRollouts counts
+	// those with a call of a model without a price (cost unknown).
+	CostUSD          float64 `json:"cost_usd"`
+	UnpricedRollouts int     `json:"unpriced_rollouts,omitempty"`
+	// Stopped says why a finished run ran fewer rollouts than it asked
+	// for (workflows.StoppedMaxRunCost).
+	Stopped   string    `json:"stopped,omitempty"`
+	StartedAt time.Time `json:"started_at,omitzero"`
 	// UpdatedAt is when the last rollout was stored.
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }
@@ -105,7 +112,8 @@ type Rollout struct {
 func row(id string, info run.Stored) RunRow {
 	n := run.Count(info.Records)
 	r := RunRow{ID: id, Kind: KindEval, State: StateRunning, UpdatedAt: info.Modified,
-		Rollouts: n.Rollouts, OK: n.OK, Failed: n.Failed, MeanReward: n.MeanReward}
+		Rollouts: n.Rollouts, OK: n.OK, Failed: n.Failed, MeanReward: n.MeanReward,
+		CostUSD: n.CostUSD, UnpricedRollouts: n.UnpricedRollouts}
 	if info.IsTrain() {
 		r.Kind = KindTrain
 	}
@@ -123,6 +131,7 @@ func row(id string, info run.Stored) RunRow {
 	if s := info.Summary; s != nil && s.Eval != nil {
 		r.Model = cmp.Or(s.Eval.Model, r.Model)
 		r.Taskset = workflows.TasksetName(s.Eval.Taskset)
+		r.Stopped = s.Eval.Stopped
 		if !s.Eval.StartedAt.IsZero() {
 			r.StartedAt = s.Eval.StartedAt
 		}

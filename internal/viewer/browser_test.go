@@ -26,6 +26,7 @@ func TestBrowser(t *testing.T) {
 	for _, want := range []string{"eval", "finished", "mock-1", "arith", "12", "8", "4"} {
 		assert.Contains(t, evalRow, want)
 	}
+	assert.Equal(t, "$0.0050 + unknown", b.Text(`tr[data-run="`+evalRun+`"] td.cost`), "the runs list shows each run's cost")
 	assert.Contains(t, trainRow, "train")
 	assert.Contains(t, trainRow, "running")
 
@@ -34,6 +35,11 @@ func TestBrowser(t *testing.T) {
 	b.GoTo("#/run/" + evalRun)
 	b.WaitVisible(`#rollouts-table tbody tr`)
 	assert.Equal(t, 10, b.Count(`#reward-histogram rect.bin`))
+	cost := b.Text(`#run-cost`)
+	assert.Contains(t, cost, "$0.0050", "the run's cost sums its priced rollouts")
+	assert.Contains(t, cost, "unknown for 2 rollouts")
+	assert.Contains(t, b.Text(`tr[data-key="`+rollout.Key(evalRun, 0, 0, 0)+`"] td.cost`), "$0.0005")
+	assert.Equal(t, "unknown", b.Text(`tr[data-key="`+rollout.Key(evalRun, 0, 5, 0)+`"] td.cost`))
 	b.Shot("run.png")
 	b.Click(`#error-kinds a`) // the most frequent kind first: harness_exit
 	b.WaitVisible(`#rollouts-table[data-total="2"] tr.rollout-row.error[data-key="` + failedKey + `"]`)
@@ -57,6 +63,8 @@ func TestBrowser(t *testing.T) {
 	assert.Contains(t, b.Text(`details.attempt[open] .turn[data-turn="0"] .head`), "provider default (fell back from primary)",
 		"the turn names the provider that answered and the one it fell back from")
 	assert.NotContains(t, b.Text(`details.attempt[open] .turn[data-turn="1"] .head`), "provider", "a turn naming no provider shows none")
+	assert.Equal(t, "$0.0005", b.Text(`#rollout-cost`))
+	assert.Contains(t, b.Text(`details.attempt[open] .turn[data-turn="0"] .head`), "$0.0001", "a turn shows its cost")
 	b.Shot("rollout.png")
 
 	// A failed rollout's page says why, and shows no secret.

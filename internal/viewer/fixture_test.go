@@ -45,6 +45,7 @@ func toolTrace(key, task string, answer string) trace.Rollout {
 			{Index: 0, Dialect: "chat", Route: "/v1/chat/completions", Status: 200, Attempts: 1,
 				Request:   dialects.Request{Model: "mock", Messages: []dialects.Message{sys, user}},
 				Response:  dialects.Response{Message: call, FinishReason: "tool_calls", Usage: dialects.Usage{InputTokens: 40, OutputTokens: 12}},
+				CostUSD:   ptr(0.000088),
 				StartedAt: t0, Latency: 420 * time.Millisecond, TTFT: 130 * time.Millisecond},
 			{Index: 1, Dialect: "chat", Route: "/v1/chat/completions", Status: 200, Attempts: 1,
 				Request:   dialects.Request{Model: "mock", Messages: []dialects.Message{sys, user, call, result}},
@@ -75,7 +76,7 @@ func writeFixture(t *testing.T, store results.Store) {
 			task := fmt.Sprintf("arith-%d", i)
 			rec := results.Record{Key: key, RunID: evalRun, Index: i, K: k, TaskID: task, Status: rollout.StatusOK,
 				Turns: 2, InputTokens: 100, OutputTokens: 20, DurationMS: 3000 + 100*i, Model: "mock-1",
-				Attempt: 1, FinishedAt: t0.Add(time.Duration(i*2+int64(k)) * time.Second)}
+				CostUSD: 0.0005, Attempt: 1, FinishedAt: t0.Add(time.Duration(i*2+int64(k)) * time.Second)}
 			tr := toolTrace(key, task, "391")
 			switch {
 			case i == 4:
@@ -84,6 +85,7 @@ func writeFixture(t *testing.T, store results.Store) {
 				tr.Harness.Stderr = "Traceback: boom\nAuthorization: Bearer " + providerKey + "\n"
 			case i == 5:
 				rec.Status, rec.ErrorKind, rec.Error = rollout.StatusError, rollout.KindTimeout, "harness timed out after 60s"
+				rec.CostUSD, rec.UnpricedTurns = 0, 2
 				tr.Harness.TimedOut, tr.Harness.ExitCode = true, -1
 			case i == 3 && k == 1:
 				rec.Reward, rec.Metrics = 0.5, map[string]float64{"tests": 0.5, "tests.passed": 1}
@@ -109,6 +111,7 @@ func writeFixture(t *testing.T, store results.Store) {
 	}
 	agg.RunID, agg.Taskset, agg.Model, agg.Tasks = evalRun, "arith", "mock-1", 6
 	agg.OK, agg.Failed = 8, 4
+	agg.CostUSD, agg.UnpricedRollouts = 0.005, 2
 	agg.StartedAt, agg.EndedAt = t0.Add(-5*time.Second), t0.Add(20*time.Second)
 	agg.PassAtK = []workflows.PassAt{{K: 1, Value: 0.58}, {K: 2, Value: 0.67}}
 	require.NoError(t, store.WriteSummary(ctx, evalRun, agg))
@@ -141,3 +144,5 @@ func writeFixture(t *testing.T, store results.Store) {
 		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

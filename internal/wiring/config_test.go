@@ -198,6 +198,7 @@ func TestConfigFromFlagsErrors(t *testing.T) {
 		{[]string{"--runtime", "vm"}, "unknown runtime \"vm\" (want auto, docker, bwrap, local or netns)"},
 		{[]string{"--interception.type", "ngrok"}, "unknown type"},
 		{[]string{"--gateway-addr", "127.0.0.1:8470"}, "--gateway-addr needs --interception.gateway-token"},
+		{[]string{"--prices", "/nonexistent/prices.yaml"}, "--prices: open /nonexistent/prices.yaml"},
 	} {
 		_, err := parseWorker(t, tt.args...)
 		require.Error(t, err, "ConfigFromFlags(%q)", tt.args)
@@ -314,4 +315,21 @@ func main() { fmt.Print(wiring.Version()) }
 	describe, err := exec.Command("git", "describe", "--tags", "--always", "--dirty").Output()
 	require.NoError(t, err, "the checkout's own version")
 	assert.Equal(t, strings.TrimSpace(string(describe)), string(got), "scripts/build.sh stamps git describe")
+}
+
+// --prices merges the operator's table over the bundled one.
+func TestPricesFlag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "prices.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("my-model: {input: 1, output: 2}\n"), 0o644))
+	cfg, err := parseWorker(t, "--prices", path)
+	require.NoError(t, err)
+	p, ok := cfg.Prices.Lookup("my-model")
+	require.True(t, ok, "the file's model is priced")
+	assert.Equal(t, 2.0, p.Output)
+	_, ok = cfg.Prices.Lookup("mock")
+	assert.True(t, ok, "the bundled table's models stay")
+
+	require.NoError(t, os.WriteFile(path, []byte("my-model: {input: 1, ouput: 2}\n"), 0o644))
+	_, err = parseWorker(t, "--prices", path)
+	assert.ErrorContains(t, err, `--prices prices.yaml: model "my-model": unknown field "ouput"`)
 }

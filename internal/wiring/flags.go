@@ -15,6 +15,7 @@ import (
 	"github.com/evalflow/evalflow/internal/engine"
 	"github.com/evalflow/evalflow/internal/harness/container"
 	"github.com/evalflow/evalflow/internal/interception"
+	"github.com/evalflow/evalflow/internal/prices"
 	"github.com/evalflow/evalflow/internal/providers"
 	"github.com/evalflow/evalflow/internal/providers/mock"
 )
@@ -58,6 +59,7 @@ const (
 	flagGatewayTTL             = "gateway-ttl"
 	flagSkipUnsupported        = "runtime.skip-unsupported"
 	flagProvider               = "provider"
+	flagPrices                 = "prices"
 )
 
 // ClientFlags are the flags that say which Temporal namespace to talk to.
@@ -144,6 +146,8 @@ func WorkerFlags() []cli.Flag {
 			Usage: "host:port to serve Prometheus metrics at /metrics: rollouts, model calls, tunnels and the Temporal SDK's own (empty: off)"},
 		&cli.DurationFlag{Name: flagBodyReadTimeout, Value: interception.DefaultBodyReadTimeout, EnvVars: []string{"EVALFLOW_BODY_READ_TIMEOUT"},
 			Usage: "longest time a harness may take to send a request body to the interception server (408 after)"},
+		&cli.StringFlag{Name: flagPrices, EnvVars: []string{"EVALFLOW_PRICES"},
+			Usage: "YAML or JSON file of model prices in USD per million tokens (input, cached_input, cache_write, output), merged over the bundled table; each turn's cost is priced with it"},
 	)
 	flags = append(flags, RuntimeFlags()...)
 	return append(flags, InterceptionFlags()...)
@@ -190,6 +194,10 @@ func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, 
 	if err != nil {
 		return cfg, nil, err
 	}
+	table, err := prices.Load(cctx.String(flagPrices))
+	if err != nil {
+		return cfg, nil, err
+	}
 	rt, closeRuntime, err := RuntimeFromFlags(cctx, cctx.String(flagWorkDir))
 	if err != nil {
 		return cfg, nil, err
@@ -215,6 +223,7 @@ func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, 
 			MaxConcurrency: cctx.Int(flagUpstreamMaxConcurrency),
 		},
 		BodyReadTimeout: cctx.Duration(flagBodyReadTimeout),
+		Prices:          table,
 		MaxRollouts:     maxRollouts,
 		Multiplex:       ic.multiplex(),
 		WorkDir:         cctx.String(flagWorkDir),

@@ -27,6 +27,7 @@ import (
 	"github.com/evalflow/evalflow/internal/harness/packaged"
 	"github.com/evalflow/evalflow/internal/interception"
 	"github.com/evalflow/evalflow/internal/metrics"
+	"github.com/evalflow/evalflow/internal/prices"
 	"github.com/evalflow/evalflow/internal/providers"
 	"github.com/evalflow/evalflow/internal/providers/mock"
 	"github.com/evalflow/evalflow/results"
@@ -69,6 +70,8 @@ type Config struct {
 	// BodyReadTimeout bounds how long a harness may take to send a request
 	// body; 0 is interception.DefaultBodyReadTimeout.
 	BodyReadTimeout time.Duration
+	// Prices price the model calls; prices.Default() when nil.
+	Prices prices.Table
 	// MaxRollouts bounds the rollouts this worker runs at once.
 	MaxRollouts int
 	// Multiplex is how many rollouts share one interception server.
@@ -260,6 +263,7 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 		GatewaySlots:    w.cap,
 		BodyReadTimeout: cfg.BodyReadTimeout,
 		Metrics:         m,
+		Prices:          cfg.Prices,
 	})
 	w.pool.StartMonitor(cfg.Interception.HealthInterval)
 	w.pool.StartGatewaySweeper(0)

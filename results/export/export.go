@@ -41,6 +41,9 @@ type Row struct {
 	InputTok  int64   `json:"input_tokens" parquet:"input_tokens"`
 	OutputTok int64   `json:"output_tokens" parquet:"output_tokens"`
 	Duration  int64   `json:"duration_ms" parquet:"duration_ms"`
+	// Cost is what the rollout's model calls cost in USD; null when a call
+	// was of a model without a price, so that its cost is unknown.
+	Cost *float64 `json:"cost_usd" parquet:"cost_usd,optional"`
 	// Attempt numbers the attempt that made the record; Attempts counts
 	// every stored attempt of the rollout.
 	Attempt  int64 `json:"attempt" parquet:"attempt"`
@@ -169,6 +172,9 @@ func rowOf(ctx context.Context, store results.Store, rec results.Record) (Row, e
 		Metrics: metrics, Model: rec.Model, Turns: int64(rec.Turns), InputTok: int64(rec.InputTokens),
 		OutputTok: int64(rec.OutputTokens), Duration: rec.DurationMS, Attempt: int64(rec.Attempt),
 		FinishedAt: rec.FinishedAt.UTC().Format(time.RFC3339Nano),
+	}
+	if rec.UnpricedTurns == 0 {
+		row.Cost = &rec.CostUSD
 	}
 	attempts, err := store.Attempts(ctx, rec.RunID, rec.Key)
 	if err != nil {

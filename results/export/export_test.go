@@ -30,6 +30,7 @@ func fill(t *testing.T, s results.Store) {
 	ctx := context.Background()
 	ok := storetest.Record("run", 0, 0)
 	ok.Attempt, ok.Metrics = 1, map[string]float64{"tests": 1, "judge": 0.5}
+	ok.CostUSD = 0.0125
 	tr := &trace.Rollout{Key: ok.Key, Harness: trace.Harness{Answer: "42"}, Turns: []trace.Turn{
 		{Request: dialects.Request{Messages: []dialects.Message{text("system", "be brief"), text("user", "What is 6*7?")}},
 			Response: dialects.Response{Message: text("assistant", "Let me think.")}},
@@ -48,6 +49,7 @@ func fill(t *testing.T, s results.Store) {
 
 	failed := storetest.Failure(storetest.Record("run", 2, 0), 1)
 	failed.Metrics = nil
+	failed.CostUSD, failed.UnpricedTurns = 0.5, 1
 	_, _, err = s.Put(ctx, failed, nil)
 	require.NoError(t, err)
 }
@@ -89,6 +91,9 @@ func TestExport(t *testing.T) {
 			assert.Equal(t, "error", rows[2].Status)
 			assert.Equal(t, "harness_exit", rows[2].Kind)
 			assert.Equal(t, "{}", rows[2].Metrics)
+			require.NotNil(t, first.Cost)
+			assert.InDelta(t, 0.0125, *first.Cost, 1e-12, "cost_usd is the record's cost")
+			assert.Nil(t, rows[2].Cost, "a rollout with an unpriced call has no cost_usd, not 0")
 
 			var pq bytes.Buffer
 			require.NoError(t, export.Write(&pq, "parquet", rows))
@@ -97,7 +102,7 @@ func TestExport(t *testing.T) {
 			assert.Equal(t, rows, back, "Parquet reads back as written")
 			f, err := parquet.OpenFile(bytes.NewReader(pq.Bytes()), int64(pq.Len()))
 			require.NoError(t, err)
-			for _, col := range []string{"key", "epoch", "reward", "metrics", "prompt", "transcript", "attempts"} {
+			for _, col := range []string{"key", "epoch", "reward", "metrics", "prompt", "transcript", "attempts", "cost_usd"} {
 				_, ok := f.Schema().Lookup(col)
 				assert.True(t, ok, "column %s", col)
 			}
@@ -109,6 +114,8 @@ func TestExport(t *testing.T) {
 			var row export.Row
 			require.NoError(t, json.Unmarshal([]byte(lines[0]), &row))
 			assert.Equal(t, first, row)
+			assert.Contains(t, lines[0], `"cost_usd":0.0125`)
+			assert.Contains(t, lines[2], `"cost_usd":null`)
 
 			assert.ErrorContains(t, export.Write(&jl, "csv", rows), "jsonl or parquet")
 		})

@@ -40,6 +40,7 @@ async function api(path) {
 }
 
 const fmt = {
+  usd: (v) => (v === undefined || v === null ? "" : "$" + Number(v).toFixed(4)),
   num: (v, d = 3) => (v === undefined || v === null ? "" : Number(v).toFixed(d).replace(/\.?0+$/, "") || "0"),
   time: (s) => (s ? new Date(s).toLocaleString() : ""),
   ms: (v) => (v >= 1000 ? (v / 1000).toFixed(2) + " s" : Math.round(v) + " ms"),
@@ -86,7 +87,7 @@ async function runsPage(seq) {
   const table = el("table", { id: "runs-table" },
     el("thead", {}, el("tr", {},
       ["Run", "Kind", "Model", "Taskset", "State"].map((h) => el("th", {}, h)),
-      ["Rollouts", "OK", "Failed", "Mean reward"].map((h) => el("th", { class: "num" }, h)),
+      ["Rollouts", "OK", "Failed", "Mean reward", "Cost"].map((h) => el("th", { class: "num" }, h)),
       el("th", {}, "Started"))),
     el("tbody", {}, rows.map((r) => el("tr", { "data-run": r.id },
       el("td", {}, el("a", { href: runLink(r.id) }, r.id)),
@@ -98,6 +99,7 @@ async function runsPage(seq) {
       el("td", { class: "num" }, r.ok),
       el("td", { class: "num failed" }, r.failed),
       el("td", { class: "num" }, fmt.num(r.mean_reward)),
+      el("td", { class: "num cost" }, fmt.usd(r.cost_usd) + (r.unpriced_rollouts ? " + unknown" : "")),
       el("td", {}, fmt.time(r.started_at))))));
   show(el("h1", {}, "Runs"), rows.length ? table : el("p", { class: "muted" }, "No runs in this store yet."));
   schedule(() => route());
@@ -143,6 +145,9 @@ function runCards(run) {
     card("ok", run.ok),
     card("failed", run.failed),
     card("mean reward", fmt.num(run.mean_reward) + " ± " + fmt.num(run.std_reward)),
+    el("div", { class: "card", id: "run-cost" }, el("div", { class: "v" }, fmt.usd(run.cost_usd)),
+      el("div", { class: "l" }, "cost" + (run.unpriced_rollouts ? " (unknown for " + run.unpriced_rollouts + " rollouts: a model without a price, or an answer without usage)" : ""))),
+    run.stopped === "max_run_cost" ? card("stopped", "at --max-run-cost") : null,
     card("started", fmt.time(run.started_at) || "—"),
     run.temporal_url ? card("workflow", el("a", { href: run.temporal_url, target: "_blank", rel: "noopener" }, "Temporal UI")) : null);
 }
@@ -268,6 +273,7 @@ function rolloutsTable(page) {
     el("thead", {}, el("tr", {},
       col("Rollout", "key"), el("th", {}, "Task"), col("Status", "status"),
       col("Reward", "reward", true), col("Turns", "turns", true), el("th", { class: "num" }, "Tokens in/out"),
+      el("th", { class: "num" }, "Cost"),
       col("Duration", "duration", true), col("Finished", "finished"))),
     el("tbody", {}, page.rows.map((r) => el("tr", { "data-key": r.key, class: "rollout-row " + r.status },
       el("td", {}, el("a", { href: rolloutLink(r.run_id, r.key) }, r.key)),
@@ -277,8 +283,15 @@ function rolloutsTable(page) {
       el("td", { class: "num" }, fmt.num(r.reward)),
       el("td", { class: "num" }, r.turns),
       el("td", { class: "num" }, r.input_tokens + " / " + r.output_tokens),
+      el("td", { class: "num cost" }, rolloutCost(r)),
       el("td", { class: "num" }, fmt.ms(r.duration_ms)),
       el("td", {}, fmt.time(r.finished_at))))));
+}
+
+// rolloutCost is a rollout's cost, or says it is unknown when one of its
+// calls was of a model without a price.
+function rolloutCost(r) {
+  return r.unpriced_turns ? "unknown" : fmt.usd(r.cost_usd || 0);
 }
 
 function pager(page) {
@@ -309,6 +322,7 @@ async function rolloutPage(seq, run, key) {
       ["reward", fmt.num(rec.reward)],
       ["turns", rec.turns],
       ["tokens", rec.input_tokens + " in, " + rec.output_tokens + " out"],
+      ["cost", el("span", { id: "rollout-cost" }, rolloutCost(rec) + (rec.unpriced_turns ? " (" + rec.unpriced_turns + " calls of a model without a price, or answered without usage)" : ""))],
       ["duration", fmt.ms(rec.duration_ms)],
       ["model", rec.model],
       ["attempt", rec.attempt],
@@ -359,6 +373,8 @@ function turn(t, prev) {
     "latency " + fmt.ns(t.latency_ns),
     t.ttft_ns ? "TTFT " + fmt.ns(t.ttft_ns) : "",
     "tokens " + (u.input_tokens || 0) + " in / " + (u.output_tokens || 0) + " out" + (u.reasoning_tokens ? " (" + u.reasoning_tokens + " reasoning)" : ""),
+    t.cost_usd !== undefined && t.cost_usd !== null ? fmt.usd(t.cost_usd) : "",
+    t.limit ? "limit: " + t.limit : "",
     t.streamed ? "streamed" : "",
     t.attempts > 1 ? t.attempts + " upstream attempts" : "",
     t.upstream_failure ? "provider failed: " + t.upstream_failure : "",
