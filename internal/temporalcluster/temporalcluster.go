@@ -360,11 +360,25 @@ func (c *Cluster) exited() error {
 		}
 		select {
 		case <-done:
-			return fmt.Errorf("%w: %s (log: %s)", errExited, name, filepath.Join(c.opts.Dir, "temporal-"+name+".log"))
+			log := filepath.Join(c.opts.Dir, "temporal-"+name+".log")
+			return fmt.Errorf("%w: %s (log: %s)%s", errExited, name, log, logTail(log, 20))
 		default:
 		}
 	}
 	return nil
+}
+
+// logTail is the last lines of a service's log, indented below the error
+// that names it: the directory holding the log is often gone (a test's
+// temp dir) by the time someone reads the error.
+func logTail(path string, lines int) string {
+	b, err := os.ReadFile(path)
+	if err != nil || len(bytes.TrimSpace(b)) == 0 {
+		return ""
+	}
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	all = all[max(0, len(all)-lines):]
+	return "; its log ends:\n\t" + strings.Join(all, "\n\t")
 }
 
 // Connection is how a client of the test reaches the frontend; with TLS

@@ -3,6 +3,9 @@ package temporalcluster
 import (
 	"context"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -58,4 +61,25 @@ func TestClusterStartsKillsAndRestarts(t *testing.T) {
 	require.NoError(t, pg.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = ANY($1)", c.databases).Scan(&left))
 	require.Len(t, c.databases, 2)
 	require.Zero(t, left, "Stop drops the cluster's databases")
+}
+
+// A service process that ends on its own is an error naming the service
+// and carrying the end of its log: the test's temp dir holding the log is
+// gone by the time CI's output is read.
+func TestAnExitedServiceReportsItsLog(t *testing.T) {
+	dir := t.TempDir()
+	server := filepath.Join(dir, "temporal-server")
+	require.NoError(t, os.WriteFile(server, []byte("#!/bin/sh\necho \"starting $6\"\necho 'unable to bind the membership port' >&2\nexit 1\n"), 0o755))
+	c := &Cluster{Address: "127.0.0.1:1", opts: Options{Dir: dir}, server: server,
+		procs: map[string]*exec.Cmd{}, done: map[string]chan struct{}{}}
+	require.NoError(t, c.StartService("matching"))
+	t.Cleanup(func() { c.Kill() })
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := c.WaitReady(ctx)
+	require.ErrorIs(t, err, errExited)
+	require.ErrorContains(t, err, "matching")
+	require.ErrorContains(t, err, "starting matching")
+	require.ErrorContains(t, err, "unable to bind the membership port")
 }
