@@ -18,6 +18,8 @@ const (
 	AttrRunID   = "EvalflowRunId"
 	AttrModel   = "EvalflowModel"
 	AttrTaskset = "EvalflowTaskset"
+	// AttrHarness is the harness of a sweep's cell (SweepCell.HarnessName).
+	AttrHarness = "EvalflowHarness"
 )
 
 // SearchAttributes are the search attributes a run's workflows carry.

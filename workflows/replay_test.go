@@ -73,6 +73,7 @@ func TestWorkflowsReplaySavedHistories(t *testing.T) {
 			r.RegisterWorkflowWithOptions(Train, workflow.RegisterOptions{Name: TrainName})
 			r.RegisterWorkflowWithOptions(Epoch, workflow.RegisterOptions{Name: EpochName})
 			r.RegisterWorkflowWithOptions(Pull, workflow.RegisterOptions{Name: PullName})
+			r.RegisterWorkflowWithOptions(Sweep, workflow.RegisterOptions{Name: SweepName})
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(tlog.NewStructuredLogger(slog.New(slog.DiscardHandler)), file))
 		})
 	}

@@ -258,6 +258,7 @@ func Attributes() map[string]enumspb.IndexedValueType {
 		workflows.AttrRunID:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		workflows.AttrModel:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		workflows.AttrTaskset: enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		workflows.AttrHarness: enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	}
 }
 
