@@ -56,6 +56,11 @@ func runEval(cctx *cli.Context) error {
 	if err := prepareTasks(ctx, s, cfg.Taskset); err != nil {
 		return err
 	}
+	if in, ok, err := sweepInput(cctx, cfg); err != nil {
+		return err
+	} else if ok {
+		return runSweep(cctx, s, in)
+	}
 	// What the store holds before the run starts is what it reuses.
 	account, closeAccount := newStoreAccount(ctx, storeFlags(cctx), cfg.RunID)
 	defer closeAccount()
@@ -215,12 +220,11 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 	if _, err := rubrics.Compile(cfg.Rubric); err != nil {
 		return cfg, fmt.Errorf("--rubric: %w", err)
 	}
-	if cfg.Model == "" {
-		if cctx.String(wiring.FlagBaseURL) != "" {
-			return cfg, fmt.Errorf("--model is required with --base-url")
-		}
-		cfg.Model = mockModel
+	harnesses, models, err := matrix(cctx)
+	if err != nil {
+		return cfg, err
 	}
+	cfg.Model = models[0]
 	r, err := roles(cctx)
 	if err != nil {
 		return cfg, err
@@ -237,20 +241,14 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 	}
 	cfg.Harness.VerifierTimeout = cctx.Duration("verifier-timeout")
 	if v := cctx.String("harness-version"); v != "" {
-		if _, ok := packaged.Lookup(cctx.String("harness")); !ok {
-			return cfg, fmt.Errorf("--harness-version %s: only a packaged harness has a version (--harness %s)", v, strings.Join(packaged.Names(), " or --harness "))
+		for _, h := range harnesses {
+			if _, ok := packaged.Lookup(h); !ok {
+				return cfg, fmt.Errorf("--harness-version %s: only a packaged harness has a version (--harness %s)", v, strings.Join(packaged.Names(), " or --harness "))
+			}
 		}
 	}
-	if p, ok := packaged.Lookup(cctx.String("harness")); ok {
-		cfg.Harness.Command = packaged.Command(p, cctx.String("harness-version"))
-	} else if h := cctx.String("harness"); h == oracleHarness {
-		cfg.Harness.Oracle = true
-	} else if h != "" {
-		argv, err := shellwords.Parse(h)
-		if err != nil || len(argv) == 0 {
-			return cfg, fmt.Errorf("--harness %q: cannot split into a command line", h)
-		}
-		cfg.Harness.Command = argv
+	if cfg.Harness, err = withHarness(cfg.Harness, harnesses[0], cctx.String("harness-version")); err != nil {
+		return cfg, err
 	}
 	if cctx.IsSet("temperature") {
 		v := cctx.Float64("temperature")
@@ -266,6 +264,25 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 	}
 	cfg = cfg.WithDefaults()
 	return cfg, cfg.Validate()
+}
+
+// withHarness is h running the harness the --harness value name gives: a
+// packaged harness (at version), the oracle, a command line, or the
+// built-in agent ("").
+func withHarness(h rollout.HarnessConfig, name, version string) (rollout.HarnessConfig, error) {
+	h.Command, h.Oracle = nil, false
+	if p, ok := packaged.Lookup(name); ok {
+		h.Command = packaged.Command(p, version)
+	} else if name == oracleHarness {
+		h.Oracle = true
+	} else if name != "" {
+		argv, err := shellwords.Parse(name)
+		if err != nil || len(argv) == 0 {
+			return h, fmt.Errorf("--harness %q: cannot split into a command line", name)
+		}
+		h.Command = argv
+	}
+	return h, nil
 }
 
 // counted are the numeric run flags, each with the least value it takes. A

@@ -3,6 +3,8 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -61,6 +63,35 @@ type CellResult struct {
 // name. It is the cell's workflow id and the prefix of its rollout keys,
 // so cells never share a key.
 func CellRunID(runID, cell string) string { return runID + ":" + cell }
+
+// SweepAttributes are the search attributes of a sweep's workflow: its run
+// id and taskset, its models and harnesses, each list comma-separated.
+func SweepAttributes(in SweepInput) temporal.SearchAttributes {
+	var models, harnesses []string
+	for _, c := range in.Cells {
+		if !slices.Contains(models, c.Model) {
+			models = append(models, c.Model)
+		}
+		if !slices.Contains(harnesses, c.HarnessName) {
+			harnesses = append(harnesses, c.HarnessName)
+		}
+	}
+	return temporal.NewSearchAttributes(
+		temporal.NewSearchAttributeKeyKeyword(AttrRunID).ValueSet(in.Config.RunID),
+		temporal.NewSearchAttributeKeyKeyword(AttrModel).ValueSet(strings.Join(models, ",")),
+		temporal.NewSearchAttributeKeyKeyword(AttrTaskset).ValueSet(TasksetName(in.Config.Taskset)),
+		temporal.NewSearchAttributeKeyKeyword(AttrHarness).ValueSet(strings.Join(harnesses, ",")),
+	)
+}
+
+// CellNames lists cells' names, comma-separated.
+func CellNames(cells []SweepCell) string {
+	names := make([]string, len(cells))
+	for i, c := range cells {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ", ")
+}
 
 // cellAttributes are the search attributes of a cell's workflow: the
 // sweep's run id (one filter finds every cell), the cell's model, taskset

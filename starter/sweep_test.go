@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
+
+	"github.com/evalflow/evalflow/internal/wiring"
+	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/workflows"
+)
+
+func TestSplitList(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+		err  string
+	}{
+		{"", nil, ""},
+		{"mock", []string{"mock"}, ""},
+		{"a, b ,c", []string{"a", "b", "c"}, ""},
+		{`agent,sh -c 'echo 1,2',"x,y"`, []string{"agent", "sh -c 'echo 1,2'", `"x,y"`}, ""},
+		{"a,,b", nil, "empty item"},
+		{"a,", nil, "empty item"},
+		{"a,b,a", nil, `names "a" twice`},
+	} {
+		got, err := splitList(tc.in)
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err, "splitList(%q)", tc.in)
+			continue
+		}
+		require.NoError(t, err, "splitList(%q)", tc.in)
+		assert.Equal(t, tc.want, got, "splitList(%q)", tc.in)
+	}
+}
+
+func TestCellNames(t *testing.T) {
+	for _, tc := range []struct{ harness, model, want string }{
+		{"", "mock", "agent@mock"},
+		{"codex", "gpt-4.1", "codex@gpt-4.1"},
+		{oracleHarness, "mock", "oracle@mock"},
+		{"python /opt/agents/agent.py --fast", "openai/gpt-4o", "python-agent.py@openai-gpt-4o"},
+		{"sh -c 'echo 4'", "a b", "sh--c@a-b"},
+	} {
+		got := cellName(harnessName(tc.harness), tc.model)
+		assert.Equal(t, tc.want, got, "cellName(harnessName(%q), %q)", tc.harness, tc.model)
+		assert.NoError(t, results.ValidateRunID(workflows.CellRunID("run", got)), "a cell's run id is a valid run id")
+	}
+}
+
+// sweepWith runs `starter eval args…` with an action that only builds the
+// sweep the flags ask for.
+func sweepWith(t *testing.T, args ...string) (workflows.SweepInput, bool, error) {
+	t.Helper()
+	t.Chdir(t.TempDir())
+	cmd := evalCommand()
+	var in workflows.SweepInput
+	var ok bool
+	cmd.Action = func(cctx *cli.Context) error {
+		cfg, err := runConfig(cctx)
+		if err != nil {
+			return err
+		}
+		in, ok, err = sweepInput(cctx, cfg)
+		return err
+	}
+	var out bytes.Buffer
+	app := &cli.App{Name: "starter", Commands: []*cli.Command{cmd}, Writer: &out, ErrWriter: &out}
+	err := app.Run(append([]string{"starter", "eval"}, args...))
+	return in, ok, err
+}
+
+func TestSweepMatrixFromFlagsAndRunFile(t *testing.T) {
+	in, ok, err := sweepWith(t, "--run-id", "sw", "--harness", ",sh agent.sh", "--model", "m1,m2")
+	require.ErrorContains(t, err, "empty item", "an empty harness is refused, not taken as the built-in agent")
+	assert.False(t, ok)
+
+	in, ok, err = sweepWith(t, "--run-id", "sw", "--shuffle", "--seed", "7", "--harness", "oracle,sh agent.sh", "--model", "m1,m2")
+	require.NoError(t, err)
+	require.True(t, ok)
+	var names []string
+	for _, c := range in.Cells {
+		names = append(names, c.Name)
+	}
+	assert.Equal(t, []string{"oracle@m1", "oracle@m2", "sh-agent.sh@m1", "sh-agent.sh@m2"}, names, "harness by harness, model by model")
+	assert.True(t, in.Cells[0].Harness.Oracle)
+	assert.Equal(t, []string{"sh", "agent.sh"}, in.Cells[2].Harness.Command)
+	assert.False(t, in.Cells[2].Harness.Oracle)
+	assert.Equal(t, "m2", in.Cells[3].Model)
+	assert.Equal(t, uint64(7), in.Config.Seed, "every cell runs the run's seed")
+
+	file := writeFile(t, "run.yaml", "run-id: sw\nharness: [oracle, sh agent.sh]\nmodel: [m1, m2]\n")
+	fromFile, ok, err := sweepWith(t, "--config", file)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, in.Cells, fromFile.Cells, "a run file's lists make the same sweep")
+
+	_, ok, err = sweepWith(t, "--run-id", "one", "--model", "m1")
+	require.NoError(t, err)
+	assert.False(t, ok, "one harness and one model is a plain evaluation")
+
+	_, _, err = sweepWith(t, "--run-id", "x", "--model", "a,b", "--"+wiring.FlagBaseURL, "http://127.0.0.1:1")
+	require.NoError(t, err, "models listed with --base-url are all that upstream's")
+}
+
+func TestSweepSummaryShowsCellsSideBySide(t *testing.T) {
+	res := workflows.SweepResult{RunID: "sw", Taskset: "sample", WallTime: "3s", Cells: []workflows.CellResult{
+		{Name: "agent@m1", RunID: "sw:agent@m1", HarnessName: "agent", Model: "m1", Result: workflows.Result{
+			Rollouts: 4, MeanReward: 0.75, StdReward: 0.433, PassAtK: []workflows.PassAt{{K: 1, Value: 0.75}, {K: 2, Value: 1}},
+			InputTokens: 120, OutputTokens: 30, CostUSD: 0.0125, WallTime: "1.2s"}},
+		{Name: "sh@m2", RunID: "sw:sh@m2", HarnessName: "sh", Model: "m2", Error: "boom", Result: workflows.Result{
+			Rollouts: 4, Failed: 3, Errors: []workflows.KindCount{{Kind: "harness_exit", Count: 3}}, UnpricedRollouts: 1}},
+	}}
+	var out bytes.Buffer
+	printSweepSummary(&out, res, wiring.StoreConfig{})
+	s := out.String()
+	assert.Contains(t, s, "sweep sw: 2 cells over sample, wall time 3s")
+	assert.Regexp(t, `agent@m1\s+agent\s+m1\s+4\s+0\.750 ± 0\.433\s+0\.750 1\.000\s+0\s+120/30\s+\$0\.0125\s+1\.2s`, s)
+	assert.Regexp(t, `sh@m2\s+sh\s+m2\s+4\s+0\.000 ± 0\.000\s+-\s+3 \(harness_exit 3\)`, s)
+	assert.Contains(t, s, "(+1 unpriced)")
+	assert.Contains(t, s, "cell sh@m2 failed: boom")
+	assert.ErrorContains(t, sweepError(res), "cells sh@m2 failed")
+}
