@@ -2,6 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +16,8 @@ import (
 
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/export"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -123,4 +131,66 @@ func TestSweepSummaryShowsCellsSideBySide(t *testing.T) {
 	assert.Contains(t, s, "(+1 unpriced)")
 	assert.Contains(t, s, "cell sh@m2 failed: boom")
 	assert.ErrorContains(t, sweepError(res), "cells sh@m2 failed")
+}
+
+// starter export of a sweep writes its cells' rollouts, each row naming
+// its cell, and starter results prints the cells side by side.
+func TestExportAndResultsOfASweep(t *testing.T) {
+	dir := t.TempDir()
+	store, err := results.Open(dir)
+	require.NoError(t, err)
+	ctx := context.Background()
+	sweep := workflows.SweepResult{RunID: "sw", Taskset: "sample", WallTime: "2s"}
+	for i, name := range []string{"agent@m1", "agent@m2", "sh@m1", "sh@m2"} {
+		runID := workflows.CellRunID("sw", name)
+		for k := range 2 {
+			rec := storetest.Record(runID, 0, k)
+			rec.Reward = float64(i % 2)
+			_, _, err := store.Put(ctx, rec, storetest.Trace(rec.Key, 0))
+			require.NoError(t, err)
+		}
+		sweep.Cells = append(sweep.Cells, workflows.CellResult{Name: name, RunID: runID, Model: name[len(name)-2:],
+			Result: workflows.Result{RunID: runID, Rollouts: 2, MeanReward: float64(i % 2)}})
+	}
+	require.NoError(t, store.WriteSummary(ctx, "sw", sweep))
+	require.NoError(t, store.Close())
+
+	out := filepath.Join(t.TempDir(), "sw.jsonl")
+	require.NoError(t, newApp().Run([]string{"starter", "export", "--runs-dir", dir, "--out", out, "sw"}))
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	cells := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r export.Row
+		require.NoError(t, json.Unmarshal([]byte(line), &r))
+		assert.Equal(t, workflows.CellRunID("sw", r.Cell), r.RunID, "a row's cell is its run's")
+		cells[r.Cell]++
+	}
+	assert.Equal(t, map[string]int{"agent@m1": 2, "agent@m2": 2, "sh@m1": 2, "sh@m2": 2}, cells)
+
+	stdout := captureStdout(t, func() {
+		require.NoError(t, newApp().Run([]string{"starter", "results", "--runs-dir", dir, "sw"}))
+	})
+	assert.Contains(t, stdout, "sweep sw: 4 cells")
+	for _, name := range []string{"agent@m1", "agent@m2", "sh@m1", "sh@m2"} {
+		assert.Contains(t, stdout, name)
+	}
+}
+
+// captureStdout is what f writes to os.Stdout.
+func captureStdout(t *testing.T, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	old := os.Stdout
+	os.Stdout = w
+	done := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(r)
+		done <- string(b)
+	}()
+	defer func() { os.Stdout = old }()
+	f()
+	require.NoError(t, w.Close())
+	return <-done
 }
