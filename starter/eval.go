@@ -127,7 +127,7 @@ func runFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "temperature", Usage: "sampling temperature set on every model call"},
 		&cli.Float64Flag{Name: "top-p", Usage: "nucleus sampling set on every model call"},
 		&cli.IntFlag{Name: "max-tokens", Usage: "max tokens set on every model call"},
-		&cli.StringFlag{Name: "harness", Usage: "harness: codex or claude-code (packaged: installed by each worker from npm), `oracle` (runs each task's solution/solve.sh, to check a taskset), or a command, e.g. 'python agent.py' (default: the built-in agent); eval: a comma-separated list runs a sweep, one evaluation per harness × model"},
+		&cli.StringFlag{Name: "harness", Usage: "harness: codex or claude-code (packaged: installed by each worker from npm), `oracle` (runs each task's solution/solve.sh, to check a taskset), or a command, e.g. 'python agent.py' (default: the built-in agent, named `agent` in a list); eval: a comma-separated list runs a sweep, one evaluation per harness × model"},
 		&cli.StringFlag{Name: "harness-version", Usage: "version of a packaged harness (default: its pinned version, " + pinnedVersions() + ")"},
 		&cli.DurationFlag{Name: "harness-timeout", Value: workflows.DefaultHarnessTimeout, Usage: "kill a harness after this long"},
 		harnessEnvFlag(),
@@ -163,6 +163,10 @@ func pinnedVersions() string {
 
 // oracleHarness is the --harness that runs each task's reference solution.
 const oracleHarness = "oracle"
+
+// builtinHarness is the --harness that names the built-in agent, the
+// default, in a sweep's list of harnesses.
+const builtinHarness = "agent"
 
 // runConfig turns flags into the workflow input.
 func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
@@ -271,6 +275,9 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 // built-in agent ("").
 func withHarness(h rollout.HarnessConfig, name, version string) (rollout.HarnessConfig, error) {
 	h.Command, h.Oracle = nil, false
+	if name == builtinHarness {
+		return h, nil
+	}
 	if p, ok := packaged.Lookup(name); ok {
 		h.Command = packaged.Command(p, version)
 	} else if name == oracleHarness {

@@ -92,7 +92,7 @@ func splitList(s string) ([]string, error) {
 // (their base names).
 func harnessName(h string) string {
 	if h == "" {
-		return "agent"
+		return builtinHarness
 	}
 	if _, ok := packaged.Lookup(h); ok || h == oracleHarness {
 		return h

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -193,4 +194,58 @@ func captureStdout(t *testing.T, f func()) string {
 	f()
 	require.NoError(t, w.Close())
 	return <-done
+}
+
+// `starter eval` with two harnesses and two models runs a sweep in one
+// command on the embedded server with the offline mock: the summary shows
+// the four cells side by side, the export holds every cell's rollouts, and
+// the same command again reports the finished sweep without running
+// anything.
+func TestSweepCommandComparesTheCells(t *testing.T) {
+	dir := t.TempDir()
+	agentBin := filepath.Join(dir, "evalflow-agent")
+	build := exec.Command("go", "build", "-o", agentBin, "./cmd/evalflow-agent")
+	build.Dir = ".."
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "build the built-in agent: %s", out)
+	t.Setenv(wiring.AgentEnv, agentBin)
+
+	runs := filepath.Join(dir, "runs")
+	args := []string{"eval", "--run-id", "sw", "--tasks", "3", "--rollouts-per-task", "2",
+		"--harness", `agent,sh -c 'printf 0 > "$EVALFLOW_ANSWER_FILE"'`, "--model", "mock-a,mock-b",
+		"--address", freeAddr(t), "--embedded", "--ui-port", "-1", "--data-dir", filepath.Join(dir, "data"), "--runs-dir", runs}
+	var stderr string
+	stdout := captureStdout(t, func() {
+		_, stderr, err = runStarter(t, args...)
+	})
+	require.NoError(t, err, "%s", stderr)
+	assert.Contains(t, stdout, "sweep sw: 4 cells over sample")
+	rows := map[string]string{}
+	for _, line := range strings.Split(stdout, "\n") {
+		if name, _, ok := strings.Cut(line, " "); ok && strings.Contains(name, "@") {
+			rows[name] = line
+		}
+	}
+	require.Len(t, rows, 4, "one row per cell:\n%s", stdout)
+	assert.Regexp(t, `^agent@mock-a\s+agent\s+mock-a\s+6\s`, rows["agent@mock-a"])
+	assert.Regexp(t, `^sh--c@mock-b\s+sh -c\s+mock-b\s+6\s+0\.000 ± 0\.000\s`, rows["sh--c@mock-b"], "the shell answers 0: never right")
+	assert.NotContains(t, rows["agent@mock-b"], "0.000 ± 0.000", "the built-in agent with the mock gets some right")
+
+	exported := filepath.Join(dir, "sw.jsonl")
+	require.NoError(t, newApp().Run([]string{"starter", "export", "--runs-dir", runs, "--out", exported, "sw"}))
+	b, err := os.ReadFile(exported)
+	require.NoError(t, err)
+	cells := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r export.Row
+		require.NoError(t, json.Unmarshal([]byte(line), &r))
+		cells[r.Cell]++
+	}
+	assert.Equal(t, map[string]int{"agent@mock-a": 6, "agent@mock-b": 6, "sh--c@mock-a": 6, "sh--c@mock-b": 6}, cells)
+
+	stdout = captureStdout(t, func() {
+		_, stderr, err = runStarter(t, args...)
+	})
+	require.NoError(t, err, "%s", stderr)
+	assert.Contains(t, stdout, "sweep sw: 4 cells", "the finished sweep's summary again")
 }
