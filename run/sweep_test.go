@@ -112,3 +112,47 @@ func (s *sweepHistory) GetWorkflowHistory(context.Context, string, string, bool,
 		},
 	}}}
 }
+
+// cellProgress answers each cell's progress query; the sweep itself has
+// none.
+type cellProgress struct {
+	sweepHistory
+	cells map[string]workflows.Progress
+}
+
+type encoded struct{ v workflows.Progress }
+
+func (e encoded) HasValue() bool { return true }
+
+func (e encoded) Get(ptr any) error {
+	*(ptr.(*workflows.Progress)) = e.v
+	return nil
+}
+
+func (c *cellProgress) QueryWorkflow(_ context.Context, id, _, _ string, _ ...any) (converter.EncodedValue, error) {
+	p, ok := c.cells[id]
+	if !ok {
+		return nil, serviceerror.NewNotFound("no such workflow")
+	}
+	return encoded{p}, nil
+}
+
+// A sweep's status is its cells' progress, summed; a cell not started yet
+// adds nothing.
+func TestSweepStatusSumsItsCells(t *testing.T) {
+	in := testSweep()
+	c := &cellProgress{sweepHistory: sweepHistory{fakeTemporal: fakeTemporal{kind: workflows.SweepName, status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING}, in: in},
+		cells: map[string]workflows.Progress{
+			"sw:agent@m1": {Tasks: 3, Rollouts: 6, Done: 4, Failed: 1, Running: 2, MeanReward: 0.5},
+			"sw:sh@m2":    {Tasks: 3, Rollouts: 6, Done: 2, Running: 1, MeanReward: 1},
+		}}
+	l, err := Status(context.Background(), c, "sw")
+	require.NoError(t, err)
+	require.NotNil(t, l.Progress, "%v", l.ProgressErr)
+	assert.Equal(t, workflows.SweepName, l.Kind)
+	assert.Equal(t, int64(12), l.Progress.Rollouts)
+	assert.Equal(t, int64(6), l.Progress.Done)
+	assert.Equal(t, int64(1), l.Progress.Failed)
+	assert.Equal(t, 3, l.Progress.Running)
+	assert.InDelta(t, (0.5*4+1*2)/6.0, l.Progress.MeanReward, 1e-9)
+}

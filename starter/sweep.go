@@ -242,42 +242,16 @@ func watchSweep(ctx context.Context, c client.Client, in workflows.SweepInput, b
 	for {
 		select {
 		case o := <-end:
-			bar.draw(sweepProgress(context.WithoutCancel(ctx), c, in))
+			bar.draw(run.SweepProgress(context.WithoutCancel(ctx), c, in))
 			bar.finish()
 			if ctx.Err() != nil {
 				return o.res, ctx.Err()
 			}
 			return o.res, o.err
 		case <-t.C:
-			bar.draw(sweepProgress(ctx, c, in))
+			bar.draw(run.SweepProgress(ctx, c, in))
 		}
 	}
-}
-
-// sweepProgress sums the progress of the cells that answer.
-func sweepProgress(ctx context.Context, c client.Client, in workflows.SweepInput) workflows.Progress {
-	sum := workflows.Progress{RunID: in.Config.RunID}
-	var rewards float64
-	for _, cell := range in.Cells {
-		p, err := run.Progress(ctx, c, workflows.CellRunID(in.Config.RunID, cell.Name))
-		if err != nil {
-			continue
-		}
-		sum.Tasks += p.Tasks
-		sum.Rollouts += p.Rollouts
-		sum.Done += p.Done
-		sum.Failed += p.Failed
-		sum.Running += p.Running
-		sum.Reused += p.Reused
-		rewards += p.MeanReward * float64(p.Done)
-		if sum.StartedAt.IsZero() || p.StartedAt.Before(sum.StartedAt) {
-			sum.StartedAt = p.StartedAt
-		}
-	}
-	if sum.Done > 0 {
-		sum.MeanReward = rewards / float64(sum.Done)
-	}
-	return sum
 }
 
 // printSweepSummary writes a finished sweep's cells side by side: one row
