@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -248,4 +249,64 @@ func TestSweepCommandComparesTheCells(t *testing.T) {
 	})
 	require.NoError(t, err, "%s", stderr)
 	assert.Contains(t, stdout, "sweep sw: 4 cells", "the finished sweep's summary again")
+}
+
+// Stopping `starter eval` in the middle of a sweep (Ctrl-C: the embedded
+// server and worker stop with it) and running the same command again
+// resumes every cell: each ends with all its rollouts, and the rollouts
+// stored before the stop are the same records, never run again.
+func TestSweepCommandStoppedResumesEveryCell(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	// The shell harness takes a moment per rollout, so the stop comes
+	// while the cells run.
+	args := []string{"eval", "--run-id", "sw", "--tasks", "6", "--max-concurrent", "1",
+		"--harness", `sh -c 'sleep 0.3; printf 0 > "$EVALFLOW_ANSWER_FILE"',oracle`, "--model", "mock-a,mock-b",
+		"--address", freeAddr(t), "--embedded", "--ui-port", "-1", "--data-dir", filepath.Join(dir, "data"), "--runs-dir", runs}
+	store, err := results.Open(runs)
+	require.NoError(t, err)
+	cellIDs := []string{"sw:sh--c@mock-a", "sw:sh--c@mock-b", "sw:oracle@mock-a", "sw:oracle@mock-b"}
+	stored := func() map[string]results.Record {
+		recs := map[string]results.Record{}
+		for _, id := range cellIDs {
+			list, err := store.List(context.Background(), id)
+			require.NoError(t, err)
+			for _, r := range list {
+				recs[r.Key] = r
+			}
+		}
+		return recs
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		app := newApp()
+		app.Writer, app.ErrWriter = io.Discard, io.Discard
+		done <- app.RunContext(ctx, append([]string{"starter"}, args...))
+	}()
+	require.Eventually(t, func() bool { return len(stored()) >= 4 }, 2*time.Minute, 20*time.Millisecond, "rollouts stored before the stop")
+	stop()
+	var code exitCode
+	require.ErrorAs(t, <-done, &code, "a stopped starter exits 130")
+	assert.Equal(t, exitCode(130), code)
+	before := stored()
+	require.Less(t, len(before), 24, "the stop came before the sweep ended")
+
+	stdout := captureStdout(t, func() {
+		_, _, err = runStarter(t, args...)
+	})
+	require.NoError(t, err)
+	assert.Contains(t, stdout, "sweep sw: 4 cells")
+	after := stored()
+	require.Len(t, after, 24, "every cell ends with all its rollouts")
+	for key, rec := range before {
+		assert.Equal(t, rec.FinishedAt, after[key].FinishedAt, "rollout %s, stored before the stop, ran again", key)
+		assert.Equal(t, rec.Attempt, after[key].Attempt, "rollout %s", key)
+	}
+	for _, id := range cellIDs {
+		list, err := store.List(context.Background(), id)
+		require.NoError(t, err)
+		assert.Len(t, list, 6, "cell %s", id)
+	}
 }
