@@ -238,6 +238,12 @@ func startInput(ctx context.Context, c client.Client, workflowID, runID string) 
 	return in, err
 }
 
+// ReadSweep reads the cells and configuration of the sweep runID, as its
+// last execution was started with.
+func ReadSweep(ctx context.Context, c client.Client, runID string) (workflows.SweepInput, error) {
+	return sweepInput(ctx, c, runID, "")
+}
+
 // sweepInput reads the input a sweep's execution was started with.
 func sweepInput(ctx context.Context, c client.Client, workflowID, runID string) (workflows.SweepInput, error) {
 	var in workflows.SweepInput

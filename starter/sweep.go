@@ -210,6 +210,25 @@ func runSweep(cctx *cli.Context, s *session, in workflows.SweepInput) error {
 	return sweepError(res)
 }
 
+// watchResumedSweep watches a sweep `starter resume` found or started
+// again until every cell has ended, and prints the cells side by side.
+func watchResumedSweep(ctx context.Context, c client.Client, runID string, sc wiring.StoreConfig) error {
+	in, err := run.ReadSweep(ctx, c, runID)
+	if err != nil {
+		return err
+	}
+	res, err := watchSweep(ctx, c, in, newProgressBar(os.Stderr))
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(os.Stderr, "\nStopped watching. Continue with: starter resume %s\n", runID)
+		return exitCode(130)
+	}
+	if err != nil {
+		return fmt.Errorf("sweep %s failed: %w", runID, err)
+	}
+	printSweepSummary(os.Stdout, res, sc)
+	return sweepError(res)
+}
+
 // sweepError is an error naming the cells that failed, nil when none did.
 func sweepError(res workflows.SweepResult) error {
 	var failed []string

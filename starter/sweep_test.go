@@ -252,7 +252,7 @@ func TestSweepCommandComparesTheCells(t *testing.T) {
 }
 
 // Stopping `starter eval` in the middle of a sweep (Ctrl-C: the embedded
-// server and worker stop with it) and running the same command again
+// server and worker stop with it) and running `starter resume <run-id>`
 // resumes every cell: each ends with all its rollouts, and the rollouts
 // stored before the stop are the same records, never run again.
 func TestSweepCommandStoppedResumesEveryCell(t *testing.T) {
@@ -260,12 +260,12 @@ func TestSweepCommandStoppedResumesEveryCell(t *testing.T) {
 	runs := filepath.Join(dir, "runs")
 	// The shell harness takes a moment per rollout, so the stop comes
 	// while the cells run.
-	args := []string{"eval", "--run-id", "sw", "--tasks", "6", "--max-concurrent", "1",
-		"--harness", `sh -c 'sleep 0.3; printf 0 > "$EVALFLOW_ANSWER_FILE"',oracle`, "--model", "mock-a,mock-b",
-		"--address", freeAddr(t), "--embedded", "--ui-port", "-1", "--data-dir", filepath.Join(dir, "data"), "--runs-dir", runs}
+	where := []string{"--address", freeAddr(t), "--embedded", "--ui-port", "-1", "--data-dir", filepath.Join(dir, "data"), "--runs-dir", runs}
+	args := append([]string{"eval", "--run-id", "sw", "--tasks", "6", "--max-concurrent", "1",
+		"--harness", `sh -c 'sleep 0.3; printf 0 > "$EVALFLOW_ANSWER_FILE"',oracle`, "--model", "mock,mock-b"}, where...)
 	store, err := results.Open(runs)
 	require.NoError(t, err)
-	cellIDs := []string{"sw:sh--c@mock-a", "sw:sh--c@mock-b", "sw:oracle@mock-a", "sw:oracle@mock-b"}
+	cellIDs := []string{"sw:sh--c@mock", "sw:sh--c@mock-b", "sw:oracle@mock", "sw:oracle@mock-b"}
 	stored := func() map[string]results.Record {
 		recs := map[string]results.Record{}
 		for _, id := range cellIDs {
@@ -294,10 +294,10 @@ func TestSweepCommandStoppedResumesEveryCell(t *testing.T) {
 	require.Less(t, len(before), 24, "the stop came before the sweep ended")
 
 	stdout := captureStdout(t, func() {
-		_, _, err = runStarter(t, args...)
+		_, _, err = runStarter(t, append(append([]string{"resume"}, where...), "sw")...)
 	})
 	require.NoError(t, err)
-	assert.Contains(t, stdout, "sweep sw: 4 cells")
+	assert.Contains(t, stdout, "sweep sw: 4 cells", "resume watches the sweep to its end and prints its cells")
 	after := stored()
 	require.Len(t, after, 24, "every cell ends with all its rollouts")
 	for key, rec := range before {
