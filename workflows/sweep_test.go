@@ -38,6 +38,7 @@ func TestSweepRunsEveryCellOverTheSameTasks(t *testing.T) {
 	}
 	f.register(env, 0)
 	cfg := testConfig(6, 2, 1) // one at a time: each cell's order is its cursor's
+	cfg.Limits.ContinueAsNewAfter = 5 // each cell continues as new twice
 	env.ExecuteWorkflow(Sweep, SweepInput{Config: cfg, Cells: sweepCells()})
 
 	require.True(t, env.IsWorkflowCompleted())
@@ -56,6 +57,7 @@ func TestSweepRunsEveryCellOverTheSameTasks(t *testing.T) {
 		assert.Equal(t, "run-1:"+cell.Name, cr.RunID)
 		assert.Empty(t, cr.Error)
 		assert.Equal(t, int64(12), cr.Result.Rollouts)
+		assert.Equal(t, 3, cr.Result.Segments, "the cell's result is its last segment's")
 		assert.Equal(t, cell.Model, cr.Result.Model)
 		refs := seen[cr.RunID]
 		require.Len(t, refs, 12, "cell %s", cell.Name)
