@@ -172,7 +172,7 @@ func Resume(ctx context.Context, c client.Client, in ResumeInput) (Resumed, erro
 			return r, in.Check(old.Config)
 		}
 		return r, nil
-	case r.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED && (r.Kind != workflows.EvalName || !in.RetryFailed && !in.RunCostGiven):
+	case r.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED && (r.Kind == workflows.TrainName || !in.RetryFailed && !in.RunCostGiven):
 		return r, nil
 	}
 	old, err := startInput(ctx, c, in.RunID, execution)
@@ -212,6 +212,14 @@ func Resume(ctx context.Context, c client.Client, in ResumeInput) (Resumed, erro
 		s, err = StartTrain(ctx, c, in.TaskQueue, next.Config, next.Train)
 	case workflows.EvalName:
 		s, err = Start(ctx, c, in.TaskQueue, next.Config)
+	case workflows.SweepName:
+		// Every cell starts again, each reusing its own stored rollouts
+		// (and rerunning its own failures with RetryFailed).
+		var sw workflows.SweepInput
+		if sw, err = sweepInput(ctx, c, in.RunID, execution); err == nil {
+			sw.Config = next.Config
+			s, err = StartSweep(ctx, c, in.TaskQueue, sw)
+		}
 	default:
 		return r, fmt.Errorf("run %s is a %s, which cannot be resumed", in.RunID, r.Kind)
 	}
@@ -225,21 +233,39 @@ func Resume(ctx context.Context, c client.Client, in ResumeInput) (Resumed, erro
 // startInput reads the input a run's execution was started with.
 func startInput(ctx context.Context, c client.Client, workflowID, runID string) (workflows.TrainInput, error) {
 	var in workflows.TrainInput
+	err := decodeStart(ctx, c, workflowID, runID, &in)
+	in.State = nil // a resume starts from the run store, not from a dead run's memory
+	return in, err
+}
+
+// ReadSweep reads the cells and configuration of the sweep runID, as its
+// last execution was started with.
+func ReadSweep(ctx context.Context, c client.Client, runID string) (workflows.SweepInput, error) {
+	return sweepInput(ctx, c, runID, "")
+}
+
+// sweepInput reads the input a sweep's execution was started with.
+func sweepInput(ctx context.Context, c client.Client, workflowID, runID string) (workflows.SweepInput, error) {
+	var in workflows.SweepInput
+	return in, decodeStart(ctx, c, workflowID, runID, &in)
+}
+
+// decodeStart decodes into in the input a run's execution was started with.
+func decodeStart(ctx context.Context, c client.Client, workflowID, runID string, in any) error {
 	it := c.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	if !it.HasNext() {
-		return in, fmt.Errorf("run %s has no history", workflowID)
+		return fmt.Errorf("run %s has no history", workflowID)
 	}
 	ev, err := it.Next()
 	if err != nil {
-		return in, fmt.Errorf("read history of %s: %w", workflowID, err)
+		return fmt.Errorf("read history of %s: %w", workflowID, err)
 	}
 	attrs := ev.GetWorkflowExecutionStartedEventAttributes()
 	if attrs == nil {
-		return in, fmt.Errorf("run %s: history does not start with the run's input", workflowID)
+		return fmt.Errorf("run %s: history does not start with the run's input", workflowID)
 	}
-	if err := converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), &in); err != nil {
-		return in, fmt.Errorf("decode the input of %s: %w", workflowID, err)
+	if err := converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), in); err != nil {
+		return fmt.Errorf("decode the input of %s: %w", workflowID, err)
 	}
-	in.State = nil // a resume starts from the run store, not from a dead run's memory
-	return in, nil
+	return nil
 }

@@ -42,8 +42,17 @@ func start(ctx context.Context, c client.Client, taskQueue string, cfg workflows
 		TypedSearchAttributes: workflows.SearchAttributes(cfg),
 		StaticSummary:         staticSummary(kind, cfg),
 	}
+	if sw, ok := in.(workflows.SweepInput); ok {
+		opts.TypedSearchAttributes = workflows.SweepAttributes(sw)
+		opts.StaticSummary = sweepSummary(sw)
+	}
 	var s Started
 	_, err := c.ExecuteWorkflow(ctx, opts, workflow, in)
+	if isMissingSearchAttributes(err) {
+		// A namespace set up before the harness attribute: the others.
+		opts.TypedSearchAttributes = withoutHarness(opts.TypedSearchAttributes)
+		_, err = c.ExecuteWorkflow(ctx, opts, workflow, in)
+	}
 	if isMissingSearchAttributes(err) {
 		s.NoSearchAttributes = true
 		opts.TypedSearchAttributes = temporal.SearchAttributes{}
@@ -74,11 +83,37 @@ func (a Attached) Done() bool {
 	return a.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED && a.Started == nil
 }
 
+// withoutHarness is attrs without the harness attribute.
+func withoutHarness(attrs temporal.SearchAttributes) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(workflows.RunAttributeUpdates(attrs, workflows.AttrRunID, workflows.AttrModel, workflows.AttrTaskset)...)
+}
+
 // Attach starts an evaluation, or attaches to the run with its id: a running
 // one is left to run, a finished one is reported (Done) unless it reruns its
 // failures (cfg.RetryFailed), and a failed or terminated one is started
 // again, reusing the rollouts the store holds.
 func Attach(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig) (Attached, error) {
+	return attach(ctx, c, cfg, func() (Started, error) { return Start(ctx, c, taskQueue, cfg) })
+}
+
+// AttachSweep is Attach for a sweep: a sweep started again starts each of
+// its cells again, and each cell reuses the rollouts stored under its own
+// run id.
+func AttachSweep(ctx context.Context, c client.Client, taskQueue string, in workflows.SweepInput) (Attached, error) {
+	return attach(ctx, c, in.Config, func() (Started, error) { return StartSweep(ctx, c, taskQueue, in) })
+}
+
+// StartSweep starts a sweep's workflow on taskQueue under the run's id.
+func StartSweep(ctx context.Context, c client.Client, taskQueue string, in workflows.SweepInput) (Started, error) {
+	return start(ctx, c, taskQueue, in.Config, "sweep", workflows.SweepName, in)
+}
+
+// sweepSummary is the line the Temporal UI shows under a sweep's workflow.
+func sweepSummary(in workflows.SweepInput) string {
+	return fmt.Sprintf("sweep of %s: %d cells (%s)", workflows.TasksetName(in.Config.Taskset), len(in.Cells), workflows.CellNames(in.Cells))
+}
+
+func attach(ctx context.Context, c client.Client, cfg workflows.RunConfig, startRun func() (Started, error)) (Attached, error) {
 	var a Attached
 	desc, err := c.DescribeWorkflowExecution(ctx, cfg.RunID, "")
 	var notFound *serviceerror.NotFound
@@ -97,7 +132,7 @@ func Attach(ctx context.Context, c client.Client, taskQueue string, cfg workflow
 			return a, err
 		}
 	}
-	s, err := Start(ctx, c, taskQueue, cfg)
+	s, err := startRun()
 	if err != nil {
 		return a, err
 	}

@@ -15,7 +15,8 @@ import (
 
 // Live is a run's status on Temporal.
 type Live struct {
-	// Kind is the run's workflow type: workflows.EvalName or TrainName.
+	// Kind is the run's workflow type: workflows.EvalName, TrainName or
+	// SweepName.
 	Kind   string
 	Status enumspb.WorkflowExecutionStatus
 	// Train is a training run's progress: its epoch; nil for an eval, or
@@ -42,6 +43,16 @@ func Status(ctx context.Context, c client.Client, runID string) (Live, error) {
 	info := desc.GetWorkflowExecutionInfo()
 	l.Kind, l.Status = info.GetType().GetName(), info.GetStatus()
 	progressID := runID
+	if l.Kind == workflows.SweepName {
+		in, err := sweepInput(ctx, c, runID, info.GetExecution().GetRunId())
+		if err != nil {
+			l.ProgressErr = err
+			return l, nil
+		}
+		p := SweepProgress(ctx, c, in)
+		l.Progress = &p
+		return l, nil
+	}
 	if l.Kind == workflows.TrainName {
 		if tp, err := TrainProgress(ctx, c, runID); err == nil {
 			l.Train = &tp
@@ -65,6 +76,33 @@ const queryTimeout = 2 * time.Second
 func Progress(ctx context.Context, c client.Client, workflowID string) (workflows.Progress, error) {
 	var p workflows.Progress
 	return p, query(ctx, c, workflowID, &p)
+}
+
+// SweepProgress sums the progress of a sweep's cells that answer: the
+// sweep's own progress.
+func SweepProgress(ctx context.Context, c client.Client, in workflows.SweepInput) workflows.Progress {
+	sum := workflows.Progress{RunID: in.Config.RunID}
+	var rewards float64
+	for _, cell := range in.Cells {
+		p, err := Progress(ctx, c, workflows.CellRunID(in.Config.RunID, cell.Name))
+		if err != nil {
+			continue
+		}
+		sum.Tasks += p.Tasks
+		sum.Rollouts += p.Rollouts
+		sum.Done += p.Done
+		sum.Failed += p.Failed
+		sum.Running += p.Running
+		sum.Reused += p.Reused
+		rewards += p.MeanReward * float64(p.Done)
+		if sum.StartedAt.IsZero() || p.StartedAt.Before(sum.StartedAt) {
+			sum.StartedAt = p.StartedAt
+		}
+	}
+	if sum.Done > 0 {
+		sum.MeanReward = rewards / float64(sum.Done)
+	}
+	return sum
 }
 
 // TrainProgress queries a training run's progress: its current epoch.

@@ -106,23 +106,30 @@ func Count(recs []results.Record) Counts {
 	return c
 }
 
-// Summary is a finished run's summary: an evaluation's result or a
-// training run's, exactly one of them set. It decodes from either.
+// Summary is a finished run's summary: an evaluation's result, a training
+// run's or a sweep's, exactly one of them set. It decodes from any.
 type Summary struct {
 	Eval  *workflows.Result
 	Train *workflows.TrainResult
+	// Sweep is a sweep's result: its cells side by side.
+	Sweep *workflows.SweepResult
 }
 
-// UnmarshalJSON decodes a training run's result (it has epochs) or an
-// evaluation's.
+// UnmarshalJSON decodes a sweep's result (it has cells), a training run's
+// (it has epochs) or an evaluation's.
 func (s *Summary) UnmarshalJSON(b []byte) error {
 	var probe struct {
 		Epochs json.RawMessage `json:"epochs"`
+		Cells  json.RawMessage `json:"cells"`
 	}
 	if err := json.Unmarshal(b, &probe); err != nil {
 		return fmt.Errorf("decode run summary: %w", err)
 	}
 	*s = Summary{}
+	if probe.Cells != nil {
+		s.Sweep = new(workflows.SweepResult)
+		return decodeSummary(b, s.Sweep)
+	}
 	if probe.Epochs != nil {
 		s.Train = new(workflows.TrainResult)
 		return decodeSummary(b, s.Train)
@@ -135,6 +142,9 @@ func (s *Summary) UnmarshalJSON(b []byte) error {
 func (s Summary) MarshalJSON() ([]byte, error) {
 	if s.Train != nil {
 		return json.Marshal(s.Train)
+	}
+	if s.Sweep != nil {
+		return json.Marshal(s.Sweep)
 	}
 	return json.Marshal(s.Eval)
 }

@@ -56,6 +56,11 @@ func runEval(cctx *cli.Context) error {
 	if err := prepareTasks(ctx, s, cfg.Taskset); err != nil {
 		return err
 	}
+	if in, ok, err := sweepInput(cctx, cfg); err != nil {
+		return err
+	} else if ok {
+		return runSweep(cctx, s, in)
+	}
 	// What the store holds before the run starts is what it reuses.
 	account, closeAccount := newStoreAccount(ctx, storeFlags(cctx), cfg.RunID)
 	defer closeAccount()
@@ -118,11 +123,11 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-concurrent", Value: workflows.DefaultMaxConcurrent, Usage: "rollouts in flight at once, across all workers"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed of the task order when --shuffle is set"},
 		&cli.BoolFlag{Name: "shuffle", Usage: "visit tasks in a seeded random order"},
-		&cli.StringFlag{Name: "model", Usage: "model name sent to the provider (no provider set: the offline mock, whatever this says)"},
+		&cli.StringFlag{Name: "model", Usage: "model name sent to the provider (no provider set: the offline mock, whatever this says); eval: a comma-separated list runs a sweep, one evaluation per harness × model"},
 		&cli.Float64Flag{Name: "temperature", Usage: "sampling temperature set on every model call"},
 		&cli.Float64Flag{Name: "top-p", Usage: "nucleus sampling set on every model call"},
 		&cli.IntFlag{Name: "max-tokens", Usage: "max tokens set on every model call"},
-		&cli.StringFlag{Name: "harness", Usage: "harness: codex or claude-code (packaged: installed by each worker from npm), `oracle` (runs each task's solution/solve.sh, to check a taskset), or a command, e.g. 'python agent.py' (default: the built-in agent)"},
+		&cli.StringFlag{Name: "harness", Usage: "harness: codex or claude-code (packaged: installed by each worker from npm), `oracle` (runs each task's solution/solve.sh, to check a taskset), or a command, e.g. 'python agent.py' (default: the built-in agent, named `agent` in a list); eval: a comma-separated list runs a sweep, one evaluation per harness × model"},
 		&cli.StringFlag{Name: "harness-version", Usage: "version of a packaged harness (default: its pinned version, " + pinnedVersions() + ")"},
 		&cli.DurationFlag{Name: "harness-timeout", Value: workflows.DefaultHarnessTimeout, Usage: "kill a harness after this long"},
 		harnessEnvFlag(),
@@ -158,6 +163,10 @@ func pinnedVersions() string {
 
 // oracleHarness is the --harness that runs each task's reference solution.
 const oracleHarness = "oracle"
+
+// builtinHarness is the --harness that names the built-in agent, the
+// default, in a sweep's list of harnesses.
+const builtinHarness = "agent"
 
 // runConfig turns flags into the workflow input.
 func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
@@ -215,12 +224,11 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 	if _, err := rubrics.Compile(cfg.Rubric); err != nil {
 		return cfg, fmt.Errorf("--rubric: %w", err)
 	}
-	if cfg.Model == "" {
-		if cctx.String(wiring.FlagBaseURL) != "" {
-			return cfg, fmt.Errorf("--model is required with --base-url")
-		}
-		cfg.Model = mockModel
+	harnesses, models, err := matrix(cctx)
+	if err != nil {
+		return cfg, err
 	}
+	cfg.Model = models[0]
 	r, err := roles(cctx)
 	if err != nil {
 		return cfg, err
@@ -237,20 +245,14 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 	}
 	cfg.Harness.VerifierTimeout = cctx.Duration("verifier-timeout")
 	if v := cctx.String("harness-version"); v != "" {
-		if _, ok := packaged.Lookup(cctx.String("harness")); !ok {
-			return cfg, fmt.Errorf("--harness-version %s: only a packaged harness has a version (--harness %s)", v, strings.Join(packaged.Names(), " or --harness "))
+		for _, h := range harnesses {
+			if _, ok := packaged.Lookup(h); !ok {
+				return cfg, fmt.Errorf("--harness-version %s: only a packaged harness has a version (--harness %s)", v, strings.Join(packaged.Names(), " or --harness "))
+			}
 		}
 	}
-	if p, ok := packaged.Lookup(cctx.String("harness")); ok {
-		cfg.Harness.Command = packaged.Command(p, cctx.String("harness-version"))
-	} else if h := cctx.String("harness"); h == oracleHarness {
-		cfg.Harness.Oracle = true
-	} else if h != "" {
-		argv, err := shellwords.Parse(h)
-		if err != nil || len(argv) == 0 {
-			return cfg, fmt.Errorf("--harness %q: cannot split into a command line", h)
-		}
-		cfg.Harness.Command = argv
+	if cfg.Harness, err = withHarness(cfg.Harness, harnesses[0], cctx.String("harness-version")); err != nil {
+		return cfg, err
 	}
 	if cctx.IsSet("temperature") {
 		v := cctx.Float64("temperature")
@@ -266,6 +268,28 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 	}
 	cfg = cfg.WithDefaults()
 	return cfg, cfg.Validate()
+}
+
+// withHarness is h running the harness the --harness value name gives: a
+// packaged harness (at version), the oracle, a command line, or the
+// built-in agent ("").
+func withHarness(h rollout.HarnessConfig, name, version string) (rollout.HarnessConfig, error) {
+	h.Command, h.Oracle = nil, false
+	if name == builtinHarness {
+		return h, nil
+	}
+	if p, ok := packaged.Lookup(name); ok {
+		h.Command = packaged.Command(p, version)
+	} else if name == oracleHarness {
+		h.Oracle = true
+	} else if name != "" {
+		argv, err := shellwords.Parse(name)
+		if err != nil || len(argv) == 0 {
+			return h, fmt.Errorf("--harness %q: cannot split into a command line", name)
+		}
+		h.Command = argv
+	}
+	return h, nil
 }
 
 // counted are the numeric run flags, each with the least value it takes. A

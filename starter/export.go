@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/results/export"
+	"github.com/evalflow/evalflow/run"
 	"github.com/evalflow/evalflow/trajectory"
 )
 
@@ -56,7 +58,7 @@ func exportCommand() *cli.Command {
 				}
 				return writeRows(cctx.String("out"), runID, format, "training samples", rows)
 			}
-			rows, err := export.Rows(cctx.Context, store, runID)
+			rows, err := exportRows(cctx.Context, store, runID)
 			if err != nil {
 				return err
 			}
@@ -66,6 +68,27 @@ func exportCommand() *cli.Command {
 			return writeRows(cctx.String("out"), runID, format, "rollouts", rows)
 		},
 	}
+}
+
+// exportRows are a run's rollouts; a sweep's are its cells', cell by cell,
+// each row naming its cell, so that the cells compare side by side.
+func exportRows(ctx context.Context, store results.Store, runID string) ([]export.Row, error) {
+	sum, err := run.ReadSummary(ctx, store, runID)
+	if err != nil || sum.Sweep == nil {
+		return export.Rows(ctx, store, runID)
+	}
+	var rows []export.Row
+	for _, c := range sum.Sweep.Cells {
+		cell, err := export.Rows(ctx, store, c.RunID)
+		if err != nil {
+			return nil, fmt.Errorf("cell %s: %w", c.Name, err)
+		}
+		for i := range cell {
+			cell[i].Cell = c.Name
+		}
+		rows = append(rows, cell...)
+	}
+	return rows, nil
 }
 
 // writeRows writes rows to out (default <run-id>.<format>; - for stdout)

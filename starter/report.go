@@ -113,6 +113,8 @@ func printRun(sum run.Summary, sc wiring.StoreConfig) {
 	switch {
 	case sum.Train != nil:
 		printTrainSummary(os.Stdout, *sum.Train, sc)
+	case sum.Sweep != nil:
+		printSweepSummary(os.Stdout, *sum.Sweep, sc)
 	case sum.Eval != nil:
 		printSummary(os.Stdout, *sum.Eval, sc)
 	}

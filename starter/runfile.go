@@ -53,6 +53,10 @@ func prepareRun(args int) cli.BeforeFunc {
 // listKeys are the repeatable flags a run file may give a list of values.
 var listKeys = []string{"harness-env", "role", "provider"}
 
+// sweepKeys are the flags a run file may give a list of, as a sweep's
+// matrix: the list is the flag's comma-separated value.
+var sweepKeys = []string{"harness", "model"}
+
 // notFromFile are the flags a run file cannot set.
 var notFromFile = []string{configFlag.Name, dryRunFlag.Name, "help"}
 
@@ -101,6 +105,15 @@ func applyRunFile(cctx *cli.Context, path string) error {
 				}
 			}
 			continue
+		}
+		if list, ok := v.([]any); ok && slices.Contains(sweepKeys, name) {
+			items := make([]string, len(list))
+			for i, item := range list {
+				if items[i] = fmt.Sprint(item); strings.Contains(items[i], ",") {
+					return fmt.Errorf("run file %s: key %q: item %q holds a comma; quote it inside a single string instead, e.g. %s: \"a,'%s'\"", path, name, items[i], name, items[i])
+				}
+			}
+			v = strings.Join(items, ",")
 		}
 		switch v.(type) {
 		case map[string]any, []any, nil:

@@ -19,6 +19,7 @@ import (
 	"github.com/evalflow/evalflow/internal/devserver"
 	"github.com/evalflow/evalflow/internal/namespace"
 	"github.com/evalflow/evalflow/internal/wiring"
+	"github.com/evalflow/evalflow/workflows"
 )
 
 // startBareServer starts an embedded server with only its "default"
@@ -64,7 +65,7 @@ func TestSetupMakesTheNamespaceReadyOnce(t *testing.T) {
 	out, _, err := runStarter(t, "setup", "--address", addr, "--namespace", "evals", "--retention", "24h")
 	require.NoError(t, err)
 	assert.Contains(t, out, `done  namespace "evals" created (retention 24h0m0s)`)
-	assert.Contains(t, out, "done  search attributes EvalflowModel, EvalflowRunId, EvalflowTaskset added")
+	assert.Contains(t, out, "done  search attributes EvalflowHarness, EvalflowModel, EvalflowRunId, EvalflowTaskset added")
 
 	c, err := wiring.Dial(context.Background(), addr, "evals", slog.New(slog.DiscardHandler), 10*time.Second)
 	require.NoError(t, err)
@@ -80,7 +81,28 @@ func TestSetupMakesTheNamespaceReadyOnce(t *testing.T) {
 	out, _, err = runStarter(t, "setup", "--address", addr)
 	require.NoError(t, err)
 	assert.Contains(t, out, `ok    namespace "default" exists`)
-	assert.Contains(t, out, "done  search attributes EvalflowModel, EvalflowRunId, EvalflowTaskset added")
+	assert.Contains(t, out, "done  search attributes EvalflowHarness, EvalflowModel, EvalflowRunId, EvalflowTaskset added")
+}
+
+// A namespace set up before EvalflowHarness existed still runs everything:
+// the check passes, and setup adds that attribute alone.
+func TestOlderNamespaceLacksOnlyTheHarnessAttribute(t *testing.T) {
+	srv := startBareServer(t, nil)
+	addr := srv.Address()
+	ctx := context.Background()
+	c, err := wiring.Dial(ctx, addr, "default", slog.New(slog.DiscardHandler), 10*time.Second)
+	require.NoError(t, err)
+	defer c.Close()
+	svc := namespace.Services{Workflow: c.WorkflowService(), Operator: c.OperatorService()}
+	old := namespace.Evalflow("older")
+	delete(old.Attributes, workflows.AttrHarness)
+	_, err = namespace.Ensure(ctx, svc, old)
+	require.NoError(t, err)
+
+	require.NoError(t, namespace.Check(ctx, svc, namespace.Evalflow("older")), "an older namespace is no missing one")
+	out, _, err := runStarter(t, "setup", "--address", addr, "--namespace", "older")
+	require.NoError(t, err)
+	assert.Contains(t, out, "done  search attributes "+workflows.AttrHarness+" added")
 }
 
 // operatorDenied refuses what only an operator may do: create namespaces

@@ -157,6 +157,9 @@ func resume(cctx *cli.Context, s *session, runID string) error {
 		fmt.Fprintf(os.Stderr, "Run %s has already finished.\n", runID)
 	}
 	printWhere(s, cctx, runID)
+	if r.Kind == workflows.SweepName {
+		return watchResumedSweep(ctx, s.client, runID, sc)
+	}
 	if r.Kind == workflows.EvalName {
 		res, err := watch(ctx, s.client, runID, newProgressBar(os.Stderr))
 		if errors.Is(err, context.Canceled) {

@@ -18,6 +18,8 @@ const (
 	AttrRunID   = "EvalflowRunId"
 	AttrModel   = "EvalflowModel"
 	AttrTaskset = "EvalflowTaskset"
+	// AttrHarness is the harness of a sweep's cell (SweepCell.HarnessName).
+	AttrHarness = "EvalflowHarness"
 )
 
 // SearchAttributes are the search attributes a run's workflows carry.
@@ -45,14 +47,20 @@ func TasksetName(ref string) string {
 // workflow inherits. A run started without them (a namespace lacking them)
 // passes none on.
 func runAttributes(have temporal.SearchAttributes) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(RunAttributeUpdates(have, AttrRunID, AttrModel, AttrTaskset)...)
+}
+
+// RunAttributeUpdates are the keyword attributes names of have, those it
+// holds, in the order of names.
+func RunAttributeUpdates(have temporal.SearchAttributes, names ...string) []temporal.SearchAttributeUpdate {
 	var updates []temporal.SearchAttributeUpdate
-	for _, name := range []string{AttrRunID, AttrModel, AttrTaskset} {
+	for _, name := range names {
 		key := temporal.NewSearchAttributeKeyKeyword(name)
 		if v, ok := have.GetKeyword(key); ok {
 			updates = append(updates, key.ValueSet(v))
 		}
 	}
-	return temporal.NewSearchAttributes(updates...)
+	return updates
 }
 
 // EvalName is the registered name of the Eval workflow.

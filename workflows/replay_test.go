@@ -53,6 +53,13 @@ func TestWorkflowsReplaySavedHistories(t *testing.T) {
 	b, err = os.ReadFile(filepath.Join("testdata", "run-cost", "eval_final.json"))
 	require.NoError(t, err)
 	require.Equal(t, 2, strings.Count(string(b), `"name":"`+rollout.ActivityRun+`"`), "testdata/run-cost runs two rollouts of six")
+	// sweep: a 2 × 2 sweep's parent starting its four cells, with the
+	// harness attribute, and one cell's eval (e2e.TestCaptureSweepHistories).
+	b, err = os.ReadFile(filepath.Join("testdata", "sweep", "sweep_final.json"))
+	require.NoError(t, err)
+	require.Equal(t, 4, strings.Count(string(b), "EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED"), "testdata/sweep starts four cells")
+	require.Contains(t, string(b), AttrHarness, "testdata/sweep's cells carry their harness")
+	require.FileExists(t, filepath.Join("testdata", "sweep", "cell_final.json"))
 	// ui-metadata: activities carry summaries, the eval and epoch upsert
 	// their figures into the memo, the epoch inherits the run's attributes.
 	for name, want := range map[string][]string{
@@ -73,6 +80,7 @@ func TestWorkflowsReplaySavedHistories(t *testing.T) {
 			r.RegisterWorkflowWithOptions(Train, workflow.RegisterOptions{Name: TrainName})
 			r.RegisterWorkflowWithOptions(Epoch, workflow.RegisterOptions{Name: EpochName})
 			r.RegisterWorkflowWithOptions(Pull, workflow.RegisterOptions{Name: PullName})
+			r.RegisterWorkflowWithOptions(Sweep, workflow.RegisterOptions{Name: SweepName})
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(tlog.NewStructuredLogger(slog.New(slog.DiscardHandler)), file))
 		})
 	}

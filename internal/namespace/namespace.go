@@ -37,6 +37,10 @@ type Want struct {
 	Retention time.Duration
 	// Attributes are the custom search attributes and their types.
 	Attributes map[string]enumspb.IndexedValueType
+	// Optional names attributes Ensure registers but Check does not
+	// require: added after namespaces were set up without them, runs
+	// start without them there (see run.Start).
+	Optional []string
 }
 
 // Step is one thing Ensure found or did.
@@ -86,6 +90,7 @@ func Check(ctx context.Context, s Services, want Want) error {
 	if err != nil {
 		return err
 	}
+	missing = slices.DeleteFunc(missing, func(name string) bool { return slices.Contains(want.Optional, name) })
 	if len(missing) > 0 {
 		return &MissingError{Namespace: want.Namespace, Missing: []string{"search attributes " + strings.Join(missing, ", ")}}
 	}
@@ -258,10 +263,11 @@ func Attributes() map[string]enumspb.IndexedValueType {
 		workflows.AttrRunID:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		workflows.AttrModel:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		workflows.AttrTaskset: enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		workflows.AttrHarness: enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	}
 }
 
 // Evalflow is what evalflow needs of namespace.
 func Evalflow(namespace string) Want {
-	return Want{Namespace: namespace, Retention: DefaultRetention, Attributes: Attributes()}
+	return Want{Namespace: namespace, Retention: DefaultRetention, Attributes: Attributes(), Optional: []string{workflows.AttrHarness}}
 }

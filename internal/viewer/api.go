@@ -69,6 +69,8 @@ type Run struct {
 	PassAtK   []workflows.PassAt    `json:"pass_at_k"`
 	Errors    []workflows.KindCount `json:"errors"`
 	Epochs    []Epoch               `json:"epochs,omitempty"`
+	// Cells are a sweep's cells, side by side.
+	Cells []Cell `json:"cells,omitempty"`
 	// TemporalURL links the run's workflow in the Temporal UI.
 	TemporalURL string `json:"temporal_url,omitempty"`
 }
@@ -136,6 +138,9 @@ func row(id string, info run.Stored) RunRow {
 			r.StartedAt = s.Eval.StartedAt
 		}
 	}
+	if s := info.Summary; s != nil && s.Sweep != nil {
+		r.Kind, r.Taskset = KindSweep, workflows.TasksetName(s.Sweep.Taskset)
+	}
 	if last := info.LastEpoch; last != nil {
 		// A training run's summary holds no taskset of its own; its
 		// epochs' results name it.
@@ -156,7 +161,15 @@ func (v *Viewer) runs(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			continue // a run being removed, or unreadable: the others still show
 		}
-		rows = append(rows, row(id, info))
+		rr := row(id, info)
+		if s := info.Summary; s != nil && s.Sweep != nil {
+			cells, err := v.cells(r.Context(), id, s.Sweep)
+			if err != nil {
+				continue
+			}
+			rr.sumCells(cells)
+		}
+		rows = append(rows, rr)
 	}
 	// Newest first.
 	slices.SortStableFunc(rows, func(a, b RunRow) int { return b.StartedAt.Compare(a.StartedAt) })
@@ -166,11 +179,26 @@ func (v *Viewer) runs(w http.ResponseWriter, r *http.Request) {
 func (v *Viewer) run(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("run")
 	info, err := run.Load(r.Context(), v.store, id)
-	if err != nil {
+	if err != nil && !errors.Is(err, run.ErrNotFound) {
 		v.writeJSON(w, nil, err)
 		return
 	}
+	var sweep *workflows.SweepResult
+	if info.Summary != nil {
+		sweep = info.Summary.Sweep
+	}
+	cells, cerr := v.cells(r.Context(), id, sweep)
+	if cerr != nil || err != nil && len(cells) == 0 {
+		// A sweep still running has no summary yet: its cells make it.
+		v.writeJSON(w, nil, cmp.Or(cerr, err))
+		return
+	}
 	out := Run{RunRow: row(id, info), Errors: errorKinds(info.Records), Histogram: histogram(info.Records, 10)}
+	if len(cells) > 0 {
+		out.Cells = cells
+		out.sumCells(cells)
+		out.Histogram = []Bin{}
+	}
 	out.StdReward = stdReward(info.Records, out.MeanReward)
 	out.PassAtK = passAtK(info.Records, 1)
 	if s := info.Summary; s != nil && s.Eval != nil && len(s.Eval.PassAtK) > 0 {

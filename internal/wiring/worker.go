@@ -299,6 +299,7 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 		WorkerStopTimeout: cfg.DrainTimeout + stopMargin,
 	})
 	w.shared.RegisterWorkflowWithOptions(workflows.Eval, workflow.RegisterOptions{Name: workflows.EvalName})
+	w.shared.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: workflows.SweepName})
 	w.shared.RegisterWorkflowWithOptions(workflows.Train, workflow.RegisterOptions{Name: workflows.TrainName})
 	w.shared.RegisterWorkflowWithOptions(workflows.Epoch, workflow.RegisterOptions{Name: workflows.EpochName})
 	w.shared.RegisterWorkflowWithOptions(workflows.Pull, workflow.RegisterOptions{Name: workflows.PullName})

@@ -25,8 +25,11 @@ import (
 // object in a string, and text from the trace of the attempt that made
 // the record.
 type Row struct {
-	Key       string  `json:"key" parquet:"key"`
-	RunID     string  `json:"run_id" parquet:"run_id"`
+	Key   string `json:"key" parquet:"key"`
+	RunID string `json:"run_id" parquet:"run_id"`
+	// Cell names the sweep's cell (harness@model) the rollout is of, in
+	// a sweep's export; empty otherwise.
+	Cell      string  `json:"cell,omitempty" parquet:"cell,optional"`
 	Epoch     int64   `json:"epoch" parquet:"epoch"`
 	Index     int64   `json:"index" parquet:"index"`
 	K         int64   `json:"k" parquet:"k"`

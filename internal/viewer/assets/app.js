@@ -114,6 +114,7 @@ async function runPage(seq, id) {
     Object.assign(runState, { id, sort: "key", offset: 0, filters: { status: "", error_kind: "", min_reward: "", max_reward: "", q: "" } });
   }
   const run = await api("api/runs/" + encodeURIComponent(id));
+  if (run.kind === "sweep") return sweepPage(seq, run);
   const page = await api(rolloutsQuery(id));
   if (seq !== routeSeq) return;
   setLive(run.state === "running");
@@ -133,6 +134,34 @@ async function runPage(seq, id) {
     rolloutsTable(page),
     pager(page));
   if (focused && document.getElementById(focused)) document.getElementById(focused).focus();
+  if (run.state === "running") schedule(() => route());
+}
+
+// A sweep: its cells side by side, each linking to its own run.
+function sweepPage(seq, run) {
+  if (seq !== routeSeq) return;
+  setLive(run.state === "running");
+  const pass = (c) => c.pass_at_k.length ? c.pass_at_k.map((p) => "pass@" + p.k + " " + fmt.num(p.value)).join(", ") : "—";
+  const errs = (c) => c.failed + (c.errors.length ? " (" + c.errors.map((e) => e.kind + " " + e.count).join(", ") + ")" : "");
+  show(
+    el("p", {}, el("a", { href: "#/" }, "← All runs")),
+    el("h1", {}, run.id, " ", badge(run.kind, "kind"), " ", badge(run.state)),
+    runCards(run),
+    el("h2", {}, "Cells"),
+    el("table", { id: "cells" },
+      el("thead", {}, el("tr", {}, ["cell", "harness", "model", "state", "rollouts", "mean reward ± std", "pass@k", "errors", "tokens in/out", "cost", "wall time"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, run.cells.map((c) => el("tr", { "data-cell": c.name, class: c.error ? "error" : null },
+        el("td", {}, el("a", { href: runLink(c.run_id) }, c.name)),
+        el("td", { class: "harness" }, c.harness || "—"),
+        el("td", { class: "model" }, c.model || "—"),
+        el("td", {}, badge(c.error ? "failed" : c.state)),
+        el("td", { class: "num rollouts" }, c.rollouts),
+        el("td", { class: "num reward" }, fmt.num(c.mean_reward) + " ± " + fmt.num(c.std_reward)),
+        el("td", { class: "pass" }, pass(c)),
+        el("td", { class: "errors", title: c.error || "" }, errs(c)),
+        el("td", { class: "num tokens" }, c.input_tokens + "/" + c.output_tokens),
+        el("td", { class: "num cost" }, fmt.usd(c.cost_usd) + (c.unpriced_rollouts ? " + unknown" : "")),
+        el("td", { class: "num wall" }, c.wall_time || "—"))))));
   if (run.state === "running") schedule(() => route());
 }
 
