@@ -171,50 +171,71 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres url: %w", err)
 	}
-	suffix := randomHex(4)
-	db, vis := "temporal_"+suffix, "temporal_visibility_"+suffix
-	if err := createDatabases(ctx, opts.PostgresURL, db, vis); err != nil {
-		return nil, err
-	}
-	started := false
-	defer func() {
-		if !started {
-			dropDatabases(opts.PostgresURL, db, vis)
-		}
-	}()
 	password, _ := u.User.Password()
 	host, port := u.Hostname(), u.Port()
 	if port == "" {
 		port = "5432"
 	}
-	for _, s := range []struct{ name, dir string }{
-		{db, "temporal"}, {vis, "visibility"},
-	} {
-		base := []string{"--plugin", "postgres12", "--ep", host, "-p", port, "-u", u.User.Username(), "--pw", password, "--db", s.name}
-		for _, step := range [][]string{
-			{"setup-schema", "-v", "0.0"},
-			{"update-schema", "-d", filepath.Join(schemaRoot, "schema", "postgresql", "v12", s.dir, "versioned")},
-		} {
-			cmd := exec.CommandContext(ctx, sqlTool, append(append([]string{}, base...), step...)...)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return nil, fmt.Errorf("temporal-sql-tool %s on %s: %w: %s", step[0], s.name, err, redact(out, password))
-			}
-		}
-	}
+	pg := postgres{adminURL: opts.PostgresURL, host: host, port: port, user: u.User.Username(), password: password,
+		sqlTool: sqlTool, schemaRoot: schemaRoot}
 
-	var last error
-	for range 3 {
-		c, err := startProcesses(ctx, opts, server, config, host, port, u.User.Username(), password, db, vis)
+	// Each attempt has databases of its own: the services of a failed one
+	// left their addresses in its membership table, and a service joining
+	// the ring would first wait out those dead members.
+	var failures []error
+	for attempt := 1; attempt <= startAttempts; attempt++ {
+		db, vis, err := pg.create(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c, err := startProcesses(ctx, opts, server, config, pg, db, vis)
 		if err == nil {
-			c.databases, started = []string{db, vis}, true
+			c.databases = []string{db, vis}
 			return c, nil
 		}
-		last = err
+		dropDatabases(opts.PostgresURL, db, vis)
+		failures = append(failures, fmt.Errorf("attempt %d: %w", attempt, err))
 		if !errors.Is(err, errExited) {
 			break
 		}
 	}
-	return nil, last
+	return nil, errors.Join(failures...)
+}
+
+// startAttempts bounds the starts of a cluster whose service process
+// exits: a port picked for it taken before it bound it.
+const startAttempts = 3
+
+// postgres is the server a cluster keeps its databases on.
+type postgres struct {
+	adminURL, host, port, user, password string
+	sqlTool, schemaRoot                  string
+}
+
+// create creates a fresh pair of databases, persistence and visibility,
+// with Temporal's schemas.
+func (pg postgres) create(ctx context.Context) (db, vis string, err error) {
+	suffix := randomHex(4)
+	db, vis = "temporal_"+suffix, "temporal_visibility_"+suffix
+	if err := createDatabases(ctx, pg.adminURL, db, vis); err != nil {
+		return "", "", err
+	}
+	for _, s := range []struct{ name, dir string }{
+		{db, "temporal"}, {vis, "visibility"},
+	} {
+		base := []string{"--plugin", "postgres12", "--ep", pg.host, "-p", pg.port, "-u", pg.user, "--pw", pg.password, "--db", s.name}
+		for _, step := range [][]string{
+			{"setup-schema", "-v", "0.0"},
+			{"update-schema", "-d", filepath.Join(pg.schemaRoot, "schema", "postgresql", "v12", s.dir, "versioned")},
+		} {
+			cmd := exec.CommandContext(ctx, pg.sqlTool, append(append([]string{}, base...), step...)...)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				dropDatabases(pg.adminURL, db, vis)
+				return "", "", fmt.Errorf("temporal-sql-tool %s on %s: %w: %s", step[0], s.name, err, redact(out, pg.password))
+			}
+		}
+	}
+	return db, vis, nil
 }
 
 // errExited is a service process that ended on its own: a port picked for
@@ -222,7 +243,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 // says which).
 var errExited = errors.New("a Temporal service process exited")
 
-func startProcesses(ctx context.Context, opts Options, server, config, host, port, user, password, db, vis string) (*Cluster, error) {
+func startProcesses(ctx context.Context, opts Options, server, config string, pg postgres, db, vis string) (*Cluster, error) {
 	ports := map[string]int{}
 	for _, name := range []string{"FRONTEND", "FRONTEND_HTTP", "HISTORY", "MATCHING", "WORKER",
 		"FRONTEND_MEMBERSHIP", "HISTORY_MEMBERSHIP", "MATCHING_MEMBERSHIP", "WORKER_MEMBERSHIP"} {
@@ -233,8 +254,8 @@ func startProcesses(ctx context.Context, opts Options, server, config, host, por
 		ports[name] = p
 	}
 	env := append(os.Environ(),
-		"TEMPORAL_DB_HOST="+host, "TEMPORAL_DB_PORT="+port, "TEMPORAL_DB_USER="+user,
-		"TEMPORAL_DB_PASSWORD="+password, "TEMPORAL_DB="+db, "TEMPORAL_VISIBILITY_DB="+vis,
+		"TEMPORAL_DB_HOST="+pg.host, "TEMPORAL_DB_PORT="+pg.port, "TEMPORAL_DB_USER="+pg.user,
+		"TEMPORAL_DB_PASSWORD="+pg.password, "TEMPORAL_DB="+db, "TEMPORAL_VISIBILITY_DB="+vis,
 		"TEMPORAL_HISTORY_SHARDS="+strconv.Itoa(opts.Shards), "TEMPORAL_BIND_IP="+opts.BindIP, "TEMPORAL_BROADCAST_ADDRESS=127.0.0.1",
 		"TEMPORAL_DYNAMIC_CONFIG="+filepath.Join(filepath.Dir(config), "dynamicconfig.yaml"),
 		"TEMPORAL_LOG_LEVEL=warn",
