@@ -211,7 +211,9 @@ func Resume(ctx context.Context, c client.Client, in ResumeInput) (Resumed, erro
 	case workflows.TrainName:
 		s, err = StartTrain(ctx, c, in.TaskQueue, next.Config, next.Train)
 	case workflows.EvalName:
-		s, err = Start(ctx, c, in.TaskQueue, next.Config)
+		// A sweep's cell resumed on its own keeps the sweep's run id and
+		// its harness: the sweep's filters still find it.
+		s, err = startAgain(ctx, c, in.TaskQueue, next.Config, info.GetSearchAttributes())
 	case workflows.SweepName:
 		// Every cell starts again, each reusing its own stored rollouts
 		// (and rerunning its own failures with RetryFailed).

@@ -7,10 +7,12 @@ import (
 	"strings"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/evalflow/evalflow/workflows"
@@ -29,21 +31,53 @@ func Start(ctx context.Context, c client.Client, taskQueue string, cfg workflows
 	return start(ctx, c, taskQueue, cfg, "eval", workflows.EvalName, workflows.EvalInput{Config: cfg})
 }
 
+// startAgain starts an evaluation again under the run's id, keeping the
+// sweep's run id and the harness that its previous execution carried
+// (prior, as DescribeWorkflowExecution gives them): a sweep's cell started
+// on its own is still found by the sweep's filters.
+func startAgain(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig, prior *commonpb.SearchAttributes) (Started, error) {
+	attrs := keepAttributes(workflows.SearchAttributes(cfg), prior, workflows.AttrRunID, workflows.AttrHarness)
+	return startWith(ctx, c, taskQueue, cfg, "eval", workflows.EvalName, workflows.EvalInput{Config: cfg}, attrs)
+}
+
+// keepAttributes is attrs with the keyword attributes names set as prior
+// has them; those prior lacks, or cannot be read, are left as attrs has
+// them.
+func keepAttributes(attrs temporal.SearchAttributes, prior *commonpb.SearchAttributes, names ...string) temporal.SearchAttributes {
+	updates := workflows.RunAttributeUpdates(attrs, workflows.AttrRunID, workflows.AttrModel, workflows.AttrTaskset, workflows.AttrHarness)
+	for _, name := range names {
+		p, ok := prior.GetIndexedFields()[name]
+		var v string
+		if !ok || converter.GetDefaultDataConverter().FromPayload(p, &v) != nil || v == "" {
+			continue
+		}
+		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(name).ValueSet(v))
+	}
+	return temporal.NewSearchAttributes(updates...)
+}
+
 // StartTrain starts a training run's workflow on taskQueue under the run's id.
 func StartTrain(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig, train workflows.TrainConfig) (Started, error) {
 	return start(ctx, c, taskQueue, cfg, "training", workflows.TrainName, workflows.TrainInput{Config: cfg, Train: train})
 }
 
 func start(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig, kind, workflow string, in any) (Started, error) {
+	attrs := workflows.SearchAttributes(cfg)
+	if sw, ok := in.(workflows.SweepInput); ok {
+		attrs = workflows.SweepAttributes(sw)
+	}
+	return startWith(ctx, c, taskQueue, cfg, kind, workflow, in, attrs)
+}
+
+func startWith(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig, kind, workflow string, in any, attrs temporal.SearchAttributes) (Started, error) {
 	opts := client.StartWorkflowOptions{
 		ID:                    cfg.RunID,
 		TaskQueue:             taskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		TypedSearchAttributes: workflows.SearchAttributes(cfg),
+		TypedSearchAttributes: attrs,
 		StaticSummary:         staticSummary(kind, cfg),
 	}
 	if sw, ok := in.(workflows.SweepInput); ok {
-		opts.TypedSearchAttributes = workflows.SweepAttributes(sw)
 		opts.StaticSummary = sweepSummary(sw)
 	}
 	var s Started
@@ -93,14 +127,16 @@ func withoutHarness(attrs temporal.SearchAttributes) temporal.SearchAttributes {
 // failures (cfg.RetryFailed), and a failed or terminated one is started
 // again, reusing the rollouts the store holds.
 func Attach(ctx context.Context, c client.Client, taskQueue string, cfg workflows.RunConfig) (Attached, error) {
-	return attach(ctx, c, cfg, func() (Started, error) { return Start(ctx, c, taskQueue, cfg) })
+	return attach(ctx, c, cfg, func(prior *commonpb.SearchAttributes) (Started, error) {
+		return startAgain(ctx, c, taskQueue, cfg, prior)
+	})
 }
 
 // AttachSweep is Attach for a sweep: a sweep started again starts each of
 // its cells again, and each cell reuses the rollouts stored under its own
 // run id.
 func AttachSweep(ctx context.Context, c client.Client, taskQueue string, in workflows.SweepInput) (Attached, error) {
-	return attach(ctx, c, in.Config, func() (Started, error) { return StartSweep(ctx, c, taskQueue, in) })
+	return attach(ctx, c, in.Config, func(*commonpb.SearchAttributes) (Started, error) { return StartSweep(ctx, c, taskQueue, in) })
 }
 
 // StartSweep starts a sweep's workflow on taskQueue under the run's id.
@@ -113,8 +149,9 @@ func sweepSummary(in workflows.SweepInput) string {
 	return fmt.Sprintf("sweep of %s: %d cells (%s)", workflows.TasksetName(in.Config.Taskset), len(in.Cells), workflows.CellNames(in.Cells))
 }
 
-func attach(ctx context.Context, c client.Client, cfg workflows.RunConfig, startRun func() (Started, error)) (Attached, error) {
+func attach(ctx context.Context, c client.Client, cfg workflows.RunConfig, startRun func(prior *commonpb.SearchAttributes) (Started, error)) (Attached, error) {
 	var a Attached
+	var prior *commonpb.SearchAttributes
 	desc, err := c.DescribeWorkflowExecution(ctx, cfg.RunID, "")
 	var notFound *serviceerror.NotFound
 	switch {
@@ -123,6 +160,7 @@ func attach(ctx context.Context, c client.Client, cfg workflows.RunConfig, start
 		return a, fmt.Errorf("look up run %s: %w", cfg.RunID, err)
 	default:
 		a.Prior = desc.GetWorkflowExecutionInfo().GetStatus()
+		prior = desc.GetWorkflowExecutionInfo().GetSearchAttributes()
 		a.StartedAt = chainStart(ctx, c, desc.GetWorkflowExecutionInfo())
 		if a.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING ||
 			a.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED && !cfg.RetryFailed {
@@ -132,7 +170,7 @@ func attach(ctx context.Context, c client.Client, cfg workflows.RunConfig, start
 			return a, err
 		}
 	}
-	s, err := startRun()
+	s, err := startRun(prior)
 	if err != nil {
 		return a, err
 	}

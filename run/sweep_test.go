@@ -6,9 +6,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -155,4 +157,87 @@ func TestSweepStatusSumsItsCells(t *testing.T) {
 	assert.Equal(t, int64(1), l.Progress.Failed)
 	assert.Equal(t, 3, l.Progress.Running)
 	assert.InDelta(t, (0.5*4+1*2)/6.0, l.Progress.MeanReward, 1e-9)
+}
+
+// describedCell is oldNamespace whose run is a sweep's cell: its previous
+// execution carried prior, as the server describes it.
+type describedCell struct {
+	oldNamespace
+	prior map[string]string
+}
+
+func (d *describedCell) DescribeWorkflowExecution(ctx context.Context, id, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	resp, err := d.oldNamespace.DescribeWorkflowExecution(ctx, id, runID)
+	if err != nil {
+		return nil, err
+	}
+	fields := map[string]*commonpb.Payload{}
+	for name, v := range d.prior {
+		p, err := converter.GetDefaultDataConverter().ToPayload(v)
+		if err != nil {
+			return nil, err
+		}
+		fields[name] = p
+	}
+	resp.WorkflowExecutionInfo.SearchAttributes = &commonpb.SearchAttributes{IndexedFields: fields}
+	return resp, nil
+}
+
+// A cell resumed on its own keeps the sweep's run id and its harness, so
+// the sweep's filter still finds it; its model and taskset come from its
+// configuration. A namespace without the harness attribute starts it with
+// the others; a run that was never a cell keeps its own id.
+func TestResumeCellKeepsTheSweepsAttributes(t *testing.T) {
+	cfg := workflows.RunConfig{RunID: "sw:sh@m2", Taskset: "sample", Model: "m2"}
+	sweepAttrs := map[string]string{
+		workflows.AttrRunID: "sw", workflows.AttrHarness: "sh", workflows.AttrModel: "m2", workflows.AttrTaskset: "sample",
+	}
+	keyword := func(attrs temporal.SearchAttributes, name string) string {
+		v, _ := attrs.GetKeyword(temporal.NewSearchAttributeKeyKeyword(name))
+		return v
+	}
+	cell := func(lacks ...string) *describedCell {
+		return &describedCell{prior: sweepAttrs, oldNamespace: oldNamespace{lacks: lacks, fakeTemporal: fakeTemporal{
+			kind: workflows.EvalName, status: enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, input: workflows.TrainInput{Config: cfg},
+		}}}
+	}
+
+	c := cell()
+	r, err := Resume(context.Background(), c, ResumeInput{RunID: cfg.RunID, TaskQueue: "q"})
+	require.NoError(t, err)
+	require.NotNil(t, r.Started)
+	require.Len(t, c.opts, 1)
+	assert.Equal(t, cfg.RunID, c.opts[0].ID, "the cell starts under its own id")
+	for name, want := range map[string]string{
+		workflows.AttrRunID: "sw", workflows.AttrHarness: "sh", workflows.AttrModel: "m2", workflows.AttrTaskset: "sample",
+	} {
+		assert.Equal(t, want, keyword(c.opts[0].TypedSearchAttributes, name), name)
+	}
+
+	c = cell(workflows.AttrHarness)
+	r, err = Resume(context.Background(), c, ResumeInput{RunID: cfg.RunID, TaskQueue: "q"})
+	require.NoError(t, err)
+	assert.False(t, r.Started.NoSearchAttributes)
+	require.Len(t, c.opts, 2)
+	assert.Equal(t, "sw", keyword(c.opts[1].TypedSearchAttributes, workflows.AttrRunID), "the sweep's filter still finds it")
+	_, ok := c.opts[1].TypedSearchAttributes.GetKeyword(temporal.NewSearchAttributeKeyKeyword(workflows.AttrHarness))
+	assert.False(t, ok)
+
+	// The same through the starter's rerun of a run id (Attach).
+	c = cell()
+	a, err := Attach(context.Background(), c, "q", cfg)
+	require.NoError(t, err)
+	require.NotNil(t, a.Started)
+	require.Len(t, c.opts, 1)
+	assert.Equal(t, "sw", keyword(c.opts[0].TypedSearchAttributes, workflows.AttrRunID))
+	assert.Equal(t, "sh", keyword(c.opts[0].TypedSearchAttributes, workflows.AttrHarness))
+
+	c = cell()
+	c.prior = nil
+	_, err = Resume(context.Background(), c, ResumeInput{RunID: cfg.RunID, TaskQueue: "q"})
+	require.NoError(t, err)
+	require.Len(t, c.opts, 1)
+	assert.Equal(t, cfg.RunID, keyword(c.opts[0].TypedSearchAttributes, workflows.AttrRunID), "a run that was no cell is found by its own id")
+	_, ok = c.opts[0].TypedSearchAttributes.GetKeyword(temporal.NewSearchAttributeKeyKeyword(workflows.AttrHarness))
+	assert.False(t, ok)
 }
