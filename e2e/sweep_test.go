@@ -154,6 +154,27 @@ func TestSweepEndToEnd(t *testing.T) {
 		assert.Equal(t, int64(12), cell.Result.Reused, "cell %s", cell.Name)
 	}
 	assert.Equal(t, ran, runtime.total(), "successes are kept")
+
+	// A cell resumed on its own is still found by the sweep's filter.
+	cellID := workflows.CellRunID(in.Config.RunID, "shell@mock-b")
+	r, err = run.Resume(ctx, c, run.ResumeInput{RunID: cellID, TaskQueue: "sweep", RetryFailed: true})
+	require.NoError(t, err)
+	require.NotNil(t, r.Started, "a finished cell reruns its failures when asked")
+	resumed := c.GetWorkflow(ctx, cellID, "")
+	require.NoError(t, resumed.Get(ctx, nil))
+	query = fmt.Sprintf("%s = %q AND %s = %q", workflows.AttrRunID, in.Config.RunID, workflows.AttrHarness, "shell")
+	require.Eventually(t, func() bool {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+		if err != nil {
+			return false
+		}
+		for _, e := range resp.GetExecutions() {
+			if e.GetExecution().GetRunId() == resumed.GetRunID() {
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 50*time.Millisecond, "query %s finds the cell resumed on its own", query)
 }
 
 func cellIndex(res workflows.SweepResult, name string) int {
