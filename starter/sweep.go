@@ -7,12 +7,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/mattn/go-shellwords"
 	"github.com/urfave/cli/v2"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/internal/harness/packaged"
@@ -171,7 +173,10 @@ func sweepInput(cctx *cli.Context, cfg workflows.RunConfig) (workflows.SweepInpu
 // watches its cells until every one has ended.
 func runSweep(cctx *cli.Context, s *session, in workflows.SweepInput) error {
 	ctx := cctx.Context
-	cfg := in.Config
+	cfg, cells := in.Config, in.Cells
+	// The cells the sweep under this run id had, if any: a rerun with
+	// other lists says what it changes.
+	was, _ := run.ReadSweep(ctx, s.client, cfg.RunID)
 	a, err := run.AttachSweep(ctx, s.client, cctx.String(wiring.FlagTaskQueue), in)
 	var changed *run.ChangedError
 	if errors.As(err, &changed) {
@@ -183,8 +188,16 @@ func runSweep(cctx *cli.Context, s *session, in workflows.SweepInput) error {
 	if a.Prior == 0 {
 		fmt.Fprintf(os.Stderr, "Starting sweep %s: %d cells (%s), each %d tasks × %d rollouts of %q.\n",
 			cfg.RunID, len(in.Cells), workflows.CellNames(in.Cells), cfg.Tasks, cfg.RolloutsPerTask, workflows.TasksetName(cfg.Taskset))
+	} else if a.Prior == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		if len(was.Cells) > 0 {
+			in = was // its own cells are the ones to watch
+		}
+		attachedSweep(os.Stderr, cfg.RunID, was.Cells, cells)
 	} else if !a.Done() {
 		fmt.Fprintf(os.Stderr, "Sweep %s: resuming every cell; finished rollouts are reused from the store.\n", cfg.RunID)
+		if a.Started != nil {
+			restartedSweep(os.Stderr, cfg.RunID, was.Cells, cells)
+		}
 	}
 	warnStarted(a.Started)
 	printWhere(s, cctx, cfg.RunID)
@@ -208,6 +221,55 @@ func runSweep(cctx *cli.Context, s *session, in workflows.SweepInput) error {
 	}
 	printSweepSummary(os.Stdout, res, storeFlags(cctx))
 	return sweepError(res)
+}
+
+// attachedSweep says that the sweep runID is already running, and which
+// cells it has when they are not those asked for: its own cells apply.
+func attachedSweep(w io.Writer, runID string, running, asked []workflows.SweepCell) {
+	added, dropped := cellChanges(running, asked)
+	if len(running) == 0 || len(added) == 0 && len(dropped) == 0 {
+		fmt.Fprintf(w, "Sweep %s is already running: watching it (its own cells apply).\n", runID)
+		return
+	}
+	fmt.Fprintf(w, "Sweep %s is already running with other cells: watching its own (%s), not those asked for (%s).\n"+
+		"To run the others, wait for it to end and run this command again, or give a new --run-id.\n",
+		runID, workflows.CellNames(running), workflows.CellNames(asked))
+}
+
+// restartedSweep says which cells a sweep started again with other lists
+// added and dropped; a dropped cell's rollouts stay stored under its own
+// run id.
+func restartedSweep(w io.Writer, runID string, was, now []workflows.SweepCell) {
+	if len(was) == 0 {
+		return
+	}
+	added, dropped := cellChanges(was, now)
+	if len(added) > 0 {
+		fmt.Fprintf(w, "Sweep %s: cells added: %s (they start with no stored rollouts).\n", runID, strings.Join(added, ", "))
+	}
+	if len(dropped) > 0 {
+		fmt.Fprintf(w, "Sweep %s: cells dropped: %s (their stored rollouts stay in the store, e.g. starter results %s).\n",
+			runID, strings.Join(dropped, ", "), shellQuote(workflows.CellRunID(runID, dropped[0])))
+	}
+}
+
+// cellChanges are the names of the cells of now that was lacks (added) and
+// of those of was that now lacks (dropped), each in its list's order.
+func cellChanges(was, now []workflows.SweepCell) (added, dropped []string) {
+	has := func(cells []workflows.SweepCell, name string) bool {
+		return slices.ContainsFunc(cells, func(c workflows.SweepCell) bool { return c.Name == name })
+	}
+	for _, c := range now {
+		if !has(was, c.Name) {
+			added = append(added, c.Name)
+		}
+	}
+	for _, c := range was {
+		if !has(now, c.Name) {
+			dropped = append(dropped, c.Name)
+		}
+	}
+	return added, dropped
 }
 
 // watchResumedSweep watches a sweep `starter resume` found or started

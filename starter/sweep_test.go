@@ -310,3 +310,41 @@ func TestSweepCommandStoppedResumesEveryCell(t *testing.T) {
 		assert.Len(t, list, 6, "cell %s", id)
 	}
 }
+
+// cellsOf are the cells of the harness × model lists, as the starter names
+// them.
+func cellsOf(t *testing.T, harnesses, models []string) []workflows.SweepCell {
+	t.Helper()
+	cells, err := sweepCells(workflows.RunConfig{RunID: "sw"}, harnesses, models, "")
+	require.NoError(t, err)
+	return cells
+}
+
+// Rerunning a sweep's command with other lists says what applies: a running
+// sweep keeps its own cells, and names them; one started again names the
+// cells added and dropped, and where a dropped cell's rollouts stay.
+func TestSweepRerunWithOtherCellsSaysSo(t *testing.T) {
+	running := cellsOf(t, []string{"", "oracle"}, []string{"x", "y"})
+	asked := cellsOf(t, []string{"", "oracle"}, []string{"x", "y", "z"})
+
+	var b strings.Builder
+	attachedSweep(&b, "sw", running, asked)
+	assert.Equal(t, "Sweep sw is already running with other cells: watching its own (agent@x, agent@y, oracle@x, oracle@y), "+
+		"not those asked for (agent@x, agent@y, agent@z, oracle@x, oracle@y, oracle@z).\n"+
+		"To run the others, wait for it to end and run this command again, or give a new --run-id.\n", b.String())
+
+	b.Reset()
+	attachedSweep(&b, "sw", running, running)
+	assert.Equal(t, "Sweep sw is already running: watching it (its own cells apply).\n", b.String(), "the same cells: nothing to tell")
+
+	b.Reset()
+	restartedSweep(&b, "sw", running, cellsOf(t, []string{"", "oracle"}, []string{"y", "z"}))
+	assert.Equal(t, "Sweep sw: cells added: agent@z, oracle@z (they start with no stored rollouts).\n"+
+		"Sweep sw: cells dropped: agent@x, oracle@x (their stored rollouts stay in the store, e.g. starter results sw:agent@x).\n", b.String())
+
+	b.Reset()
+	restartedSweep(&b, "sw", running, running)
+	assert.Empty(t, b.String(), "the same cells: nothing added or dropped")
+	restartedSweep(&b, "sw", nil, asked)
+	assert.Empty(t, b.String(), "no earlier sweep under the id: nothing to compare")
+}
