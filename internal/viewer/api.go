@@ -33,7 +33,15 @@ const (
 const (
 	StateFinished = "finished"
 	StateRunning  = "running"
+	// StateWaiting is a run id under which nothing is stored yet: a run
+	// (a sweep's cells, say) that has started but stored no rollout, or
+	// an id no run has.
+	StateWaiting = "waiting"
 )
+
+// noRolloutYet is a waiting run's note.
+const noRolloutYet = "no rollout stored yet: a run that has just started shows here once its first rollout is stored " +
+	"(a sweep, once one of its cells has stored one); if it never does, check the run id with starter status"
 
 // RunRow is a run as the runs list shows it.
 type RunRow struct {
@@ -73,6 +81,8 @@ type Run struct {
 	Cells []Cell `json:"cells,omitempty"`
 	// TemporalURL links the run's workflow in the Temporal UI.
 	TemporalURL string `json:"temporal_url,omitempty"`
+	// Note says why a waiting run shows nothing yet.
+	Note string `json:"note,omitempty"`
 }
 
 // Bin is one bar of the reward histogram: rollouts with Lo <= reward < Hi
@@ -178,6 +188,10 @@ func (v *Viewer) runs(w http.ResponseWriter, r *http.Request) {
 
 func (v *Viewer) run(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("run")
+	if err := results.ValidateRunID(id); err != nil {
+		v.writeJSON(w, nil, fmt.Errorf("%w: %w", errNotFound, err))
+		return
+	}
 	info, err := run.Load(r.Context(), v.store, id)
 	if err != nil && !errors.Is(err, run.ErrNotFound) {
 		v.writeJSON(w, nil, err)
@@ -188,9 +202,18 @@ func (v *Viewer) run(w http.ResponseWriter, r *http.Request) {
 		sweep = info.Summary.Sweep
 	}
 	cells, cerr := v.cells(r.Context(), id, sweep)
-	if cerr != nil || err != nil && len(cells) == 0 {
-		// A sweep still running has no summary yet: its cells make it.
-		v.writeJSON(w, nil, cmp.Or(cerr, err))
+	if cerr != nil {
+		v.writeJSON(w, nil, cerr)
+		return
+	}
+	if err != nil && len(cells) == 0 {
+		// Nothing stored under the id, nor under a cell of it: the
+		// viewer knows runs from the store only, so a run that has
+		// just started is told from an id no run has by its first
+		// rollout. A sweep still running has no summary yet: its cells
+		// make it, once they store one.
+		v.writeJSON(w, Run{RunRow: RunRow{ID: id, State: StateWaiting}, Note: noRolloutYet,
+			Histogram: []Bin{}, PassAtK: []workflows.PassAt{}, Errors: []workflows.KindCount{}, TemporalURL: v.workflowURL(id)}, nil)
 		return
 	}
 	out := Run{RunRow: row(id, info), Errors: errorKinds(info.Records), Histogram: histogram(info.Records, 10)}

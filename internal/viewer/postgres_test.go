@@ -56,6 +56,6 @@ func TestPostgresStoreServesTheSameRuns(t *testing.T) {
 		assert.Equal(t, a, b, "GET %s", path)
 		assert.NotEmpty(t, b, "GET %s", path)
 	}
-	status, _ := get(t, servers["postgres"], "/api/runs/no-such-run")
+	status, _ := get(t, servers["postgres"], "/api/runs/no%20such%20run")
 	assert.Equal(t, 404, status)
 }

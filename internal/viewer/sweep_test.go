@@ -2,8 +2,10 @@ package viewer_test
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,4 +134,42 @@ func TestBrowserSweep(t *testing.T) {
 	b.Click(`#cells tr[data-cell="shell@mock-b"] a`)
 	b.WaitVisible(`#rollouts-table tbody tr`)
 	assert.Equal(t, 3, b.Count(`#rollouts-table tbody tr`), "a cell's own run page lists its rollouts")
+}
+
+// A sweep that has started but whose cells have stored no rollout yet has
+// a page saying so, not a 404, and becomes the sweep's page with its first
+// rollout; an id no run can have is still a 404 naming what is wrong.
+func TestSweepBeforeAnyRolloutIsWaiting(t *testing.T) {
+	store, err := results.Open(t.TempDir())
+	require.NoError(t, err)
+	srv := httptest.NewServer(viewer.New(store, viewer.Options{TemporalUI: "http://127.0.0.1:8233"}))
+	t.Cleanup(srv.Close)
+
+	var run viewer.Run
+	getJSON(t, srv, "/api/runs/"+url.PathEscape(sweepRun), &run)
+	assert.Equal(t, sweepRun, run.ID)
+	assert.Equal(t, viewer.StateWaiting, run.State)
+	assert.Contains(t, run.Note, "no rollout stored yet")
+	assert.Empty(t, run.Cells)
+	assert.Equal(t, "http://127.0.0.1:8233/namespaces/default/workflows/"+sweepRun, run.TemporalURL, "the Temporal UI knows the sweep already")
+
+	for _, bad := range []string{"no%20such%20run", "a%2Fb", strings.Repeat("x", 300)} {
+		status, body := get(t, srv, "/api/runs/"+bad)
+		assert.Equal(t, http.StatusNotFound, status, "GET /api/runs/%s: %s", bad, body)
+		assert.Contains(t, body, "invalid run id", "GET /api/runs/%s", bad)
+	}
+
+	cellID := workflows.CellRunID(sweepRun, "agent@mock-a")
+	key := rollout.Key(cellID, 0, 0, 0)
+	tr := toolTrace(key, "arith", "391")
+	_, _, err = store.Put(context.Background(), results.Record{Key: key, RunID: cellID, TaskID: "arith", Status: rollout.StatusOK,
+		Model: "mock-a", Reward: 1, Attempt: 1, FinishedAt: t0}, &tr)
+	require.NoError(t, err)
+	run = viewer.Run{}
+	getJSON(t, srv, "/api/runs/"+url.PathEscape(sweepRun), &run)
+	assert.Equal(t, viewer.KindSweep, run.Kind, "its first rollout makes it a sweep")
+	assert.Equal(t, viewer.StateRunning, run.State)
+	require.Len(t, run.Cells, 1)
+	assert.Equal(t, "agent@mock-a", run.Cells[0].Name)
+	assert.Empty(t, run.Note)
 }

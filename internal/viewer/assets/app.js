@@ -114,6 +114,7 @@ async function runPage(seq, id) {
     Object.assign(runState, { id, sort: "key", offset: 0, filters: { status: "", error_kind: "", min_reward: "", max_reward: "", q: "" } });
   }
   const run = await api("api/runs/" + encodeURIComponent(id));
+  if (run.state === "waiting") return waitingPage(seq, run);
   if (run.kind === "sweep") return sweepPage(seq, run);
   const page = await api(rolloutsQuery(id));
   if (seq !== routeSeq) return;
@@ -135,6 +136,19 @@ async function runPage(seq, id) {
     pager(page));
   if (focused && document.getElementById(focused)) document.getElementById(focused).focus();
   if (run.state === "running") schedule(() => route());
+}
+
+// A run id under which nothing is stored yet: a run (a sweep) that has
+// just started shows once its first rollout is stored.
+function waitingPage(seq, run) {
+  if (seq !== routeSeq) return;
+  setLive(true);
+  show(
+    el("p", {}, el("a", { href: "#/" }, "← All runs")),
+    el("h1", {}, run.id, " ", badge(run.state)),
+    el("p", { class: "muted", id: "note" }, run.note),
+    run.temporal_url ? el("p", {}, el("a", { href: run.temporal_url, target: "_blank", rel: "noopener" }, "Temporal UI")) : null);
+  schedule(() => route());
 }
 
 // A sweep: its cells side by side, each linking to its own run.
