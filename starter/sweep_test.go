@@ -348,3 +348,86 @@ func TestSweepRerunWithOtherCellsSaysSo(t *testing.T) {
 	restartedSweep(&b, "sw", nil, asked)
 	assert.Empty(t, b.String(), "no earlier sweep under the id: nothing to compare")
 }
+
+// captureStderr returns what f wrote to os.Stderr.
+func captureStderr(t *testing.T, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	old := os.Stderr
+	os.Stderr = w
+	done := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(r)
+		done <- string(b)
+	}()
+	defer func() { os.Stderr = old }()
+	f()
+	require.NoError(t, w.Close())
+	return <-done
+}
+
+// The same sweep command with another --model list, on the embedded
+// server: while the sweep runs, the starter says it watches the sweep's
+// own cells; once it has finished, a rerun of its failures with other
+// lists names the cells added and dropped.
+func TestSweepCommandWithOtherListsSaysWhichCellsApply(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	where := []string{"--address", freeAddr(t), "--embedded", "--ui-port", "-1", "--viewer-addr", "-1",
+		"--data-dir", filepath.Join(dir, "data"), "--runs-dir", runs}
+	eval := func(models string, extra ...string) []string {
+		return append(append([]string{"eval", "--run-id", "sw", "--tasks", "4", "--max-concurrent", "1",
+			"--harness", `sh -c 'sleep 0.2; printf 0 > "$EVALFLOW_ANSWER_FILE"',oracle`, "--model", models}, where...), extra...)
+	}
+	store, err := results.Open(runs)
+	require.NoError(t, err)
+	count := func() int {
+		n := 0
+		for _, id := range []string{"sw:sh--c@mock", "sw:sh--c@mock-b", "sw:oracle@mock", "sw:oracle@mock-b"} {
+			list, err := store.List(context.Background(), id)
+			require.NoError(t, err)
+			n += len(list)
+		}
+		return n
+	}
+
+	// Stopped midway: the sweep is still running on the server.
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		app := newApp()
+		app.Writer, app.ErrWriter = io.Discard, io.Discard
+		done <- app.RunContext(ctx, append([]string{"starter"}, eval("mock,mock-b")...))
+	}()
+	require.Eventually(t, func() bool { return count() >= 2 }, 2*time.Minute, 20*time.Millisecond, "rollouts stored before the stop")
+	stop()
+	var code exitCode
+	require.ErrorAs(t, <-done, &code)
+
+	stderr := captureStderr(t, func() {
+		_, _, err = runStarter(t, eval("mock,mock-b,mock-c", "--detach")...)
+	})
+	require.NoError(t, err, "%s", stderr)
+	assert.Contains(t, stderr, "Sweep sw is already running with other cells: watching its own (sh--c@mock, sh--c@mock-b, oracle@mock, oracle@mock-b), "+
+		"not those asked for (sh--c@mock, sh--c@mock-b, sh--c@mock-c, oracle@mock, oracle@mock-b, oracle@mock-c)")
+
+	stdout := captureStdout(t, func() {
+		_, _, err = runStarter(t, append(append([]string{"resume"}, where...), "sw")...)
+	})
+	require.NoError(t, err)
+	assert.Contains(t, stdout, "sweep sw: 4 cells", "the sweep ran with its own cells")
+
+	stderr = captureStderr(t, func() {
+		stdout = captureStdout(t, func() {
+			_, _, err = runStarter(t, eval("mock,mock-c", "--retry-failed")...)
+		})
+	})
+	require.NoError(t, err, "%s", stderr)
+	assert.Contains(t, stderr, "Sweep sw: cells added: sh--c@mock-c, oracle@mock-c (they start with no stored rollouts).")
+	assert.Contains(t, stderr, "Sweep sw: cells dropped: sh--c@mock-b, oracle@mock-b (their stored rollouts stay in the store, e.g. starter results sw:sh--c@mock-b).")
+	assert.Contains(t, stdout, "sweep sw: 4 cells")
+	list, err := store.List(context.Background(), "sw:sh--c@mock-b")
+	require.NoError(t, err)
+	assert.Len(t, list, 4, "a dropped cell's rollouts stay stored")
+}
