@@ -37,7 +37,7 @@ func TestSweepRunsEveryCellOverTheSameTasks(t *testing.T) {
 		return nil
 	}
 	f.register(env, 0)
-	cfg := testConfig(6, 2, 1) // one at a time: each cell's order is its cursor's
+	cfg := testConfig(6, 2, 1)        // one at a time: each cell's order is its cursor's
 	cfg.Limits.ContinueAsNewAfter = 5 // each cell continues as new twice
 	env.ExecuteWorkflow(Sweep, SweepInput{Config: cfg, Cells: sweepCells()})
 
