@@ -66,7 +66,7 @@ var allowed = map[string][]string{
 	// The pull API over HTTP, for trainers outside Go: a handler over the
 	// pull client. pull itself links no HTTP server.
 	"pull/pullhttp": {"pull", "workflows", "rollout", "trajectory"},
-	"internal/activities": {"rollout", "dialects", "harness", "internal/interception", "internal/interception/sidecar", "internal/metrics", "internal/providers", "results",
+	"internal/activities": {"rollout", "dialects", "harness", "internal/interception", "internal/interception/sidecar", "internal/metrics", "internal/prices", "internal/providers", "results",
 		"rubrics", "tasksets", "tasksets/tables", "trace", "internal/tunnel"},
 	// The rollout gateway and the side routes (/state, /task, /user) are
 	// handlers of their own, over small interfaces the proxy satisfies:

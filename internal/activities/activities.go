@@ -20,6 +20,7 @@ import (
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/internal/interception"
 	"github.com/evalflow/evalflow/internal/metrics"
+	"github.com/evalflow/evalflow/internal/prices"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/tasksets"
@@ -47,6 +48,10 @@ type Activities struct {
 	// Providers are the worker's named providers (--provider), the default
 	// one among them, that a run's roles pick by name (roles.go).
 	Providers map[string]Provider
+	// Prices price the judge's calls, as the interception servers price
+	// the harness's and the simulated user's (the same table);
+	// prices.Default() when nil.
+	Prices prices.Table
 	// WorkDir is the parent of task workspaces; "" is the system temp dir.
 	WorkDir string
 	// SkipUnsupported lets a runtime that builds no image (local, netns,
@@ -78,6 +83,14 @@ type Activities struct {
 	drain drain
 	// Metrics counts the rollouts Run runs; nil counts nothing.
 	Metrics *metrics.Metrics
+}
+
+// prices is the table judge calls are priced at.
+func (a *Activities) prices() prices.Table {
+	if a.Prices == nil {
+		return prices.Default()
+	}
+	return a.Prices
 }
 
 func (a *Activities) logger() *slog.Logger {

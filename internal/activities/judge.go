@@ -10,6 +10,7 @@ import (
 
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/internal/interception"
+	"github.com/evalflow/evalflow/internal/prices"
 	"github.com/evalflow/evalflow/rubrics"
 	"github.com/evalflow/evalflow/trace"
 )
@@ -38,6 +39,9 @@ type judge struct {
 	route []interception.Target
 	// model is asked when the rubric names none: the run's.
 	model string
+	// prices price each call, as the interception servers price the
+	// harness's.
+	prices prices.Table
 
 	mu    sync.Mutex
 	turns []trace.Turn
@@ -118,6 +122,7 @@ func (j *judge) Ask(ctx context.Context, model, prompt string) (string, error) {
 }
 
 func (j *judge) record(t trace.Turn) {
+	t = interception.Priced(t, j.prices, t.Request.Model)
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	t.Index = len(j.turns)

@@ -49,13 +49,17 @@ func (a *Activities) score(ctx context.Context, j job, out outcome, in rubrics.I
 		return rec, &tr, err
 	}
 	if a.Judge != nil || route != nil {
-		jd = &judge{provider: a.Judge, route: route, model: ref.Model}
+		jd = &judge{provider: a.Judge, route: route, model: ref.Model, prices: a.prices()}
 		in.Judge = jd
 	}
 	stop := heartbeat(ctx, "scoring")
 	sc, err := j.rubric.Score(ctx, in)
 	stop()
 	tr.Judge = jd.calls()
+	// The judge's calls are the rollout's spend too.
+	usd, unpriced := trace.Cost(tr.Judge)
+	rec.CostUSD += usd
+	rec.UnpricedTurns += unpriced
 	if err != nil {
 		var cfg *rubrics.ConfigError
 		if errors.As(err, &cfg) {
@@ -137,5 +141,20 @@ func record(j job, out outcome) results.Record {
 		rec.OutputTokens += t.Response.Usage.OutputTokens
 	}
 	rec.CostUSD, rec.UnpricedTurns = trace.Cost(out.turns)
+	// So are the simulated user's, which no limit of the agent's counts.
+	usd, unpriced := trace.Cost(userCalls(out.side.Users))
+	rec.CostUSD += usd
+	rec.UnpricedTurns += unpriced
 	return rec
+}
+
+// userCalls are the model calls of a persona user's turns.
+func userCalls(users []trace.UserTurn) []trace.Turn {
+	var calls []trace.Turn
+	for _, u := range users {
+		if u.Call != nil {
+			calls = append(calls, *u.Call)
+		}
+	}
+	return calls
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/internal/interception/sidecar"
+	"github.com/evalflow/evalflow/internal/prices"
 	"github.com/evalflow/evalflow/trace"
 )
 
@@ -222,11 +223,21 @@ func materialize(t trace.Turn, raw rawTurn, r Rollout) trace.Turn {
 // answered, else the one asked for; a turn without usage, or whose model
 // has no price, keeps none.
 func priced(t trace.Turn, r Rollout) trace.Turn {
+	return Priced(t, r.prices, r.Model, t.Request.Model)
+}
+
+// Priced is t with its cost (CostUSD) from the usage its provider reported,
+// at table's price of the model that answered, else of the first of asked
+// the table knows. A turn that has a cost, or reported no usage (a call
+// that failed), is returned as it is, as is one of a model without a price
+// (trace.Turn.Unpriced). Judge and simulated-user calls are priced by the
+// same rule as the harness's.
+func Priced(t trace.Turn, table prices.Table, asked ...string) trace.Turn {
 	u := t.Response.Usage
 	if t.CostUSD != nil || u.InputTokens+u.OutputTokens == 0 {
 		return t
 	}
-	if usd, ok := r.prices.Cost(u, t.Response.Model, r.Model, t.Request.Model); ok {
+	if usd, ok := table.Cost(u, append([]string{t.Response.Model}, asked...)...); ok {
 		t.CostUSD = &usd
 	}
 	return t

@@ -121,5 +121,8 @@ func (p sideProxy) Ask(ctx context.Context, ro sidecar.Rollout, turn *trace.Turn
 	if turn.Response, err = d.ParseResponse(data); err != nil {
 		return "", fmt.Errorf("decode persona answer: %w", err)
 	}
+	// Priced at the server's prices like the harness's calls; the user's
+	// calls count against none of the rollout's limits, --max-cost included.
+	*turn = Priced(*turn, p.s.cfg.Prices, turn.Request.Model)
 	return turn.Response.Message.Text(), nil
 }

@@ -278,6 +278,7 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 		Capacity:        w.cap,
 		Judge:           upstream,
 		Providers:       named,
+		Prices:          cfg.Prices,
 		WorkDir:         cfg.WorkDir,
 		SkipUnsupported: cfg.SkipUnsupported,
 		SDKTimeout:      cfg.Upstream.SDKTimeout(),
