@@ -174,7 +174,7 @@ func netnsWorker(t *testing.T, s *secureCluster, storeURL, subnet, name, queue s
 func TestEvalAndTrainOnAMultiProcessCluster(t *testing.T) {
 	s := startSecureCluster(t, "0.0.0.0")
 	out := s.setup(t)
-	assert.Contains(t, out, "search attributes EvalflowModel, EvalflowRunId, EvalflowTaskset added")
+	assert.Contains(t, out, "search attributes EvalflowHarness, EvalflowModel, EvalflowRunId, EvalflowTaskset added")
 	storeURL, password := pgtest.URLWithOwnRole(t)
 	addSecret("postgres-password", password)
 	store := openPG(t, storeURL)

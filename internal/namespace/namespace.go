@@ -145,7 +145,35 @@ func Ensure(ctx context.Context, s Services, want Want) ([]Step, error) {
 	case err != nil:
 		return nil, fmt.Errorf("add search attributes %s to namespace %q: %w", strings.Join(missing, ", "), want.Namespace, err)
 	}
+	if err := waitAttributes(ctx, s, want.Namespace, missing); err != nil {
+		return nil, err
+	}
 	return append(steps, Step{What: "search attributes " + strings.Join(missing, ", ") + " added", Done: true}), nil
+}
+
+// waitAttributes waits until the frontend takes attributes just added:
+// it knows them from its namespace cache, refreshed every few seconds, and
+// until then refuses a run started with them. A query naming them is
+// refused as long as a start would be.
+func waitAttributes(ctx context.Context, s Services, namespace string, names []string) error {
+	terms := make([]string, len(names))
+	for i, name := range names {
+		terms[i] = name + " = ''"
+	}
+	req := &workflowservice.CountWorkflowExecutionsRequest{Namespace: namespace, Query: strings.Join(terms, " AND ")}
+	delay := 100 * time.Millisecond
+	for {
+		_, err := s.Workflow.CountWorkflowExecutions(ctx, req)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("search attributes %s were added to namespace %q but are not usable yet: %w", strings.Join(names, ", "), namespace, err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, time.Second)
+	}
 }
 
 // AddAttributes registers the attributes of want missing from its

@@ -11,11 +11,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/evalflow/evalflow/internal/namespace"
 	"github.com/evalflow/evalflow/internal/results/postgres/pgtest"
 	"github.com/evalflow/evalflow/internal/testca"
 	"github.com/evalflow/evalflow/internal/wiring"
+	"github.com/evalflow/evalflow/workflows"
 )
 
 // The cluster comes up as four processes with mTLS at the frontend, takes
@@ -42,6 +45,14 @@ func TestClusterStartsKillsAndRestarts(t *testing.T) {
 	svc := namespace.Services{Workflow: cl.WorkflowService(), Operator: cl.OperatorService()}
 	_, err = namespace.Ensure(ctx, svc, namespace.Evalflow("evals"))
 	require.NoError(t, err)
+	// Once setup returns, a run started with the attributes is taken:
+	// the frontend's namespace cache knows them.
+	attrs := temporal.NewSearchAttributes(
+		temporal.NewSearchAttributeKeyKeyword(workflows.AttrRunID).ValueSet("probe"),
+		temporal.NewSearchAttributeKeyKeyword(workflows.AttrHarness).ValueSet("agent"))
+	_, err = cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "probe", TaskQueue: "no-worker", TypedSearchAttributes: attrs}, workflows.EvalName)
+	require.NoError(t, err, "a run started right after setup carries its search attributes")
+	require.NoError(t, cl.TerminateWorkflow(ctx, "probe", "", "probe"))
 	cl.Close()
 
 	c.Kill()
