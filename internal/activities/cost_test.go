@@ -2,7 +2,6 @@ package activities_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -121,17 +120,14 @@ func TestJudgeCallOfAnUnpricedModelIsCountedUnpriced(t *testing.T) {
 // judge turn is priced once, at the price of the model that answered.
 func TestJudgeFallbackPricedAtTheModelThatAnswered(t *testing.T) {
 	def := mockProvider(t, dialects.NameChat)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	down := providers.NewOpenAI("http://"+ln.Addr().String()+"/v1", "")
-	require.NoError(t, ln.Close())
+	down := downProvider(t)
 	r := newRigWith(t, def, answering(""))
 	r.acts.Prices = prices.Table{"mock": agentPrice}
 	r.acts.Providers = map[string]activities.Provider{rollout.DefaultProvider: def, "down": down}
 	in := ref(1)
 	in.Rubric = "judge"
 	require.NoError(t, in.Harness.Roles.Set("judge=down,default"))
-	_, err = r.rollout(t, in)
+	_, err := r.rollout(t, in)
 	require.NoError(t, err)
 	rec, tr := r.stored(t, in.Key())
 	require.Len(t, tr.Judge, 1)

@@ -50,10 +50,7 @@ func TestRunJudgesOnTheJudgeRolesProvider(t *testing.T) {
 // judge turn records it.
 func TestRunJudgeFallsBack(t *testing.T) {
 	def := mockProvider(t, dialects.NameChat)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	down := providers.NewOpenAI("http://"+ln.Addr().String()+"/v1", "")
-	require.NoError(t, ln.Close())
+	down := downProvider(t)
 	r := newRigWith(t, def, answering(""))
 	r.acts.Providers = map[string]activities.Provider{rollout.DefaultProvider: def, "down": down}
 	in := ref(1)
@@ -74,10 +71,7 @@ func TestRunJudgeFallsBack(t *testing.T) {
 // from; the rollout is the agent's success.
 func TestRunPolicyFallsBack(t *testing.T) {
 	def := mockProvider(t, dialects.NameChat)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	down := providers.NewOpenAI("http://"+ln.Addr().String()+"/v1", "")
-	require.NoError(t, ln.Close())
+	down := downProvider(t)
 	r := newRigWith(t, def, answering(""))
 	r.acts.Providers = map[string]activities.Provider{rollout.DefaultProvider: def, "down": down}
 	in := ref(1)
@@ -113,4 +107,13 @@ func TestAcquireRefusesAProviderTheWorkerLacks(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, ok, "%s: nothing recorded", role)
 	}
+}
+
+// downProvider is a provider at a loopback port nothing listens on: every
+// call to it fails to connect, an infrastructure failure.
+func downProvider(t *testing.T) *providers.OpenAI {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	require.NoError(t, ln.Close())
+	return providers.NewOpenAI("http://"+ln.Addr().String()+"/v1", "")
 }
