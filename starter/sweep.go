@@ -91,7 +91,7 @@ func splitList(s string) ([]string, error) {
 // harnessName is a --harness value as a sweep names its cells and the
 // Temporal UI filters them: the built-in agent is "agent", a packaged
 // harness and the oracle their names, a command line its first two words
-// (their base names).
+// (their base names; env and words setting a variable left out).
 func harnessName(h string) string {
 	if h == "" {
 		return builtinHarness
@@ -100,13 +100,23 @@ func harnessName(h string) string {
 		return h
 	}
 	argv, err := shellwords.Parse(h)
-	if err != nil || len(argv) == 0 {
-		return h
+	if err != nil {
+		return "command"
 	}
-	for i := range argv {
-		argv[i] = filepath.Base(argv[i])
+	// The name reaches run ids, search attributes and logs: a word that
+	// sets a variable (env KEY=value …) may hold a secret, and is left
+	// out with the env that sets it.
+	var words []string
+	for _, w := range argv {
+		if w == "env" || strings.Contains(w, "=") {
+			continue
+		}
+		words = append(words, filepath.Base(w))
 	}
-	return strings.Join(argv[:min(2, len(argv))], " ")
+	if len(words) == 0 {
+		return "command"
+	}
+	return strings.Join(words[:min(2, len(words))], " ")
 }
 
 // cellName names the cell of a harness and a model: harness@model, each

@@ -54,6 +54,9 @@ func TestCellNames(t *testing.T) {
 		{oracleHarness, "mock", "oracle@mock"},
 		{"python /opt/agents/agent.py --fast", "openai/gpt-4o", "python-agent.py@openai-gpt-4o"},
 		{"sh -c 'echo 4'", "a b", "sh--c@a-b"},
+		// what sets a variable never names a cell: it may be a key
+		{"env OPENAI_API_KEY=sk-test-123 python agent.py", "m", "python-agent.py@m"},
+		{"TOKEN=abc ./agent", "m", "agent@m"},
 	} {
 		got := cellName(harnessName(tc.harness), tc.model)
 		assert.Equal(t, tc.want, got, "cellName(harnessName(%q), %q)", tc.harness, tc.model)
