@@ -58,6 +58,10 @@ type VerifyResult struct {
 	// Stdout and Stderr are the tails of the verifier's output.
 	Stdout, Stderr string
 	Duration       time.Duration
+	// RemovedHooks are files the agent planted where a test runner would
+	// load them (a conftest.py above the tests, say), removed before the
+	// verifier ran.
+	RemovedHooks []string `json:",omitempty"`
 }
 
 // VerifierError is a verifier that produced no valid reward: it timed out,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -25,8 +26,13 @@ type ContainerConfig struct {
 type HostConfig struct {
 	// Binds are host:container[:ro] mounts.
 	Binds []string `json:"Binds,omitempty"`
-	// NetworkMode is "none", "host", "bridge" or a network's name.
+	// NetworkMode is "none", "host", "bridge", a network's name, or
+	// "container:ID" to join another container's network namespace.
 	NetworkMode string `json:"NetworkMode,omitempty"`
+	// PidMode "container:ID" joins another container's process namespace.
+	PidMode string `json:"PidMode,omitempty"`
+	// CapAdd are capabilities given beyond the engine's default set.
+	CapAdd []string `json:"CapAdd,omitempty"`
 	// Memory is the memory limit in bytes; 0 is none. MemorySwap equal to
 	// it allows no swap beyond.
 	Memory     int64 `json:"Memory,omitempty"`
@@ -76,6 +82,12 @@ type Container struct {
 		Labels     map[string]string
 		WorkingDir string
 	}
+	NetworkSettings struct {
+		Networks map[string]struct {
+			IPAddress string
+			Gateway   string
+		}
+	}
 }
 
 // InspectContainer reads a container; a missing one is IsNotFound.
@@ -93,6 +105,37 @@ func (c *Client) RemoveContainer(ctx context.Context, id string) error {
 		return nil
 	}
 	return err
+}
+
+// Commit snapshots a container's file system (not its mounts) as an image
+// named repo:tag and returns the image's ID. With pause, the container's
+// processes are frozen while it is read, so the snapshot is of one moment.
+func (c *Client) Commit(ctx context.Context, id, repo, tag string, pause bool) (string, error) {
+	q := url.Values{"container": {id}, "repo": {repo}, "tag": {tag}, "pause": {strconv.FormatBool(pause)}}
+	var out struct {
+		ID string `json:"Id"`
+	}
+	// The body is the image's config, changed: none here.
+	if err := c.call(ctx, http.MethodPost, "/commit", q, struct{}{}, &out); err != nil {
+		return "", err
+	}
+	return out.ID, nil
+}
+
+// Change is a path of a container's file system that differs from its
+// image's.
+type Change struct {
+	Path string
+	// Kind is 0 for modified, 1 for added, 2 for deleted.
+	Kind int
+}
+
+// Changes lists what a container changed of its image's file system (not
+// its mounts).
+func (c *Client) Changes(ctx context.Context, id string) ([]Change, error) {
+	var out []Change
+	err := c.call(ctx, http.MethodGet, "/containers/"+url.PathEscape(id)+"/changes", nil, nil, &out)
+	return out, err
 }
 
 // ContainerSummary is one container of a listing.

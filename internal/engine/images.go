@@ -33,6 +33,26 @@ func (c *Client) RemoveImage(ctx context.Context, name string) error {
 	return c.call(ctx, http.MethodDelete, "/images/"+url.PathEscape(name), url.Values{"force": {"1"}}, nil, nil)
 }
 
+// ImageSummary is one image of a listing.
+type ImageSummary struct {
+	ID       string `json:"Id"`
+	RepoTags []string
+	Created  int64
+	Size     int64
+}
+
+// ListImages lists the images whose name matches reference (a name with
+// or without its tag, or a pattern such as localhost/evalflow-env/*).
+func (c *Client) ListImages(ctx context.Context, reference string) ([]ImageSummary, error) {
+	data, err := json.Marshal(map[string][]string{"reference": {reference}})
+	if err != nil {
+		return nil, err
+	}
+	var out []ImageSummary
+	err = c.call(ctx, http.MethodGet, "/images/json", url.Values{"filters": {string(data)}}, nil, &out)
+	return out, err
+}
+
 // BuildOptions is one image build.
 type BuildOptions struct {
 	// Tag names the image built.

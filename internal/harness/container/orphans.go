@@ -78,12 +78,20 @@ func (r *Runtime) owner() owner {
 	return r.host
 }
 
-// labels are a rollout attempt's sandbox labels.
-func (r *Runtime) labels(spec harness.Spec) map[string]string {
+// Kinds of container (labelSandbox): an attempt's sandbox, where the
+// agent works, and its verifier's, which joins the sandbox's network and
+// so goes first when both are removed.
+const (
+	kindRollout  = "rollout"
+	kindVerifier = "verifier"
+)
+
+// labels are the labels of a rollout attempt's container of kind.
+func (r *Runtime) labels(spec harness.Spec, kind string) map[string]string {
 	o := r.owner()
 	run, _, _ := strings.Cut(spec.Key, "/")
 	return map[string]string{
-		labelSandbox: "rollout", labelRun: run, labelRollout: spec.Key, labelAttempt: strconv.Itoa(spec.Attempt),
+		labelSandbox: kind, labelRun: run, labelRollout: spec.Key, labelAttempt: strconv.Itoa(spec.Attempt),
 		labelWorker: r.Worker, labelHost: o.host, labelPID: o.pid, labelPIDStart: o.start,
 	}
 }
@@ -92,36 +100,42 @@ func (r *Runtime) labels(spec harness.Spec) map[string]string {
 // longer runs left behind (killed before it could remove them), and
 // returns how many.
 func (r *Runtime) RemoveOrphans(ctx context.Context) (int, error) {
-	list, err := r.Engine.ListContainers(ctx, labelSandbox+"=rollout", labelHost+"="+r.owner().host)
-	if err != nil {
-		return 0, fmt.Errorf("list sandboxes: %w", err)
-	}
 	n := 0
-	for _, c := range list {
-		o := owner{host: c.Labels[labelHost], pid: c.Labels[labelPID], start: c.Labels[labelPIDStart]}
-		if o.alive() {
-			continue
+	for _, kind := range []string{kindVerifier, kindRollout} {
+		list, err := r.Engine.ListContainers(ctx, labelSandbox+"="+kind, labelHost+"="+r.owner().host)
+		if err != nil {
+			return n, fmt.Errorf("list sandboxes: %w", err)
 		}
-		if err := r.Engine.RemoveContainer(ctx, c.ID); err != nil {
-			return n, fmt.Errorf("remove orphaned sandbox %s: %w", c.ID, err)
+		for _, c := range list {
+			o := owner{host: c.Labels[labelHost], pid: c.Labels[labelPID], start: c.Labels[labelPIDStart]}
+			if o.alive() {
+				continue
+			}
+			if err := r.Engine.RemoveContainer(ctx, c.ID); err != nil {
+				return n, fmt.Errorf("remove orphaned sandbox %s: %w", c.ID, err)
+			}
+			if kind == kindRollout {
+				n++
+			}
 		}
-		n++
 	}
-	return n, nil
+	return n, r.removeOrphanedSnapshots(ctx)
 }
 
 // Close removes the sandboxes this worker process still has: a worker
 // that stops leaves none.
 func (r *Runtime) Close(ctx context.Context) error {
 	o := r.owner()
-	list, err := r.Engine.ListContainers(ctx, labelSandbox+"=rollout", labelHost+"="+o.host, labelPID+"="+o.pid)
-	if err != nil {
-		return fmt.Errorf("list sandboxes: %w", err)
-	}
-	for _, c := range list {
-		if err := r.Engine.RemoveContainer(ctx, c.ID); err != nil {
-			return fmt.Errorf("remove sandbox %s: %w", c.ID, err)
+	for _, kind := range []string{kindVerifier, kindRollout} {
+		list, err := r.Engine.ListContainers(ctx, labelSandbox+"="+kind, labelHost+"="+o.host, labelPID+"="+o.pid)
+		if err != nil {
+			return fmt.Errorf("list sandboxes: %w", err)
+		}
+		for _, c := range list {
+			if err := r.Engine.RemoveContainer(ctx, c.ID); err != nil {
+				return fmt.Errorf("remove sandbox %s: %w", c.ID, err)
+			}
 		}
 	}
-	return nil
+	return r.removeOrphanedSnapshots(ctx)
 }

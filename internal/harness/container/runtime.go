@@ -2,13 +2,16 @@
 // in a sandbox of its own, a container started from the task's image (its
 // Dockerfile built by the engine, or its docker_image) on any Docker
 // Engine API, Docker's or Podman's. The harness is executed in the
-// sandbox, then the tests are copied in and the verifier is executed in
-// the same sandbox, and the sandbox is removed with the rollout's
-// workspace. The image need not know about evalflow: the built-in agent is
-// mounted into it read-only, and it reaches the interception on the
-// worker's loopback, directly (a task that allows the internet shares the
-// host's network) or, for a task without internet, through the sandbox's
-// keeper over a unix socket (the sandbox has no network at all).
+// sandbox, then the verifier in a container of its own beside it (a
+// snapshot of the sandbox, its network shared), and both are removed with
+// the rollout's workspace. The image need not know about evalflow: the
+// built-in agent is mounted into it read-only. Every sandbox has a network
+// namespace of its own, and the agent reaches the interception through
+// the sandbox's keeper, which listens at the interception's loopback
+// address inside and carries each connection over a unix socket: a task
+// without internet has no other network at all, and one that allows it
+// sits on the engine's bridge, fenced from the worker's host and every
+// other sandbox (firewall.go).
 package container
 
 import (
@@ -76,8 +79,46 @@ type Runtime struct {
 	Worker string
 	Logger *slog.Logger
 
+	// Bridge is the engine network of the sandboxes of tasks that allow
+	// the internet, created when missing; "" is DefaultBridge.
+	Bridge string
+
 	images sync.Map // tag → *build: one build of an image at a time
 	host   owner
+
+	bridgeMu    sync.Mutex
+	bridgeReady bool
+}
+
+// DefaultBridge is the network of the sandboxes that may reach the
+// internet: a bridge of its own, whose subnet the engine picks clear of
+// the host's, rather than the engine's default one.
+const DefaultBridge = "evalflow-sandbox"
+
+// bridge is the network of a sandbox that may reach the internet, created
+// on the engine when missing.
+func (r *Runtime) bridge(ctx context.Context) (string, error) {
+	name := r.Bridge
+	if name == "" {
+		name = DefaultBridge
+	}
+	r.bridgeMu.Lock()
+	defer r.bridgeMu.Unlock()
+	if r.bridgeReady {
+		return name, nil
+	}
+	if _, err := r.Engine.InspectNetwork(ctx, name); engine.IsNotFound(err) {
+		if err := r.Engine.CreateNetwork(ctx, name, map[string]string{labelSandbox: "network"}); err != nil {
+			// Another worker of this engine may have made it first.
+			if _, again := r.Engine.InspectNetwork(ctx, name); again != nil {
+				return "", fmt.Errorf("create the sandboxes' network %s: %w", name, err)
+			}
+		}
+	} else if err != nil {
+		return "", fmt.Errorf("the sandboxes' network %s: %w", name, err)
+	}
+	r.bridgeReady = true
+	return name, nil
 }
 
 // New is a runtime of engine with the agent program at agent; it checks
@@ -168,15 +209,15 @@ func (r *Runtime) Run(ctx context.Context, spec harness.Spec) (harness.Result, e
 	return res, err
 }
 
-// Verify copies the tests into the rollout's sandbox and executes the
-// verifier there, where the agent worked.
+// Verify executes the verifier in a container of its own beside the
+// rollout's sandbox, on a snapshot of what the agent left (verifier.go).
 func (r *Runtime) Verify(ctx context.Context, spec harness.VerifySpec) (harness.VerifyResult, error) {
 	if spec.Workspace == nil || spec.Command == "" {
 		return harness.VerifyResult{}, errors.New("verify: no workspace or no command")
 	}
 	sb, ok := spec.Workspace.Sandbox().(*sandbox)
 	if !ok {
-		return harness.VerifyResult{}, errors.New("verify: the rollout's sandbox is gone")
+		return harness.VerifyResult{}, errNoSandbox
 	}
 	return sb.verify(ctx, spec)
 }

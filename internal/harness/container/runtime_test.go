@@ -40,22 +40,32 @@ func task(t *testing.T, dir, name string) tasksets.Task {
 }
 
 // attempt runs one rollout attempt as the worker does: the harness in a
-// fresh sandbox, then the verifier in the same one, then the workspace
-// (and the sandbox) removed.
+// fresh sandbox, then the verifier beside it, then the workspace (and the
+// sandbox) removed.
 func attempt(t *testing.T, r *container.Runtime, task tasksets.Task, command []string, solution string) (harness.Result, harness.VerifyResult, error) {
 	t.Helper()
+	return tryAttempt(r, task, command, solution)
+}
+
+// tryAttempt is attempt for any goroutine: its failures are returned.
+func tryAttempt(r *container.Runtime, task tasksets.Task, command []string, solution string) (_ harness.Result, _ harness.VerifyResult, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	ws, err := r.PrepareWorkspace("", task)
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, ws.Remove()) }()
+	if err != nil {
+		return harness.Result{}, harness.VerifyResult{}, err
+	}
+	defer func() {
+		if rerr := ws.Remove(); err == nil {
+			err = rerr
+		}
+	}()
 	res, err := r.Run(ctx, harness.Spec{
 		Key: "run-" + task.ID + "/0/0/0", Command: command, BaseURL: "http://127.0.0.1:9", Secret: "s3cret",
 		Task: task, Timeout: task.AgentTimeout, Workspace: ws, Solution: solution,
 	})
-	require.NoError(t, err)
-	if res.TimedOut || res.OOMKilled {
-		return res, harness.VerifyResult{}, nil
+	if err != nil || res.TimedOut || res.OOMKilled {
+		return res, harness.VerifyResult{}, err
 	}
 	v, err := r.Verify(ctx, harness.VerifySpec{
 		Key: task.ID, Workspace: ws, Tests: task.Tests, Command: task.Verify, Env: task.VerifierEnv, Timeout: task.VerifierTimeout,
@@ -73,7 +83,6 @@ func TestOracleAndNothingInTheTasksImage(t *testing.T) {
 	cases := []struct{ dir, name string }{
 		{"testdata/tb-shaped", "apt-tool"},
 		{"testdata/tb-shaped", "state-outside-app"},
-		{"testdata/tb-shaped", "service-running"},
 		{"testdata/tb-shaped", "quoted-copy"},
 	}
 	for _, name := range []string{"config-edit", "fix-fizzbuzz", "hello-file", "ini-to-json", "log-errors", "release-bundle", "rename-photos", "sales-report"} {
@@ -182,14 +191,6 @@ tail -1 /app/model.txt`
 	assert.Equal(t, "isolated\n", v.Stdout)
 	assert.Zero(t, other.Load(), "the sandbox reached a server of the host other than the interception")
 	assert.Equal(t, int64(1), icpt.Load())
-
-	// Allowed the internet, the same sandbox shares the host's network.
-	write("task.toml", "version = \"1.0\"\n", 0o644)
-	tk = task(t, dir, "offline")
-	res, _, err = attempt(t, r, tk, []string{"bash", "-c", `(exec 3<>/dev/tcp/127.0.0.1/` + otherPort + ` && printf 'GET / HTTP/1.0\r\n\r\n' >&3 && cat <&3 >/dev/null) && echo reached`}, "")
-	require.NoError(t, err)
-	assert.Equal(t, "reached\n", res.Stdout)
-	assert.Equal(t, int64(1), other.Load())
 }
 
 // A harness over its timeout ends with its sandbox; a cancelled one too.

@@ -37,23 +37,91 @@ const (
 // (sun_path holds 108 bytes on Linux, 104 on others).
 const maxSocketPath = 100
 
-// sandbox is one rollout attempt's container.
+// sandbox is one rollout attempt's container, where the agent works.
 type sandbox struct {
-	r       *Runtime
-	id      string
+	r *Runtime
+	box
+	spec    harness.Spec
 	workdir string // the image's WORKDIR: the workspace
-	runDir  string // host side of RunDir
 	ws      *harness.Workspace
-	forward net.Listener // the interception socket, for a sandbox without network
-	// ownRunDir is set when runDir is a temporary directory of its own,
-	// outside the workspace, removed on Stop.
-	ownRunDir bool
+	forward net.Listener // the interception socket: the agent's one way to the worker
 
 	stopOnce sync.Once
 	stopErr  error
 }
 
-// start creates and starts the sandbox of a rollout attempt.
+// box is a container of an attempt kept by a keeper: the agent's sandbox,
+// or the verifier's beside it.
+type box struct {
+	id     string
+	runDir string // host side of RunDir
+	// ownRunDir is set when runDir is a temporary directory of its own,
+	// outside the workspace, removed with the box.
+	ownRunDir bool
+}
+
+// newBox makes a box's run directory, root/name or, when a unix socket's
+// path there would be too long, a temporary directory of its own.
+func newBox(root, name string) (box, error) {
+	b := box{runDir: filepath.Join(root, name)}
+	if len(b.runDir)+len("/"+interceptionSocket) > maxSocketPath {
+		dir, err := os.MkdirTemp("", "evalflow-run-")
+		if err != nil {
+			return box{}, err
+		}
+		b.runDir, b.ownRunDir = dir, true
+	}
+	// The image's user may not be root: the run files are everyone's.
+	if err := os.MkdirAll(b.runDir, 0o777); err != nil {
+		return box{}, err
+	}
+	_ = os.Chmod(b.runDir, 0o777)
+	return b, nil
+}
+
+// launch creates and starts the box's container from cfg, its entrypoint
+// the keeper (keep are the keeper's arguments beyond its exec and ready
+// sockets and its lifetime), and waits until the keeper serves.
+func (r *Runtime) launch(ctx context.Context, b *box, cfg engine.ContainerConfig, lifetime time.Duration, keep ...string) error {
+	ready, err := net.Listen("unix", filepath.Join(b.runDir, readySocket))
+	if err != nil {
+		return fmt.Errorf("sandbox keeper: %w", err)
+	}
+	defer ready.Close()
+	cfg.Entrypoint = []string{AgentPath, keeper.Command}
+	cfg.Cmd = append([]string{"keep", "--lifetime", lifetime.String(), "--exec", RunDir + "/" + execSocket, "--ready", RunDir + "/" + readySocket}, keep...)
+	cfg.HostConfig.Binds = append([]string{r.Agent + ":" + AgentPath + ":ro", b.runDir + ":" + RunDir}, cfg.HostConfig.Binds...)
+	// The keeper ends at the hard lifetime, and the engine removes the
+	// container then, whether or not its worker still runs.
+	cfg.HostConfig.AutoRemove = true
+	if b.id, err = r.Engine.CreateContainer(ctx, cfg); err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	if err := r.Engine.StartContainer(ctx, b.id); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	if err := awaitReady(ctx, ready); err != nil {
+		return fmt.Errorf("its keeper did not start: %w", err)
+	}
+	return nil
+}
+
+// remove removes the box's container and its run directory.
+func (b *box) remove(ctx context.Context, eng *engine.Client) error {
+	var err error
+	if b.id != "" {
+		err = eng.RemoveContainer(ctx, b.id)
+	}
+	if b.ownRunDir {
+		_ = os.RemoveAll(b.runDir)
+	}
+	return err
+}
+
+// start creates and starts the sandbox of a rollout attempt: a network
+// namespace of its own (the engine's bridge, fenced, for a task that
+// allows the internet; none at all otherwise), and the keeper carrying the
+// agent's connections to the interception over a unix socket served here.
 func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Workspace, image string, env harness.Environment) (sb *sandbox, err error) {
 	img, err := r.Engine.InspectImage(ctx, image)
 	if err != nil {
@@ -63,18 +131,23 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 	if workdir == "" || workdir == "/" {
 		workdir = DefaultWorkdir
 	}
-	sb = &sandbox{r: r, workdir: workdir, ws: ws, runDir: filepath.Join(ws.Root(), "run")}
-	if len(sb.runDir)+len("/"+interceptionSocket) > maxSocketPath {
-		// A unix socket's path is short: a deep workspace keeps its run
-		// files in a directory of their own, removed with the sandbox.
-		if sb.runDir, err = os.MkdirTemp("", "evalflow-run-"); err != nil {
-			return nil, err
-		}
-		sb.ownRunDir = true
+	target, err := interceptionAddr(spec.BaseURL)
+	if err != nil {
+		return nil, err
 	}
-	// The image's user may not be root: the logs and run files are
-	// everyone's to write.
-	for _, d := range []string{sb.runDir, ws.Logs, filepath.Join(ws.Logs, harness.AgentLogs), filepath.Join(ws.Logs, harness.VerifierLogs)} {
+	sb = &sandbox{r: r, spec: spec, workdir: workdir, ws: ws}
+	if sb.box, err = newBox(ws.Root(), "run"); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = sb.Stop(context.Background())
+		}
+	}()
+	// Only the agent's logs are the agent's to write: /logs/verifier is
+	// the verifier's, in a container of its own.
+	agentLogs := filepath.Join(ws.Logs, harness.AgentLogs)
+	for _, d := range []string{ws.Logs, agentLogs} {
 		if err := os.MkdirAll(d, 0o777); err != nil {
 			return nil, err
 		}
@@ -83,20 +156,7 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 	if err := harness.WriteTaskFile(sb.runDir, spec.Task); err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			_ = sb.Stop(context.Background())
-		}
-	}()
-
-	// The keeper says when it serves, on a socket of ours.
-	ready, err := net.Listen("unix", filepath.Join(sb.runDir, readySocket))
-	if err != nil {
-		return nil, fmt.Errorf("sandbox keeper: %w", err)
-	}
-	defer ready.Close()
-	cmd := []string{"keep", "--lifetime", lifetime(spec).String(), "--exec", RunDir + "/" + execSocket, "--ready", RunDir + "/" + readySocket}
-	binds := []string{r.Agent + ":" + AgentPath + ":ro", sb.runDir + ":" + RunDir, ws.Logs + ":" + LogsDir}
+	binds := []string{agentLogs + ":" + LogsDir + "/" + harness.AgentLogs}
 	if spec.Solution != "" {
 		binds = append(binds, spec.Solution+":"+SolutionDir+":ro")
 	}
@@ -107,27 +167,20 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 		}
 		binds = append(binds, b)
 	}
-	network := "host"
-	if !env.Internet() {
-		// No network at all: the keeper carries the agent's connections
-		// to the interception over a unix socket served here.
-		network = "none"
-		target, err := interceptionAddr(spec.BaseURL)
-		if err != nil {
+	if sb.forward, err = net.Listen("unix", filepath.Join(sb.runDir, interceptionSocket)); err != nil {
+		return nil, fmt.Errorf("sandbox forwarder: %w", err)
+	}
+	go keeper.Forward(sb.forward, func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", target)
+	})
+	network := "none"
+	if env.Internet() {
+		if network, err = r.bridge(ctx); err != nil {
 			return nil, err
 		}
-		if sb.forward, err = net.Listen("unix", filepath.Join(sb.runDir, interceptionSocket)); err != nil {
-			return nil, fmt.Errorf("sandbox forwarder: %w", err)
-		}
-		go keeper.Forward(sb.forward, func(ctx context.Context) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "tcp", target)
-		})
-		cmd = append(cmd, "--listen", target, "--socket", RunDir+"/"+interceptionSocket)
 	}
-	// The keeper ends at the hard lifetime, and the engine removes the
-	// sandbox then, whether or not its worker still runs.
-	hc := engine.HostConfig{Binds: binds, NetworkMode: network, Init: true, AutoRemove: true}
+	hc := engine.HostConfig{Binds: binds, NetworkMode: network, Init: true}
 	if env.MemoryMB > 0 {
 		hc.Memory = env.MemoryMB << 20
 		hc.MemorySwap = hc.Memory
@@ -135,18 +188,18 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 	if env.CPUs > 0 {
 		hc.NanoCPUs = int64(cpus(env.CPUs) * 1e9)
 	}
-	sb.id, err = r.Engine.CreateContainer(ctx, engine.ContainerConfig{
-		Image: image, Entrypoint: []string{AgentPath, keeper.Command}, Cmd: cmd,
-		WorkingDir: workdir, Labels: r.labels(spec), HostConfig: hc,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("create the sandbox of %s: %w", spec.Key, err)
+	cfg := engine.ContainerConfig{Image: image, WorkingDir: workdir, Labels: r.labels(spec, kindRollout), HostConfig: hc}
+	if err := r.launch(ctx, &sb.box, cfg, lifetime(spec), "--listen", target, "--socket", RunDir+"/"+interceptionSocket); err != nil {
+		return nil, fmt.Errorf("the sandbox of %s: %w", spec.Key, err)
 	}
-	if err := r.Engine.StartContainer(ctx, sb.id); err != nil {
-		return nil, fmt.Errorf("start the sandbox of %s: %w", spec.Key, err)
-	}
-	if err := awaitReady(ctx, ready); err != nil {
-		return nil, fmt.Errorf("the sandbox of %s: its keeper did not start: %w", spec.Key, err)
+	if env.Internet() {
+		ct, err := r.Engine.InspectContainer(ctx, sb.id)
+		if err != nil {
+			return nil, fmt.Errorf("the sandbox of %s: %w", spec.Key, err)
+		}
+		if err := confine(ctx, ct.State.Pid); err != nil {
+			return nil, &harness.ConfigError{Err: fmt.Errorf("the sandbox of %s: %w", spec.Key, err)}
+		}
 	}
 	return sb, nil
 }
@@ -178,7 +231,7 @@ func lifetime(spec harness.Spec) time.Duration {
 func interceptionAddr(baseURL string) (string, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("sandbox without network: the interception URL %q has no address", baseURL)
+		return "", fmt.Errorf("sandbox: the interception URL %q has no address", baseURL)
 	}
 	host, port := u.Hostname(), u.Port()
 	if port == "" {
@@ -189,7 +242,7 @@ func interceptionAddr(baseURL string) (string, error) {
 	}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
 		if host != "localhost" {
-			return "", fmt.Errorf("sandbox without network: the interception is at %s, not on this host's loopback", host)
+			return "", fmt.Errorf("sandbox: the interception is at %s, not on this host's loopback", host)
 		}
 	}
 	return net.JoinHostPort(host, port), nil
@@ -223,33 +276,16 @@ func (sb *sandbox) runHarness(ctx context.Context, spec harness.Spec, env harnes
 	return res, nil
 }
 
-// verify copies the tests in and executes the verifier.
-func (sb *sandbox) verify(ctx context.Context, spec harness.VerifySpec) (harness.VerifyResult, error) {
-	logs, err := harness.ResetVerifierLogs(sb.ws)
-	if err != nil {
-		return harness.VerifyResult{}, err
-	}
-	_ = os.Chmod(logs, 0o777)
-	tests := ""
-	if spec.Tests != "" {
-		tests = TestsDir
-		if err := sb.r.Engine.CopyDirIn(ctx, sb.id, spec.Tests, TestsDir); err != nil {
-			return harness.VerifyResult{}, fmt.Errorf("copy the tests into the sandbox: %w", err)
-		}
-	}
-	res, err := sb.exec(ctx, keeper.Request{
-		Argv: []string{"sh", "-c", spec.Command}, Env: harness.SandboxVerifierEnv(spec, sb.workdir, LogsDir, tests), Dir: sb.workdir,
-	}, spec.Timeout, spec.OutputLimit)
-	if err != nil {
-		return harness.VerifyResult{}, fmt.Errorf("run verifier: %w", err)
-	}
-	return harness.Verdict(res, spec.Timeout, logs)
-}
-
 // exec executes req in the sandbox, through its keeper, within timeout
 // (0: none). A command that times out, or whose ctx ends, is killed with
 // its process group, and the sandbox with it.
 func (sb *sandbox) exec(ctx context.Context, req keeper.Request, timeout time.Duration, limit int) (harness.Result, error) {
+	return sb.box.exec(ctx, req, timeout, limit, func() { _ = sb.Stop(context.Background()) })
+}
+
+// exec executes req in the box through its keeper within timeout (0:
+// none); stop ends the box when the command timed out or ctx ended.
+func (b *box) exec(ctx context.Context, req keeper.Request, timeout time.Duration, limit int, stop func()) (harness.Result, error) {
 	stdout, stderr := harness.NewTail(limit), harness.NewTail(limit)
 	ectx, cancel := ctx, context.CancelFunc(func() {})
 	if timeout > 0 {
@@ -257,17 +293,17 @@ func (sb *sandbox) exec(ctx context.Context, req keeper.Request, timeout time.Du
 	}
 	defer cancel()
 	start := time.Now()
-	code, err := keeper.Exec(ectx, filepath.Join(sb.runDir, execSocket), req, stdout, stderr)
+	code, err := keeper.Exec(ectx, filepath.Join(b.runDir, execSocket), req, stdout, stderr)
 	res := harness.Result{ExitCode: code, Duration: time.Since(start)}
 	res.Stdout, res.Stderr = stdout.String(), stderr.String()
 	switch {
 	case err == nil:
 		return res, nil
 	case ctx.Err() != nil:
-		_ = sb.Stop(context.Background())
+		stop()
 		return res, ctx.Err()
 	case ectx.Err() != nil:
-		_ = sb.Stop(context.Background())
+		stop()
 		res.TimedOut, res.ExitCode = true, -1
 		return res, nil
 	}
@@ -289,14 +325,9 @@ func (sb *sandbox) oomKilled(ctx context.Context) bool {
 // Stop removes the sandbox's container and closes its forwarder.
 func (sb *sandbox) Stop(ctx context.Context) error {
 	sb.stopOnce.Do(func() {
-		if sb.id != "" {
-			sb.stopErr = sb.r.Engine.RemoveContainer(ctx, sb.id)
-		}
+		sb.stopErr = sb.box.remove(ctx, sb.r.Engine)
 		if sb.forward != nil {
 			sb.forward.Close()
-		}
-		if sb.ownRunDir {
-			_ = os.RemoveAll(sb.runDir)
 		}
 	})
 	return sb.stopErr

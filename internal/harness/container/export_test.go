@@ -1,0 +1,4 @@
+package container
+
+// PlantedHooks is plantedHooks, for tests.
+var PlantedHooks = plantedHooks

@@ -1,0 +1,7 @@
+#!/bin/bash
+# The answer file must hold 42.
+if [ "$(cat /app/answer.txt 2>/dev/null)" = 42 ]; then
+	echo 1 > /logs/verifier/reward.txt
+else
+	echo 0 > /logs/verifier/reward.txt
+fi
