@@ -28,6 +28,8 @@ var allowed = map[string][]string{
 	"internal/namespace": {"rollout", "workflows"},
 	// A certificate authority of a test's own.
 	"internal/testca": {},
+	// The built-in agent built static, for the tests of the sandboxes.
+	"internal/agenttest": {},
 	// The real Temporal server as service processes, for tests.
 	"internal/temporalcluster": {"internal/devserver", "internal/wiring"},
 	// Prometheus collectors; a nil *Metrics records nothing.
@@ -39,10 +41,10 @@ var allowed = map[string][]string{
 	"trajectory": {"dialects", "rollout", "trace"},
 	"tasksets":   {"arith"},
 	"rubrics":    {"tasksets", "arith"},
-	"harness":    {"tasksets"},
+	"harness":    {"internal/harness/container/keeper", "tasksets"},
 	// The built-in agent is a program of its own: it knows the task format
 	// and the arithmetic of its tool, nothing of the worker.
-	"internal/harness/agent": {"arith", "tasksets"},
+	"internal/harness/agent": {"arith", "internal/harness/container/keeper", "tasksets"},
 	// Packaged harnesses (codex, claude-code) wrap a runtime: installed
 	// from npm, configured for the slot, run like any harness.
 	"internal/harness/packaged": {"harness", "tasksets"},
@@ -94,7 +96,7 @@ var allowed = map[string][]string{
 	// so the standard library only), and its test set-up.
 	"internal/harness/container":               {"internal/engine", "harness", "internal/harness/container/keeper", "tasksets"},
 	"internal/harness/container/keeper":        {},
-	"internal/harness/container/containertest": {"internal/engine", "internal/engine/enginetest", "harness", "internal/harness/container", "internal/harness/container/keeper", "tasksets"},
+	"internal/harness/container/containertest": {"internal/agenttest", "internal/engine", "internal/engine/enginetest", "harness", "internal/harness/container", "internal/harness/container/keeper", "tasksets"},
 	"internal/wiring": {"internal/activities", "dialects", "internal/engine", "harness", "internal/harness/agent", "internal/harness/container", "internal/harness/container/keeper", "internal/harness/packaged", "internal/interception", "internal/metrics", "internal/prices", "internal/providers",
 		"internal/providers/mock", "results", "results/postgres", "rollout", "tasksets", "internal/tunnel", "workflows", "internal/namespace"},
 	// Binaries and tools sit on top; nothing imports them.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 
+	"github.com/evalflow/evalflow/internal/harness/container/keeper"
 	"github.com/evalflow/evalflow/tasksets"
 )
 
@@ -40,23 +42,44 @@ var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc"}
 // directory (so that programs beside it, such as a runtime it needs, are
 // there too). Anything else it needs must be under the system directories.
 //
-// The network is the host's unless IsolateNet, which gives the sandbox a
-// network namespace of its own with only loopback: harnesses then need a
-// tunnel into it to reach the interception server, as with Netns.
+// Every sandbox has a network namespace of its own holding only loopback,
+// so nothing of the host answers inside: the built-in agent (Agent, bound
+// read-only) listens at the interception's loopback address inside and
+// carries each of the harness's connections over a unix socket the worker
+// serves, the one way out, while the harness runs. The verifier has no
+// way out at all. IsolateNet leaves out the forwarder (harnesses reach the
+// interception through a tunnel, as with Netns); HostNet shares the host's
+// network instead, isolating nothing of it.
 // Harnesses die with the worker as Local's do (bwrap's --die-with-parent
 // too), and a sandbox's processes die with its bwrap.
 type Bwrap struct {
 	// Binary is the bwrap program; "bwrap" when empty.
 	Binary string
-	// IsolateNet unshares the network namespace (--unshare-net).
+	// Agent is the built-in agent program, static, whose forwarder is the
+	// sandbox's way to the interception.
+	Agent string
+	// IsolateNet gives the sandbox no forwarder: only a tunnel reaches it.
 	IsolateNet bool
+	// HostNet shares the host's network with the sandbox (no
+	// --unshare-net): its harness reaches everything the host does.
+	HostNet bool
 	// Local runs bwrap (workdirs, timeouts, process groups).
 	Local Local
 }
 
-// Remote implements Remote: an isolated network does not reach this
-// host's loopback.
-func (b *Bwrap) Remote() bool { return b.IsolateNet }
+// Paths of the forwarder inside a bubblewrap sandbox.
+const (
+	sandboxAgent = "/opt/evalflow/bin/evalflow-agent"
+	sandboxNet   = "/run/evalflow-net" // the interception socket
+)
+
+// Remote implements Remote: a sandbox without a forwarder does not reach
+// this host's loopback.
+func (b *Bwrap) Remote() bool { return b.IsolateNet && !b.HostNet }
+
+// forwards reports whether the sandbox's harness reaches the interception
+// through the forwarder.
+func (b *Bwrap) forwards() bool { return !b.IsolateNet && !b.HostNet }
 
 func (b *Bwrap) binary() string {
 	if b.Binary == "" {
@@ -115,6 +138,15 @@ func (b *Bwrap) Run(ctx context.Context, spec Spec) (Result, error) {
 		view.solution = sandboxSolution
 	}
 	args = append(args, exeBinds...)
+	if b.forwards() && spec.BaseURL != "" {
+		fwd, err := b.forward(spec.BaseURL)
+		if err != nil {
+			return Result{}, err
+		}
+		defer fwd.Close()
+		args = append(args, fwd.binds...)
+		command = append(fwd.command, command...)
+	}
 	args = append(args, "--chdir", ws.Workdir(), "--")
 	res, err := b.Local.exec(ctx, proc{
 		argv: append(append([]string{b.binary()}, args...), command...),
@@ -164,6 +196,52 @@ func (b *Bwrap) Verify(ctx context.Context, spec VerifySpec) (VerifyResult, erro
 	return verdict(res, spec.Timeout, logs)
 }
 
+// forwarder is a harness's way out of its sandbox's network namespace.
+type forwarder struct {
+	ln      net.Listener
+	dir     string
+	binds   []string // bwrap arguments
+	command []string // the prefix of the harness command
+}
+
+// forward serves the interception socket of one harness run, carrying
+// each connection to the interception at baseURL.
+func (b *Bwrap) forward(baseURL string) (*forwarder, error) {
+	if b.Agent == "" {
+		return nil, &ConfigError{Err: errors.New("bwrap runtime: the built-in agent program carries a sandbox's model calls out of its network namespace, and none is set (make build, or set EVALFLOW_AGENT; --runtime.bwrap-host-net shares the host's network instead)")}
+	}
+	target, err := LoopbackAddr(baseURL)
+	if err != nil {
+		return nil, err
+	}
+	// A unix socket's path is short: a directory of its own.
+	dir, err := os.MkdirTemp("", "evalflow-net-")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox forwarder: %w", err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(dir, "interception.sock"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("sandbox forwarder: %w", err)
+	}
+	go keeper.Forward(ln, func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", target)
+	})
+	return &forwarder{
+		ln: ln, dir: dir,
+		binds:   []string{"--ro-bind", b.Agent, sandboxAgent, "--bind", dir, sandboxNet},
+		command: []string{sandboxAgent, keeper.Command, "forward", "--listen", target, "--socket", sandboxNet + "/interception.sock", "--"},
+	}, nil
+}
+
+// Close stops serving and removes the socket.
+func (f *forwarder) Close() error {
+	err := f.ln.Close()
+	os.RemoveAll(f.dir)
+	return err
+}
+
 // home makes a fresh home directory in the workspace's root and says where
 // the sandbox sees it: at $HOME when that is an absolute path other than
 // /, else at /root.
@@ -182,7 +260,7 @@ func (b *Bwrap) home(ws *Workspace) (dir, mount string, err error) {
 // sandboxArgs are the bwrap arguments every sandbox of ws has.
 func (b *Bwrap) sandboxArgs(ws *Workspace, home, homeMount string) []string {
 	args := []string{"--die-with-parent", "--unshare-pid", "--unshare-ipc"}
-	if b.IsolateNet {
+	if !b.HostNet {
 		args = append(args, "--unshare-net")
 	}
 	for _, d := range systemDirs {

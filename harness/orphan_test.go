@@ -25,6 +25,7 @@ const (
 	workerOutEnv     = "EVALFLOW_TEST_WORKER_OUT"
 	workerNetnsEnv   = "EVALFLOW_TEST_WORKER_NETNS"
 	workerMarkerEnv  = "EVALFLOW_TEST_WORKER_MARKER"
+	workerAgentEnv   = "EVALFLOW_TEST_WORKER_AGENT"
 )
 
 // orphanScript is a harness with a child of its own: it records its pid and
@@ -50,7 +51,7 @@ func TestWorkerProcess(t *testing.T) {
 		// carry a marker the test finds them by.
 		marker := os.Getenv(workerMarkerEnv)
 		spec = shell("sleep " + marker + " & sleep " + marker)
-		_, err = (&Bwrap{Local: local}).Run(context.Background(), spec)
+		_, err = (&Bwrap{Agent: os.Getenv(workerAgentEnv), Local: local}).Run(context.Background(), spec)
 	default:
 		_, err = local.Run(context.Background(), spec)
 	}
@@ -202,11 +203,11 @@ func TestHarnessSurvivesStartingThread(t *testing.T) {
 // TestBwrapHarnessDiesWithWorker: a sandboxed harness and its children
 // die with a worker killed with SIGKILL.
 func TestBwrapHarnessDiesWithWorker(t *testing.T) {
-	needBwrap(t)
+	b := needBwrap(t)
 	out := t.TempDir()
 	marker := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1_000_000)
 	worker := exec.Command(os.Args[0], "-test.run=^TestWorkerProcess$", "-test.count=1")
-	worker.Env = append(os.Environ(), workerRuntimeEnv+"=bwrap", workerOutEnv+"="+out, workerMarkerEnv+"="+marker)
+	worker.Env = append(os.Environ(), workerRuntimeEnv+"=bwrap", workerOutEnv+"="+out, workerMarkerEnv+"="+marker, workerAgentEnv+"="+b.Agent)
 	require.NoError(t, worker.Start())
 	t.Cleanup(func() {
 		_ = worker.Process.Kill()

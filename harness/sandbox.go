@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -190,4 +192,27 @@ func EnvironmentOf(task tasksets.Task) (Environment, error) {
 		return Environment{}, nil
 	}
 	return info.Environment, nil
+}
+
+// LoopbackAddr is the host:port of the interception's URL, which a
+// sandbox's forwarder listens at inside and dials on this host: it must be
+// on this host's loopback.
+func LoopbackAddr(baseURL string) (string, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("sandbox: the interception URL %q has no address", baseURL)
+	}
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443"}[u.Scheme]
+		if port == "" {
+			port = "80"
+		}
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		if host != "localhost" {
+			return "", fmt.Errorf("sandbox: the interception is at %s, not on this host's loopback", host)
+		}
+	}
+	return net.JoinHostPort(host, port), nil
 }

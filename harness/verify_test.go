@@ -10,12 +10,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/evalflow/evalflow/internal/agenttest"
 	"github.com/evalflow/evalflow/tasksets"
 )
 
@@ -26,7 +28,7 @@ func needBwrap(t testing.TB) *Bwrap {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatalf("bwrap is not installed: install the bubblewrap package (apt-get install bubblewrap): %v", err)
 	}
-	return &Bwrap{Local: Local{Dir: t.TempDir(), Grace: 100 * time.Millisecond}}
+	return &Bwrap{Agent: agenttest.Agent(t), Local: Local{Dir: t.TempDir(), Grace: 100 * time.Millisecond}}
 }
 
 // runtime is a runtime under test that also verifies.
@@ -323,34 +325,70 @@ func TestBwrapHidesTestsAndSolution(t *testing.T) {
 	assert.Equal(t, 1.0, got.Reward)
 }
 
-// TestBwrapNetwork: the sandbox shares the host's network (the
-// interception server on loopback is reachable) unless IsolateNet.
+// TestBwrapNetwork: a sandbox has a network namespace of its own whose
+// one way out is the forwarder to the interception: a server on the
+// host's loopback is not reached, the interception is. IsolateNet leaves
+// out the forwarder (a tunnel's job); HostNet shares the host's network.
 func TestBwrapNetwork(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	tests := []struct {
-		isolate bool
-		want    int
-	}{{false, 0}, {true, 1}}
-	for _, tt := range tests {
-		b := needBwrap(t)
-		b.IsolateNet = tt.isolate
-		assert.Equal(t, tt.isolate, IsRemote(b))
-		res, err := b.Run(context.Background(), Spec{Key: "k",
-			Command: []string{"bash", "-c", "exec 3<>/dev/tcp/${0%:*}/${0##*:}", ln.Addr().String()}})
+	serve := func() (addr string, hits *atomic.Int64) {
+		hits = new(atomic.Int64)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
-		assert.Equal(t, tt.want, res.ExitCode, "IsolateNet=%v: connect to the host's loopback: %s", tt.isolate, res.Stderr)
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				hits.Add(1)
+				fmt.Fprint(c, "hello from the host\n")
+				c.Close()
+			}
+		}()
+		return ln.Addr().String(), hits
 	}
+	other, otherHits := serve()
+	icpt, icptHits := serve()
+	// Each harness tries the other server, then the interception.
+	script := `try() { (exec 3<>/dev/tcp/${1%:*}/${1##*:} && head -1 <&3) 2>/dev/null || echo refused; }
+try "$0"; h=${EVALFLOW_BASE_URL#http://}; try "${h%%/*}"`
+	tests := []struct {
+		name             string
+		isolate, hostNet bool
+		want             string
+		remote           bool
+	}{
+		{"default", false, false, "refused\nhello from the host\n", false},
+		{"isolated", true, false, "refused\nrefused\n", true},
+		{"host network", false, true, "hello from the host\nhello from the host\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := needBwrap(t)
+			b.IsolateNet, b.HostNet = tt.isolate, tt.hostNet
+			assert.Equal(t, tt.remote, IsRemote(b))
+			o, i := otherHits.Load(), icptHits.Load()
+			res, err := b.Run(context.Background(), Spec{Key: "k", BaseURL: "http://" + icpt,
+				Command: []string{"bash", "-c", script, other}})
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, res.Stdout, res.Stderr)
+			assert.Equal(t, tt.hostNet, otherHits.Load() > o, "the host's loopback server reached")
+			assert.Equal(t, !tt.isolate, icptHits.Load() > i, "the interception reached")
+		})
+	}
+
+	// A verifier has no way out at all.
+	b := needBwrap(t)
+	ws, err := PrepareWorkspace(b.Local.Dir, tasksets.Task{ID: "net"}, PrepareOptions{})
+	require.NoError(t, err)
+	defer ws.Remove()
+	o := otherHits.Load()
+	host, port, _ := net.SplitHostPort(other)
+	v, err := b.Verify(context.Background(), VerifySpec{Workspace: ws, Command: fmt.Sprintf("bash -c 'exec 3<>/dev/tcp/%s/%s' 2>/dev/null; echo 1 > $EVALFLOW_VERIFIER_LOGS/reward.txt", host, port)})
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, v.Reward)
+	assert.Equal(t, o, otherHits.Load(), "the verifier reached the host's loopback")
 }
 
 // TestBwrapHarnessProgram: the harness program is reachable inside: a

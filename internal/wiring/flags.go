@@ -379,7 +379,9 @@ func RuntimeFlags() []cli.Flag {
 				"bwrap (bubblewrap sandboxes: the host's system read-only, the task's workspace at /app), local (subprocesses) or " +
 				"netns (subprocesses in a network namespace that only a tunnel connects; root)"},
 		&cli.BoolFlag{Name: "runtime.bwrap-isolate-net", EnvVars: []string{"EVALFLOW_BWRAP_ISOLATE_NET"},
-			Usage: "bwrap: give each sandbox an empty network namespace (--unshare-net, loopback only); harnesses then need a tunnel into it to reach the interception server, as with netns"},
+			Usage: "bwrap: no way out of a sandbox's network namespace, not even to the interception: harnesses then need a tunnel into it, as with netns"},
+		&cli.BoolFlag{Name: "runtime.bwrap-host-net", EnvVars: []string{"EVALFLOW_BWRAP_HOST_NET"},
+			Usage: "bwrap: share this host's network with the sandboxes (its loopback and every service on it) rather than give each a namespace of its own whose one way out is the interception"},
 		&cli.StringFlag{Name: "runtime.netns-subnet", Value: "10.213.0.0", EnvVars: []string{"EVALFLOW_NETNS_SUBNET"}, Usage: "netns: the /30 joining the namespace to this host"},
 		&cli.StringFlag{Name: "runtime.docker-image", EnvVars: []string{"EVALFLOW_DOCKER_IMAGE"}, Usage: "docker: the image of the tasks that name none (default " + container.DefaultImage + ")"},
 		&cli.StringFlag{Name: "runtime.pull", Value: container.PullMissing, EnvVars: []string{"EVALFLOW_PULL"}, Usage: "docker: pull an image a task names when the engine lacks it (missing), or never"},
@@ -413,11 +415,11 @@ func RuntimeFromFlags(cctx *cli.Context, workDir string) (harness.Runtime, func(
 		if _, err := exec.LookPath("bwrap"); err != nil {
 			return nil, nil, errors.New("bwrap runtime: bwrap is not installed (install the bubblewrap package)")
 		}
-		return &harness.Bwrap{IsolateNet: cctx.Bool("runtime.bwrap-isolate-net"), Local: local}, none, nil
+		return bwrapRuntime(cctx, local), none, nil
 	case "", RuntimeAuto:
 		a := &harness.Auto{Local: &local, Options: harness.PrepareOptions{SkipUnsupported: cctx.Bool(flagSkipUnsupported)}}
 		if _, err := exec.LookPath("bwrap"); err == nil {
-			a.Isolated = &harness.Bwrap{Local: local}
+			a.Isolated = bwrapRuntime(cctx, local)
 		}
 		c, err := containerRuntime(cctx, workDir)
 		if err != nil {
@@ -429,6 +431,16 @@ func RuntimeFromFlags(cctx *cli.Context, workDir string) (harness.Runtime, func(
 	default:
 		return nil, nil, fmt.Errorf("unknown runtime %q (want auto, docker, bwrap, local or netns)", kind)
 	}
+}
+
+// bwrapRuntime is the bubblewrap runtime the flags ask for, its sandboxes'
+// forwarder the built-in agent (or, without a lean one, this binary).
+func bwrapRuntime(cctx *cli.Context, local harness.Local) *harness.Bwrap {
+	b := &harness.Bwrap{IsolateNet: cctx.Bool("runtime.bwrap-isolate-net"), HostNet: cctx.Bool("runtime.bwrap-host-net"), Local: local}
+	if agent, _, err := builtinAgent(); err == nil {
+		b.Agent = agent[0]
+	}
+	return b
 }
 
 // containerRuntime is the container runtime on the engine DOCKER_HOST

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -131,7 +130,7 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 	if workdir == "" || workdir == "/" {
 		workdir = DefaultWorkdir
 	}
-	target, err := interceptionAddr(spec.BaseURL)
+	target, err := harness.LoopbackAddr(spec.BaseURL)
 	if err != nil {
 		return nil, err
 	}
@@ -225,27 +224,6 @@ func lifetime(spec harness.Spec) time.Duration {
 		return maxLifetime
 	}
 	return spec.Timeout + spec.Task.VerifierTimeout + lifetimeMargin
-}
-
-// interceptionAddr is the host:port of the interception's loopback URL.
-func interceptionAddr(baseURL string) (string, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("sandbox: the interception URL %q has no address", baseURL)
-	}
-	host, port := u.Hostname(), u.Port()
-	if port == "" {
-		port = map[string]string{"https": "443"}[u.Scheme]
-		if port == "" {
-			port = "80"
-		}
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		if host != "localhost" {
-			return "", fmt.Errorf("sandbox: the interception is at %s, not on this host's loopback", host)
-		}
-	}
-	return net.JoinHostPort(host, port), nil
 }
 
 // command is the harness command as the sandbox runs it: the built-in

@@ -9,11 +9,13 @@ package keeper
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -26,15 +28,20 @@ import (
 const Command = "sandbox"
 
 // Main runs `sandbox keep [--exec path] [--listen host:port --socket
-// path] [--ready path] --lifetime d`, or `sandbox oom-kills` (how many processes the
-// kernel killed for the sandbox's memory limit), and returns the exit code.
+// path] [--ready path] --lifetime d`, `sandbox forward --listen host:port
+// --socket path -- command…` (a sandbox of bubblewrap's), or `sandbox
+// oom-kills` (how many processes the kernel killed for the sandbox's
+// memory limit), and returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 1 && args[0] == "oom-kills" {
 		fmt.Fprintln(stdout, OOMKills())
 		return 0
 	}
+	if len(args) > 0 && args[0] == "forward" {
+		return forwardAndRun(args[1:], stderr)
+	}
 	if len(args) == 0 || args[0] != "keep" {
-		fmt.Fprintln(stderr, "usage: evalflow-agent sandbox keep [--exec PATH] [--listen HOST:PORT --socket PATH] [--ready PATH] [--lifetime DURATION]\n       evalflow-agent sandbox oom-kills")
+		fmt.Fprintln(stderr, "usage: evalflow-agent sandbox keep [--exec PATH] [--listen HOST:PORT --socket PATH] [--ready PATH] [--lifetime DURATION]\n       evalflow-agent sandbox forward --listen HOST:PORT --socket PATH -- COMMAND [ARG…]\n       evalflow-agent sandbox oom-kills")
 		return 2
 	}
 	fs := flag.NewFlagSet("sandbox keep", flag.ContinueOnError)
@@ -90,6 +97,54 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	<-ctx.Done()
 	return 0
+}
+
+// forwardAndRun carries the connections to --listen over --socket while
+// the command after the flags runs, and returns its exit code: the way
+// out of a sandbox whose network namespace holds only loopback, for as
+// long as its harness runs.
+func forwardAndRun(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sandbox forward", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "", "address inside the sandbox to accept the agent's connections on")
+	socket := fs.String("socket", "", "unix socket the worker serves, where each connection is carried")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	argv := fs.Args()
+	if *listen == "" || *socket == "" || len(argv) == 0 {
+		fmt.Fprintln(stderr, "sandbox forward: --listen, --socket and a command are needed")
+		return 2
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(stderr, "sandbox forward:", err)
+		return 1
+	}
+	defer ln.Close()
+	go Forward(ln, func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", *socket)
+	})
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(stderr, err)
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			return 127
+		}
+		return 126
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	go func() {
+		for s := range sigs {
+			_ = cmd.Process.Signal(s)
+		}
+	}()
+	err = cmd.Wait()
+	signal.Stop(sigs)
+	return exitCode(cmd.ProcessState, err)
 }
 
 // Forward accepts connections on ln until it is closed and carries each
