@@ -40,15 +40,31 @@ func CheckerOf(rt Runtime) (TaskChecker, bool) {
 var (
 	_ TaskChecker = (*Local)(nil)
 	_ TaskChecker = (*Netns)(nil)
+	_ TaskChecker = (*Bwrap)(nil)
 	_ TaskChecker = (*Auto)(nil)
 )
 
 // CheckTask refuses a task whose own scripts assume the paths of a sandbox
-// (see sandboxPaths): run on this host's files, they would find none of them.
-func (l *Local) CheckTask(task tasksets.Task) error { return checkHostPaths(task, "local") }
+// (see sandboxPaths): run on this host's files, they would find none of
+// them; and one that asks for a separate verifier.
+func (l *Local) CheckTask(task tasksets.Task) error {
+	if err := refuseSeparate(task, "local"); err != nil {
+		return err
+	}
+	return checkHostPaths(task, "local")
+}
 
 // CheckTask refuses what Local refuses: the namespace sees the host's files.
-func (n *Netns) CheckTask(task tasksets.Task) error { return checkHostPaths(task, "netns") }
+func (n *Netns) CheckTask(task tasksets.Task) error {
+	if err := refuseSeparate(task, "netns"); err != nil {
+		return err
+	}
+	return checkHostPaths(task, "netns")
+}
+
+// CheckTask refuses a task that asks for a separate verifier: a bubblewrap
+// sandbox is the host's system, not a fresh one of the verifier's.
+func (b *Bwrap) CheckTask(task tasksets.Task) error { return refuseSeparate(task, "bwrap") }
 
 // CheckTask checks a task in the runtime it runs in: a task with an
 // environment goes to a sandbox, which honours its paths; the others run

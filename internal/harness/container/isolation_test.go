@@ -262,3 +262,24 @@ func TestPlantedHooks(t *testing.T) {
 		"/usr/lib/python3/dist-packages/sitecustomize.py", "/root/.local/lib/python3.11/site-packages/conftest.py",
 	}, got)
 }
+
+// A task with environment_mode = "separate" is graded in a fresh sandbox
+// of the verifier's image fed only its artifacts: the oracle's answer
+// scores, what else it left is not there, and no tampering reaches it.
+func TestSeparateVerifier(t *testing.T) {
+	r := containertest.Runtime(t)
+	tk := task(t, "testdata/isolation", "separate")
+	_, v, err := attempt(t, r, tk, harness.OracleCommand(), tk.Solution)
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, v.Reward, "oracle: %s %s", v.Stdout, v.Stderr)
+	assert.Equal(t, "image=verifier scratch=no note=kept\n", v.Stdout, "the verifier's image, the artifacts and /logs/artifacts only")
+
+	_, v, err = attempt(t, r, tk, []string{"true"}, "")
+	require.NoError(t, err)
+	assert.Equal(t, 0.0, v.Reward, "nothing done")
+	for what, script := range tampering {
+		_, v, err := attempt(t, r, tk, []string{"bash", "-c", script}, "")
+		require.NoError(t, err, what)
+		assert.Equal(t, 0.0, v.Reward, "a harness that %s got the reward: %s %s", what, v.Stdout, v.Stderr)
+	}
+}

@@ -82,6 +82,12 @@ func newBox(root, name string) (box, error) {
 // the keeper (keep are the keeper's arguments beyond its exec and ready
 // sockets and its lifetime), and waits until the keeper serves.
 func (r *Runtime) launch(ctx context.Context, b *box, cfg engine.ContainerConfig, lifetime time.Duration, keep ...string) error {
+	return r.launchWith(ctx, b, cfg, lifetime, nil, keep...)
+}
+
+// launchWith is launch with created called between the container's
+// creation and its start (nil: nothing).
+func (r *Runtime) launchWith(ctx context.Context, b *box, cfg engine.ContainerConfig, lifetime time.Duration, created func(id string) error, keep ...string) error {
 	ready, err := net.Listen("unix", filepath.Join(b.runDir, readySocket))
 	if err != nil {
 		return fmt.Errorf("sandbox keeper: %w", err)
@@ -95,6 +101,11 @@ func (r *Runtime) launch(ctx context.Context, b *box, cfg engine.ContainerConfig
 	cfg.HostConfig.AutoRemove = true
 	if b.id, err = r.Engine.CreateContainer(ctx, cfg); err != nil {
 		return fmt.Errorf("create: %w", err)
+	}
+	if created != nil {
+		if err := created(b.id); err != nil {
+			return err
+		}
 	}
 	if err := r.Engine.StartContainer(ctx, b.id); err != nil {
 		return fmt.Errorf("start: %w", err)

@@ -45,31 +45,25 @@ const snapshotRepo = "localhost/evalflow-snapshot"
 // lifetime.
 const verifierMargin = 5 * time.Minute
 
-// verify grades the attempt in a verifier container beside the sandbox.
+// verify grades the attempt: in a container of its own beside the
+// sandbox, or, for a task that asks for it, in a separate sandbox.
 func (sb *sandbox) verify(ctx context.Context, spec harness.VerifySpec) (_ harness.VerifyResult, err error) {
-	logs, err := harness.ResetVerifierLogs(sb.ws)
+	setup, err := harness.VerifierSetupOf(sb.spec.Task)
+	if err != nil {
+		return harness.VerifyResult{}, &harness.ConfigError{Err: err}
+	}
+	if setup.Separate() {
+		return sb.verifySeparate(ctx, spec, setup)
+	}
+	logs, binds, tests, err := sb.verifierMounts(spec)
 	if err != nil {
 		return harness.VerifyResult{}, err
 	}
-	_ = os.Chmod(logs, 0o777)
 	v, err := newBox(sb.ws.Root(), "verify")
 	if err != nil {
 		return harness.VerifyResult{}, fmt.Errorf("verifier: %w", err)
 	}
 	defer func() { _ = v.remove(context.Background(), sb.r.Engine) }()
-	binds := []string{
-		logs + ":" + LogsDir + "/" + harness.VerifierLogs,
-		filepath.Join(sb.ws.Logs, harness.AgentLogs) + ":" + LogsDir + "/" + harness.AgentLogs + ":ro",
-	}
-	tests := ""
-	if spec.Tests != "" {
-		copied := filepath.Join(sb.ws.Root(), "tests")
-		if err := copyTests(spec.Tests, copied); err != nil {
-			return harness.VerifyResult{}, fmt.Errorf("verifier: copy the tests: %w", err)
-		}
-		tests = TestsDir
-		binds = append(binds, copied+":"+TestsDir)
-	}
 	changes, err := sb.r.Engine.Changes(ctx, sb.id)
 	if err != nil {
 		return harness.VerifyResult{}, fmt.Errorf("verifier: what the agent changed: %w", err)
