@@ -146,7 +146,7 @@ func BenchmarkRolloutsHarborOracle(b *testing.B) {
 
 // BenchmarkRolloutsHarborOracleBwrap: the same in bwrap sandboxes.
 func BenchmarkRolloutsHarborOracleBwrap(b *testing.B) {
-	benchEval(b, &harness.Bwrap{Local: harness.Local{Dir: b.TempDir()}}, harborBench(rollout.HarnessConfig{Oracle: true}))
+	benchEval(b, &harness.Bwrap{Agent: agentCommand[0], Local: harness.Local{Dir: b.TempDir()}}, harborBench(rollout.HarnessConfig{Oracle: true}))
 }
 
 // BenchmarkRollouts16Container: 64 rollouts of the bundled tasks solved by
@@ -157,7 +157,7 @@ func BenchmarkRollouts16Container(b *testing.B) {
 }
 
 func BenchmarkRollouts16Bwrap(b *testing.B) {
-	benchEvalAt(b, 16, &harness.Bwrap{Local: harness.Local{Dir: b.TempDir()}}, harborBench(rollout.HarnessConfig{Oracle: true}))
+	benchEvalAt(b, 16, &harness.Bwrap{Agent: agentCommand[0], Local: harness.Local{Dir: b.TempDir()}}, harborBench(rollout.HarnessConfig{Oracle: true}))
 }
 
 // BenchmarkRolloutsHarborNoop: the bundled Harbor tasks with a harness

@@ -269,7 +269,7 @@ func TestBwrapAgentCannotSeeTestsOrSolution(t *testing.T) {
 	workDir := t.TempDir()
 	got := runHarbor(t, harborRun{
 		taskset: tasksets.HarborSampleName, script: script,
-		runtime: &harness.Bwrap{Local: harness.Local{Dir: workDir}},
+		runtime: &harness.Bwrap{Agent: agentCommand[0], Local: harness.Local{Dir: workDir}},
 	})
 
 	require.Zero(t, got.res.Failed, "%+v", got.res.FailedSamples)
@@ -406,7 +406,7 @@ func TestHarborTaskUnderLocalIsRefusedAtStart(t *testing.T) {
 
 	_, err = exec.LookPath("bwrap")
 	require.NoError(t, err, "the bwrap runtime needs bubblewrap: apt-get install bubblewrap")
-	run.runtime = &harness.Bwrap{Local: harness.Local{Dir: t.TempDir()}}
+	run.runtime = &harness.Bwrap{Agent: agentCommand[0], Local: harness.Local{Dir: t.TempDir()}}
 	got := runHarbor(t, run)
 	require.NoError(t, got.err)
 	rec, ok := got.records["hello-app"]
