@@ -58,6 +58,11 @@ type HarnessConfig struct {
 	// Oracle runs each task's reference solution (solution/solve.sh) in
 	// place of an agent, to check a taskset: every task should score 1.
 	Oracle bool `json:"oracle,omitempty"`
+	// Adversary runs one of the audit's fixed adversarial harnesses (the
+	// built-in agent's, e.g. "write-reward") in place of an agent: it
+	// tries to get the reward without doing the task, so anything above 0
+	// marks a task, or a runtime, that can be won that way.
+	Adversary string `json:"adversary,omitempty"`
 	// VerifierTimeout, when set, overrides each task's own verifier timeout
 	// (task.toml's [verifier] timeout_sec).
 	VerifierTimeout time.Duration `json:"verifier_timeout,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/harness/agent"
 	"github.com/evalflow/evalflow/internal/harness/packaged"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/results"
@@ -274,12 +276,17 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 // packaged harness (at version), the oracle, a command line, or the
 // built-in agent ("").
 func withHarness(h rollout.HarnessConfig, name, version string) (rollout.HarnessConfig, error) {
-	h.Command, h.Oracle = nil, false
+	h.Command, h.Oracle, h.Adversary = nil, false, ""
 	if name == builtinHarness {
 		return h, nil
 	}
 	if p, ok := packaged.Lookup(name); ok {
 		h.Command = packaged.Command(p, version)
+	} else if a, ok := strings.CutPrefix(name, adversaryPrefix); ok {
+		if !slices.Contains(agent.Adversaries, a) {
+			return h, fmt.Errorf("--harness %q: no such adversary (the audit's: %s)", name, strings.Join(agent.Adversaries, ", "))
+		}
+		h.Adversary = a
 	} else if name == oracleHarness {
 		h.Oracle = true
 	} else if name != "" {

@@ -51,6 +51,7 @@ func newApp() *cli.App {
 		Version: wiring.Version(),
 		Commands: []*cli.Command{
 			evalCommand(),
+			auditCommand(),
 			trainCommand(),
 			resumeCommand(),
 			statusCommand(),

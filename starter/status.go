@@ -109,6 +109,7 @@ func resultsCommand() *cli.Command {
 		Flags: append(readerFlags(),
 			&cli.BoolFlag{Name: "rollouts", Usage: "print every rollout's record with its trace, a JSON object a line, from the run store"},
 			&cli.BoolFlag{Name: "attempts", Usage: "with --rollouts: every attempt's trace (attempts), not only the record's (trace_body)"},
+			&cli.StringFlag{Name: "exclude-flagged", Usage: "an audit's run id (starter audit): score the run without the tasks it flagged"},
 		),
 		Before: takesArgs(1),
 		Action: func(cctx *cli.Context) error {
@@ -118,6 +119,9 @@ func resultsCommand() *cli.Command {
 			}
 			if cctx.Bool("rollouts") || cctx.Bool("attempts") {
 				return printRollouts(cctx, os.Stdout, runID, cctx.Bool("attempts"))
+			}
+			if auditID := cctx.String("exclude-flagged"); auditID != "" {
+				return printExcluded(cctx.Context, os.Stdout, storeFlags(cctx), runID, auditID)
 			}
 			// The run store answers without a server; dial only without it.
 			if printStored(cctx, runID) {

@@ -96,7 +96,7 @@ func harnessName(h string) string {
 	if h == "" {
 		return builtinHarness
 	}
-	if _, ok := packaged.Lookup(h); ok || h == oracleHarness {
+	if _, ok := packaged.Lookup(h); ok || h == oracleHarness || strings.HasPrefix(h, adversaryPrefix) {
 		return h
 	}
 	argv, err := shellwords.Parse(h)
@@ -364,6 +364,13 @@ func printSweepSummary(w io.Writer, r workflows.SweepResult, sc wiring.StoreConf
 		}
 	}
 	fmt.Fprintf(w, "each cell is a run of its own (starter results <run-id>:<cell>): %s\n", runLocation(sc, workflows.CellRunID(r.RunID, "<cell>")))
+	if isAudit(r) {
+		if a, err := loadAudit(context.Background(), sc, r.RunID, auditCellsOf(r)); err != nil {
+			fmt.Fprintf(w, "audit %s: %v\n", r.RunID, err)
+		} else {
+			writeAudit(w, r.RunID, a)
+		}
+	}
 }
 
 // passAtKs is a cell's pass@1, pass@2, … as "0.500 0.750".

@@ -207,8 +207,11 @@ func (a *Activities) resolve(ctx context.Context, ref rollout.Ref) (job, error) 
 		}
 	}
 	var solution string
-	if ref.Harness.Oracle {
+	switch {
+	case ref.Harness.Oracle:
 		command, solution = harness.OracleCommand(), task.Solution
+	case ref.Harness.Adversary != "":
+		command = append(slices.Clip(a.DefaultHarness), "--adversary", ref.Harness.Adversary)
 	}
 	return job{ref: ref, key: ref.Key(), task: task, rubric: rubric, command: command, solution: solution}, nil
 }

@@ -125,6 +125,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxRetries := fs.Int("max-retries", 2, "SDK retries of a failed model call")
 	system := fs.String("system", SystemPrompt, "system prompt")
 	dialect := fs.String("dialect", DialectChat, "protocol to speak: chat, responses or anthropic")
+	adversary := fs.String(adversaryFlag, "", "run one of the audit's adversaries instead of the model ("+strings.Join(Adversaries, ", ")+")")
 	opts, envErr := toolOptionsFromEnv()
 	fs.Func("tool-timeout", "how long one shell command may run, a duration or seconds "+
 		"(default 60s, or EVALFLOW_TOOL_TIMEOUT)", opts.setTimeout)
@@ -139,6 +140,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "agent: unexpected argument %q\n", fs.Arg(0))
 		return ExitError
+	}
+	if *adversary != "" {
+		return runAdversary(ctx, *adversary, stdout, stderr)
 	}
 
 	if *dialect != DialectChat && *dialect != DialectResponses && *dialect != DialectAnthropic {
