@@ -22,6 +22,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/internal/engine"
@@ -77,6 +78,10 @@ type Runtime struct {
 	Dir string
 	// Worker names this worker in the sandboxes' labels.
 	Worker string
+	// MaxLifetime caps every sandbox's hard lifetime, after which its
+	// keeper ends it and the engine removes it whether or not its worker
+	// still runs (0: its timeouts plus 15 minutes, at most 24 hours).
+	MaxLifetime time.Duration
 	Logger *slog.Logger
 
 	// Bridge is the engine network of the sandboxes of tasks that allow

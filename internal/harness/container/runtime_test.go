@@ -322,3 +322,49 @@ func TestDeepWorkspace(t *testing.T) {
 	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "evalflow-run-*"))
 	assert.Equal(t, len(before), len(after), "the run directory went with the sandbox")
 }
+
+// A sandbox lives no longer than its hard lifetime: its keeper ends it,
+// and the engine removes it, with the worker still waiting on its harness.
+func TestHardLifetimeEndsTheSandbox(t *testing.T) {
+	r := containertest.Runtime(t)
+	r.MaxLifetime = 3 * time.Second
+	tk := task(t, "testdata/tb-shaped", "state-outside-app")
+	ws, err := r.PrepareWorkspace("", tk)
+	require.NoError(t, err)
+	defer ws.Remove()
+	start := time.Now()
+	_, err = r.Run(context.Background(), harness.Spec{Key: "lifetime/0/0/0", Command: []string{"sleep", "600"}, BaseURL: "http://127.0.0.1:9", Task: tk, Workspace: ws, Timeout: 10 * time.Minute})
+	require.Error(t, err, "a sandbox ended under its harness is the runtime's error, retried")
+	assert.Less(t, time.Since(start), 2*time.Minute, "ended at its lifetime, not the harness's timeout")
+	require.Eventually(t, func() bool {
+		left, err := r.Engine.ListContainers(context.Background(), container.LabelRun+"=lifetime")
+		require.NoError(t, err)
+		return len(left) == 0
+	}, time.Minute, 100*time.Millisecond, "the engine removed the ended sandbox")
+}
+
+// A task's cpus are the sandbox's CPU quota, as its cgroup says.
+func TestCPUsAreApplied(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "half", "environment", "Dockerfile")
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, os.WriteFile(p, []byte("FROM debian:bookworm-slim\nWORKDIR /app\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "half", "instruction.md"), []byte("x"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "half", "task.toml"), []byte("version = \"1.0\"\n[environment]\ncpus = 0.5\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "half", "tests"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "half", "tests", "test.sh"), []byte("exit 0\n"), 0o755))
+	tk := task(t, dir, "half")
+	r := containertest.Runtime(t)
+	ws, err := r.PrepareWorkspace("", tk)
+	require.NoError(t, err)
+	defer ws.Remove()
+	// cgroup v2's cpu.max, else v1's quota and period.
+	res, err := r.Run(context.Background(), harness.Spec{Key: "half/0/0/0", BaseURL: "http://127.0.0.1:9", Task: tk, Workspace: ws, Timeout: time.Minute,
+		Command: []string{"sh", "-c", `cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo "$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)"`}})
+	require.NoError(t, err)
+	require.Zero(t, res.ExitCode, res.Stderr)
+	var quota, period float64
+	_, err = fmt.Sscanf(res.Stdout, "%g %g", &quota, &period)
+	require.NoError(t, err, "cgroup said %q", res.Stdout)
+	assert.InDelta(t, 0.5, quota/period, 0.01, "cgroup said %q", res.Stdout)
+}

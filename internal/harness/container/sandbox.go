@@ -199,7 +199,7 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 		hc.NanoCPUs = int64(cpus(env.CPUs) * 1e9)
 	}
 	cfg := engine.ContainerConfig{Image: image, WorkingDir: workdir, Labels: r.labels(spec, kindRollout), HostConfig: hc}
-	if err := r.launch(ctx, &sb.box, cfg, lifetime(spec), "--listen", target, "--socket", RunDir+"/"+interceptionSocket); err != nil {
+	if err := r.launch(ctx, &sb.box, cfg, r.lifetime(spec), "--listen", target, "--socket", RunDir+"/"+interceptionSocket); err != nil {
 		return nil, fmt.Errorf("the sandbox of %s: %w", spec.Key, err)
 	}
 	if env.Internet() {
@@ -230,11 +230,15 @@ func awaitReady(ctx context.Context, ln net.Listener) error {
 }
 
 // lifetime is the hard lifetime of an attempt's sandbox.
-func lifetime(spec harness.Spec) time.Duration {
-	if spec.Timeout <= 0 {
-		return maxLifetime
+func (r *Runtime) lifetime(spec harness.Spec) time.Duration {
+	d := maxLifetime
+	if spec.Timeout > 0 {
+		d = spec.Timeout + spec.Task.VerifierTimeout + lifetimeMargin
 	}
-	return spec.Timeout + spec.Task.VerifierTimeout + lifetimeMargin
+	if r.MaxLifetime > 0 && r.MaxLifetime < d {
+		d = r.MaxLifetime
+	}
+	return d
 }
 
 // command is the harness command as the sandbox runs it: the built-in
