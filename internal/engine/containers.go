@@ -122,6 +122,16 @@ func (c *Client) Commit(ctx context.Context, id, repo, tag string, pause bool) (
 	return out.ID, nil
 }
 
+// PauseContainer freezes every process of a container.
+func (c *Client) PauseContainer(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodPost, "/containers/"+url.PathEscape(id)+"/pause", nil, nil, nil)
+}
+
+// UnpauseContainer thaws a paused container.
+func (c *Client) UnpauseContainer(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodPost, "/containers/"+url.PathEscape(id)+"/unpause", nil, nil, nil)
+}
+
 // Change is a path of a container's file system that differs from its
 // image's.
 type Change struct {

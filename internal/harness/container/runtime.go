@@ -82,7 +82,7 @@ type Runtime struct {
 	// keeper ends it and the engine removes it whether or not its worker
 	// still runs (0: its timeouts plus 15 minutes, at most 24 hours).
 	MaxLifetime time.Duration
-	Logger *slog.Logger
+	Logger      *slog.Logger
 
 	// Bridge is the engine network of the sandboxes of tasks that allow
 	// the internet, created when missing; "" is DefaultBridge.

@@ -64,12 +64,7 @@ func (sb *sandbox) verify(ctx context.Context, spec harness.VerifySpec) (_ harne
 		return harness.VerifyResult{}, fmt.Errorf("verifier: %w", err)
 	}
 	defer func() { _ = v.remove(context.Background(), sb.r.Engine) }()
-	changes, err := sb.r.Engine.Changes(ctx, sb.id)
-	if err != nil {
-		return harness.VerifyResult{}, fmt.Errorf("verifier: what the agent changed: %w", err)
-	}
-	hooks := plantedHooks(changes, sb.workdir)
-	snapshot, err := sb.r.Engine.Commit(ctx, sb.id, snapshotRepo, sb.id, true)
+	snapshot, hooks, err := sb.snapshot(ctx)
 	if err != nil {
 		return harness.VerifyResult{}, fmt.Errorf("verifier: snapshot the sandbox: %w", err)
 	}
@@ -104,6 +99,42 @@ func (sb *sandbox) verify(ctx context.Context, spec harness.VerifySpec) (_ harne
 	out, err := harness.Verdict(res, spec.Timeout, logs)
 	out.RemovedHooks = hooks
 	return out, err
+}
+
+// snapshot freezes the sandbox, takes its file system as an image and
+// the hooks the agent planted in it, and thaws it: one moment, so that no
+// process of the agent's adds a hook between the two.
+func (sb *sandbox) snapshot(ctx context.Context) (image string, hooks []string, err error) {
+	eng := sb.r.Engine
+	if err := eng.PauseContainer(ctx, sb.id); err != nil {
+		return "", nil, err
+	}
+	defer func() {
+		if uerr := eng.UnpauseContainer(context.Background(), sb.id); uerr != nil && err == nil {
+			err = uerr
+		}
+	}()
+	var (
+		changes   []engine.Change
+		changeErr error
+		done      = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		changes, changeErr = eng.Changes(ctx, sb.id)
+	}()
+	image, err = eng.Commit(ctx, sb.id, snapshotRepo, sb.id, false)
+	<-done
+	if err == nil && changeErr != nil {
+		err = fmt.Errorf("what the agent changed: %w", changeErr)
+	}
+	if err != nil {
+		if image != "" {
+			_ = eng.RemoveImage(context.Background(), image)
+		}
+		return "", nil, err
+	}
+	return image, plantedHooks(changes, sb.workdir), nil
 }
 
 // Files a test runner loads without being named: pytest's conftest.py
