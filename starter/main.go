@@ -52,6 +52,7 @@ func newApp() *cli.App {
 		Commands: []*cli.Command{
 			evalCommand(),
 			auditCommand(),
+			imagesCommand(),
 			trainCommand(),
 			resumeCommand(),
 			statusCommand(),

@@ -150,10 +150,11 @@ func (c *Client) Changes(ctx context.Context, id string) ([]Change, error) {
 
 // ContainerSummary is one container of a listing.
 type ContainerSummary struct {
-	ID     string `json:"Id"`
-	Names  []string
-	State  string
-	Labels map[string]string
+	ID      string `json:"Id"`
+	Names   []string
+	ImageID string
+	State   string
+	Labels  map[string]string
 }
 
 // ListContainers lists the containers, running or not, that carry every

@@ -161,3 +161,28 @@ func readProgress(r io.Reader, out io.Writer, fail func(string) error) error {
 		}
 	}
 }
+
+// DiskUsage is what the engine says its images and build cache hold.
+type DiskUsage struct {
+	LayersSize int64
+	BuildCache []struct {
+		Size  int64
+		InUse bool
+	}
+}
+
+// BuildCacheSize is the bytes the engine's build cache holds.
+func (d DiskUsage) BuildCacheSize() int64 {
+	var n int64
+	for _, b := range d.BuildCache {
+		n += b.Size
+	}
+	return n
+}
+
+// DiskUsage reads the engine's disk usage (GET /system/df).
+func (c *Client) DiskUsage(ctx context.Context) (DiskUsage, error) {
+	var d DiskUsage
+	err := c.call(ctx, http.MethodGet, "/system/df", nil, nil, &d)
+	return d, err
+}

@@ -98,7 +98,7 @@ func (r *Runtime) build(ctx context.Context, task tasksets.Task, dir string, env
 	if err != nil {
 		return "", "", fmt.Errorf("hash the environment of task %s: %w", task.ID, err)
 	}
-	tag = "localhost/evalflow-env/" + imageName(task.ID) + ":" + sum[:16]
+	tag = r.imageRepo() + "/" + imageName(task.ID) + ":" + sum[:16]
 	for {
 		b := &build{done: make(chan struct{})}
 		got, loaded := r.images.LoadOrStore(tag, b)
@@ -121,10 +121,32 @@ func (r *Runtime) build(ctx context.Context, task tasksets.Task, dir string, env
 		}
 		b.log, b.err = r.buildOnce(ctx, task, dir, tag, env)
 		close(b.done)
+		if b.err == nil && b.log != "" {
+			r.pruneAfterBuild(ctx)
+		}
 		if b.err != nil && !errors.As(b.err, new(*harness.ConfigError)) {
 			r.images.CompareAndDelete(tag, b)
 		}
 		return tag, b.log, b.err
+	}
+}
+
+// pruneAfterBuild keeps the task images within KeepImages once a build
+// added one; a failure to prune is logged, never the rollout's.
+func (r *Runtime) pruneAfterBuild(ctx context.Context) {
+	keep := r.KeepImages
+	if keep == 0 {
+		keep = DefaultKeepImages
+	}
+	if keep < 0 {
+		return
+	}
+	removed, err := r.PruneImages(ctx, keep, 0)
+	if err != nil {
+		r.logger().Warn("prune the task images", "error", err)
+	}
+	for _, img := range removed {
+		r.logger().Info("removed a task image beyond the ones kept", "image", img.Name, "keep", keep)
 	}
 }
 

@@ -82,13 +82,17 @@ type Runtime struct {
 	// keeper ends it and the engine removes it whether or not its worker
 	// still runs (0: its timeouts plus 15 minutes, at most 24 hours).
 	MaxLifetime time.Duration
-	Logger      *slog.Logger
+	// KeepImages bounds the task images this worker keeps on the engine
+	// (images.go): 0 is DefaultKeepImages, < 0 no bound.
+	KeepImages int
+	Logger     *slog.Logger
 
 	// Bridge is the engine network of the sandboxes of tasks that allow
 	// the internet, created when missing; "" is DefaultBridge.
 	Bridge string
 
 	images sync.Map // tag → *build: one build of an image at a time
+	repo   string   // ImageRepo when empty; a test's own
 	host   owner
 
 	bridgeMu    sync.Mutex

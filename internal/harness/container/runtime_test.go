@@ -368,3 +368,50 @@ func TestCPUsAreApplied(t *testing.T) {
 	require.NoError(t, err, "cgroup said %q", res.Stdout)
 	assert.InDelta(t, 0.5, quota/period, 0.01, "cgroup said %q", res.Stdout)
 }
+
+// Task images are kept within a bound: the most recent, those in use and
+// those built within the grace stay; prune removes the rest.
+func TestPruneTaskImages(t *testing.T) {
+	r := containertest.Runtime(t)
+	repo := fmt.Sprintf("localhost/evalflow-test-prune-%d", time.Now().UnixNano())
+	container.SetImageRepo(r, repo)
+	ctx := context.Background()
+	dir := t.TempDir()
+	var names []string
+	for _, id := range []string{"a", "b", "c"} {
+		env := filepath.Join(dir, id)
+		require.NoError(t, os.MkdirAll(env, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(env, "Dockerfile"), []byte("FROM debian:bookworm-slim\nLABEL task="+id+"\n"), 0o644))
+		require.NoError(t, r.Prepare(ctx, tasksets.Task{ID: "prune-" + id, Environment: env}))
+	}
+	imgs, err := r.TaskImages(ctx)
+	require.NoError(t, err)
+	require.Len(t, imgs, 3)
+	for _, img := range imgs {
+		names = append(names, img.Name)
+		assert.True(t, strings.HasPrefix(img.Name, repo+"/prune-"), img.Name)
+		assert.Positive(t, img.Size)
+	}
+	t.Cleanup(func() {
+		for _, n := range names {
+			_ = r.Engine.RemoveImage(context.Background(), n)
+		}
+	})
+
+	removed, err := r.PruneImages(ctx, 1, 0)
+	require.NoError(t, err)
+	assert.Empty(t, removed, "images built within the grace stay")
+
+	// One in use by a container stays whatever its age.
+	id, err := r.Engine.CreateContainer(ctx, engine.ContainerConfig{Image: imgs[2].Name, Cmd: []string{"true"}, HostConfig: engine.HostConfig{NetworkMode: "none"}})
+	require.NoError(t, err)
+	defer r.Engine.RemoveContainer(ctx, id)
+	removed, err = r.PruneImages(ctx, 1, time.Nanosecond)
+	require.NoError(t, err)
+	require.Len(t, removed, 2)
+	left, err := r.TaskImages(ctx)
+	require.NoError(t, err)
+	require.Len(t, left, 1)
+	assert.Equal(t, imgs[2].Name, left[0].Name, "the image in use is kept")
+	assert.True(t, left[0].InUse)
+}
