@@ -63,11 +63,6 @@ func runAudit(cctx *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg.RolloutsPerTask = 1
-	cells, err := sweepCells(cfg, auditHarnesses(), []string{cfg.Model}, "")
-	if err != nil {
-		return err
-	}
 	s, err := connectForRun(cctx, &cfg)
 	if err != nil {
 		return err
@@ -76,23 +71,32 @@ func runAudit(cctx *cli.Context) error {
 	if err := prepareTasks(cctx.Context, s, cfg.Taskset); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "Auditing %q: the oracle and %d adversaries on every task.\n", workflows.TasksetName(cfg.Taskset), len(agent.Adversaries))
-	if err := runSweep(cctx, s, workflows.SweepInput{Config: cfg, Cells: cells}); err != nil {
-		return err
-	}
-	if cctx.Bool("detach") {
-		return nil
-	}
-	// The sweep's summary printed the report; the exit code says whether
-	// it flagged a task.
-	a, err := loadAudit(cctx.Context, storeFlags(cctx), cfg.RunID, cellNames(cells))
-	if err != nil {
+	a, err := auditTaskset(cctx, s, cfg)
+	if err != nil || cctx.Bool("detach") {
 		return err
 	}
 	if len(a.flagged()) > 0 {
 		return exitCode(1)
 	}
 	return nil
+}
+
+// auditTaskset audits cfg's taskset as the sweep cfg.RunID, which prints
+// its report, and returns what it found.
+func auditTaskset(cctx *cli.Context, s *session, cfg workflows.RunConfig) (audit, error) {
+	cfg.RolloutsPerTask = 1
+	cells, err := sweepCells(cfg, auditHarnesses(), []string{cfg.Model}, "")
+	if err != nil {
+		return audit{}, err
+	}
+	fmt.Fprintf(os.Stderr, "Auditing %q: the oracle and %d adversaries on every task.\n", workflows.TasksetName(cfg.Taskset), len(agent.Adversaries))
+	if err := runSweep(cctx, s, workflows.SweepInput{Config: cfg, Cells: cells}); err != nil {
+		return audit{}, err
+	}
+	if cctx.Bool("detach") {
+		return audit{}, nil
+	}
+	return loadAudit(cctx.Context, storeFlags(cctx), cfg.RunID, cellNames(cells))
 }
 
 // cellNames are the names of cells.

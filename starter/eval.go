@@ -37,6 +37,7 @@ func evalCommand() *cli.Command {
 			&cli.IntFlag{Name: "rollouts-per-task", Value: 1, Usage: "rollouts per task (pass@k is reported up to this k)"},
 			&cli.BoolFlag{Name: "detach", Usage: "start the run and return without watching it"},
 			&cli.Float64Flag{Name: "max-failures", Usage: "end the run failed when more rollouts failed than this: a count (>= 1) or a fraction (< 1); 0: no limit"},
+			&cli.BoolFlag{Name: "audit", Usage: "first audit the taskset (starter audit, as <run-id>-audit), then score the run with and without the tasks it flags"},
 		), wiring.WorkerFlags()...),
 		Before: prepareRun(0),
 		Action: runEval,
@@ -57,6 +58,15 @@ func runEval(cctx *cli.Context) error {
 	ctx := cctx.Context
 	if err := prepareTasks(ctx, s, cfg.Taskset); err != nil {
 		return err
+	}
+	auditID := ""
+	if cctx.Bool("audit") {
+		acfg := cfg
+		acfg.RunID = cfg.RunID + "-audit"
+		if _, err := auditTaskset(cctx, s, acfg); err != nil {
+			return fmt.Errorf("--audit: %w", err)
+		}
+		auditID = acfg.RunID
 	}
 	if in, ok, err := sweepInput(cctx, cfg); err != nil {
 		return err
@@ -98,6 +108,9 @@ func runEval(cctx *cli.Context) error {
 	}
 	account.Eval(ctx, &res)
 	printSummary(os.Stdout, res, storeFlags(cctx))
+	if auditID != "" {
+		return printExcluded(ctx, os.Stdout, storeFlags(cctx), cfg.RunID, auditID)
+	}
 	return nil
 }
 

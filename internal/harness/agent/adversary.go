@@ -14,6 +14,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -57,10 +59,23 @@ var commonAnswer = func() string {
 	return b.String()
 }()
 
-// hostPorts are the worker host's services an adversary tries: the
-// Temporal frontend (gRPC, HTTP), its UI, the viewer, the gateway, the
-// pull API, the metrics, PostgreSQL, the engine's API.
+// hostPorts are the worker host's services an adversary tries at their
+// default ports: the Temporal frontend (gRPC, HTTP), its UI, the viewer,
+// the gateway, the pull API, the metrics, PostgreSQL, the engine's API.
+// An audit adds its own in AUDIT_HOST_PORTS (comma-separated), for
+// services on other ports.
 var hostPorts = []int{7233, 7243, 8233, 8234, 8470, 8790, 9464, 5432, 15432, 2375}
+
+// auditPorts are hostPorts and those of AUDIT_HOST_PORTS.
+func auditPorts() []int {
+	ports := slices.Clone(hostPorts)
+	for _, f := range strings.Split(os.Getenv("AUDIT_HOST_PORTS"), ",") {
+		if p, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && p > 0 && p < 65536 && !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
+	}
+	return ports
+}
 
 // runAdversary runs the adversary name and returns the exit code.
 func runAdversary(ctx context.Context, name string, stdout, stderr io.Writer) int {
@@ -231,7 +246,7 @@ func (a *adversary) reachHost(ctx context.Context) {
 	own := ownPort()
 	d := net.Dialer{Timeout: 2 * time.Second}
 	for _, h := range hosts {
-		for _, p := range hostPorts {
+		for _, p := range auditPorts() {
 			if h == "127.0.0.1" && p == own {
 				continue
 			}

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -161,48 +162,61 @@ func TestSandboxReachesNothingOfTheHost(t *testing.T) {
 	}))
 	defer icptSrv.Close()
 
-	r := containertest.Runtime(t)
 	ctx := context.Background()
-	// Another rollout's sandbox, its services left running.
-	services := task(t, "testdata/isolation", "services")
-	other, err := r.PrepareWorkspace("", services)
-	require.NoError(t, err)
-	defer other.Remove()
-	res, err := r.Run(ctx, harness.Spec{Key: "other/0/0/0", Command: harness.OracleCommand(), BaseURL: icptSrv.URL, Task: services, Workspace: other, Timeout: 2 * time.Minute, Solution: services.Solution})
-	require.NoError(t, err)
-	require.Zero(t, res.ExitCode, res.Stderr)
-	list, err := r.Engine.ListContainers(ctx, container.LabelRun+"=other")
-	require.NoError(t, err)
-	require.Len(t, list, 1)
-	ct, err := r.Engine.InspectContainer(ctx, list[0].ID)
-	require.NoError(t, err)
-	for _, n := range ct.NetworkSettings.Networks {
-		targets = append(targets, n.IPAddress+":80", n.IPAddress+":22")
-	}
-
 	dir := t.TempDir()
-	for _, internet := range []bool{true, false} {
-		t.Run(fmt.Sprintf("internet=%v", internet), func(t *testing.T) {
-			tk := probeTask(t, dir, internet)
-			ws, err := r.PrepareWorkspace("", tk)
+	// Podman's user-mode network, and the engine's bridge other engines
+	// use: the same probe for each.
+	for _, network := range []string{container.Slirp, container.DefaultBridge} {
+		t.Run(network, func(t *testing.T) {
+			r := containertest.Runtime(t)
+			r.Network = network
+			targets := slices.Clone(targets)
+			// Another rollout's sandbox, its services left running.
+			services := task(t, "testdata/isolation", "services")
+			other, err := r.PrepareWorkspace("", services)
 			require.NoError(t, err)
-			defer ws.Remove()
-			before := icpt.Load()
-			res, err := r.Run(ctx, harness.Spec{
-				Key: "probe/0/0/0", Command: []string{"bash", "-c", probe}, BaseURL: icptSrv.URL, Secret: "s3cret", Task: tk, Workspace: ws, Timeout: 2 * time.Minute,
-				Env: []string{"TARGETS=" + strings.Join(targets, " "), "GATEWAY_PORTS=22 80 5432 7233 7243 8233 8234 8470 8790 9464"},
-			})
+			defer other.Remove()
+			res, err := r.Run(ctx, harness.Spec{Key: "other/0/0/0", Command: harness.OracleCommand(), BaseURL: icptSrv.URL, Task: services, Workspace: other, Timeout: 2 * time.Minute, Solution: services.Solution})
 			require.NoError(t, err)
 			require.Zero(t, res.ExitCode, res.Stderr)
-			assert.Equal(t, "model says hi to Bearer s3cret", res.Stdout, "the model call went through the interception")
-			assert.Equal(t, before+1, icpt.Load())
-			v, err := r.Verify(ctx, harness.VerifySpec{Key: "probe", Workspace: ws, Tests: tk.Tests, Command: tk.Verify, Timeout: time.Minute})
+			list, err := r.Engine.ListContainers(ctx, container.LabelRun+"=other")
 			require.NoError(t, err)
-			assert.Equal(t, "reached: \n", v.Stdout, "the sandbox reached these (%s)", strings.TrimSpace(v.Stderr))
-			if internet {
-				assert.Contains(t, v.Stderr, "gateway ", "a sandbox allowed the internet has a route out")
+			require.Len(t, list, 1)
+			ct, err := r.Engine.InspectContainer(ctx, list[0].ID)
+			require.NoError(t, err)
+			addressed := false
+			for _, n := range ct.NetworkSettings.Networks {
+				if n.IPAddress != "" {
+					targets = append(targets, n.IPAddress+":80", n.IPAddress+":22")
+					addressed = true
+				}
 			}
-			assert.Zero(t, reached.Load(), "a server of the host was reached from the sandbox")
+			// On slirp4netns no sandbox has an address another could try.
+			assert.Equal(t, network == container.DefaultBridge, addressed, "the other sandbox's address on %s", network)
+			for _, internet := range []bool{true, false} {
+				t.Run(fmt.Sprintf("internet=%v", internet), func(t *testing.T) {
+					tk := probeTask(t, dir, internet)
+					ws, err := r.PrepareWorkspace("", tk)
+					require.NoError(t, err)
+					defer ws.Remove()
+					before := icpt.Load()
+					res, err := r.Run(ctx, harness.Spec{
+						Key: "probe/0/0/0", Command: []string{"bash", "-c", probe}, BaseURL: icptSrv.URL, Secret: "s3cret", Task: tk, Workspace: ws, Timeout: 2 * time.Minute,
+						Env: []string{"TARGETS=" + strings.Join(targets, " "), "GATEWAY_PORTS=22 80 5432 7233 7243 8233 8234 8470 8790 9464"},
+					})
+					require.NoError(t, err)
+					require.Zero(t, res.ExitCode, res.Stderr)
+					assert.Equal(t, "model says hi to Bearer s3cret", res.Stdout, "the model call went through the interception")
+					assert.Equal(t, before+1, icpt.Load())
+					v, err := r.Verify(ctx, harness.VerifySpec{Key: "probe", Workspace: ws, Tests: tk.Tests, Command: tk.Verify, Timeout: time.Minute})
+					require.NoError(t, err)
+					assert.Equal(t, "reached: \n", v.Stdout, "the sandbox reached these (%s)", strings.TrimSpace(v.Stderr))
+					if internet {
+						assert.Contains(t, v.Stderr, "gateway ", "a sandbox allowed the internet has a route out")
+					}
+					assert.Zero(t, reached.Load(), "a server of the host was reached from the sandbox")
+				})
+			}
 		})
 	}
 }

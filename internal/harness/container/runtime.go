@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -87,46 +88,63 @@ type Runtime struct {
 	KeepImages int
 	Logger     *slog.Logger
 
-	// Bridge is the engine network of the sandboxes of tasks that allow
-	// the internet, created when missing; "" is DefaultBridge.
-	Bridge string
+	// Network is how a sandbox of a task that allows the internet reaches
+	// it: "slirp4netns" (Podman's user-mode stack: a namespace of its own
+	// with no link to the host's or any other sandbox's), or an engine
+	// network, a bridge, created when missing. "" is slirp4netns on Podman
+	// and DefaultBridge on other engines.
+	Network string
 
 	images sync.Map // tag → *build: one build of an image at a time
 	repo   string   // ImageRepo when empty; a test's own
 	host   owner
 
-	bridgeMu    sync.Mutex
-	bridgeReady bool
+	netMu    sync.Mutex
+	netReady string // the internet network, once known
 }
 
 // DefaultBridge is the network of the sandboxes that may reach the
-// internet: a bridge of its own, whose subnet the engine picks clear of
-// the host's, rather than the engine's default one.
+// internet on an engine without slirp4netns: a bridge of its own, whose
+// subnet the engine picks clear of the host's, rather than the engine's
+// default one.
 const DefaultBridge = "evalflow-sandbox"
 
-// bridge is the network of a sandbox that may reach the internet, created
-// on the engine when missing.
-func (r *Runtime) bridge(ctx context.Context) (string, error) {
-	name := r.Bridge
+// Slirp is Podman's user-mode network: each sandbox a namespace and a
+// stack of its own, its connections made by the host's sockets.
+const Slirp = "slirp4netns"
+
+// internetNetwork is the network of a sandbox that may reach the
+// internet; a bridge is created on the engine when missing.
+func (r *Runtime) internetNetwork(ctx context.Context) (string, error) {
+	r.netMu.Lock()
+	defer r.netMu.Unlock()
+	if r.netReady != "" {
+		return r.netReady, nil
+	}
+	name := r.Network
 	if name == "" {
-		name = DefaultBridge
-	}
-	r.bridgeMu.Lock()
-	defer r.bridgeMu.Unlock()
-	if r.bridgeReady {
-		return name, nil
-	}
-	if _, err := r.Engine.InspectNetwork(ctx, name); engine.IsNotFound(err) {
-		if err := r.Engine.CreateNetwork(ctx, name, map[string]string{labelSandbox: "network"}); err != nil {
-			// Another worker of this engine may have made it first.
-			if _, again := r.Engine.InspectNetwork(ctx, name); again != nil {
-				return "", fmt.Errorf("create the sandboxes' network %s: %w", name, err)
-			}
+		v, err := r.Engine.Version(ctx)
+		if err != nil {
+			return "", err
 		}
-	} else if err != nil {
-		return "", fmt.Errorf("the sandboxes' network %s: %w", name, err)
+		name = DefaultBridge
+		if strings.HasPrefix(v.Name(), "Podman") {
+			name = Slirp
+		}
 	}
-	r.bridgeReady = true
+	if name != Slirp {
+		if _, err := r.Engine.InspectNetwork(ctx, name); engine.IsNotFound(err) {
+			if err := r.Engine.CreateNetwork(ctx, name, map[string]string{labelSandbox: "network"}); err != nil {
+				// Another worker of this engine may have made it first.
+				if _, again := r.Engine.InspectNetwork(ctx, name); again != nil {
+					return "", fmt.Errorf("create the sandboxes' network %s: %w", name, err)
+				}
+			}
+		} else if err != nil {
+			return "", fmt.Errorf("the sandboxes' network %s: %w", name, err)
+		}
+	}
+	r.netReady = name
 	return name, nil
 }
 

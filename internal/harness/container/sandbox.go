@@ -186,7 +186,7 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 	})
 	network := "none"
 	if env.Internet() {
-		if network, err = r.bridge(ctx); err != nil {
+		if network, err = r.internetNetwork(ctx); err != nil {
 			return nil, err
 		}
 	}

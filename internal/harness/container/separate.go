@@ -68,7 +68,7 @@ func (sb *sandbox) verifySeparate(ctx context.Context, spec harness.VerifySpec, 
 	defer func() { _ = v.remove(context.Background(), r.Engine) }()
 	network := "none"
 	if env.Internet() {
-		if network, err = r.bridge(ctx); err != nil {
+		if network, err = r.internetNetwork(ctx); err != nil {
 			return harness.VerifyResult{}, err
 		}
 	}
