@@ -28,6 +28,10 @@ command -v newuidmap >/dev/null || need+=(uidmap)
 [ -x /usr/lib/podman/netavark ] || command -v netavark >/dev/null || need+=(netavark)
 [ -x /usr/lib/podman/aardvark-dns ] || command -v aardvark-dns >/dev/null || need+=(aardvark-dns)
 command -v catatonit >/dev/null || [ -x /usr/libexec/podman/catatonit ] || need+=(catatonit)
+# The network of the sandboxes that may reach the internet, and the
+# firewall the worker writes into each.
+command -v slirp4netns >/dev/null || need+=(slirp4netns)
+command -v nsenter >/dev/null || need+=(util-linux)
 command -v curl >/dev/null || need+=(curl)
 if [ "${#need[@]}" -gt 0 ]; then
 	if ! command -v apt-get >/dev/null; then

@@ -384,6 +384,8 @@ func RuntimeFlags() []cli.Flag {
 			Usage: "bwrap: share this host's network with the sandboxes (its loopback and every service on it) rather than give each a namespace of its own whose one way out is the interception"},
 		&cli.StringFlag{Name: "runtime.netns-subnet", Value: "10.213.0.0", EnvVars: []string{"EVALFLOW_NETNS_SUBNET"}, Usage: "netns: the /30 joining the namespace to this host"},
 		&cli.StringFlag{Name: "runtime.docker-image", EnvVars: []string{"EVALFLOW_DOCKER_IMAGE"}, Usage: "docker: the image of the tasks that name none (default " + container.DefaultImage + ")"},
+		&cli.StringFlag{Name: "runtime.docker-network", EnvVars: []string{"EVALFLOW_DOCKER_NETWORK"},
+			Usage: "docker: how sandboxes of tasks that allow the internet reach it: slirp4netns, or an engine network (created when missing); default slirp4netns on Podman, else " + container.DefaultBridge},
 		&cli.IntFlag{Name: "runtime.keep-images", Value: container.DefaultKeepImages, EnvVars: []string{"EVALFLOW_KEEP_IMAGES"},
 			Usage: "docker: how many images built for tasks to keep on the engine, the most recent (never one in use or built within a day); -1: no bound"},
 		&cli.StringFlag{Name: "runtime.pull", Value: container.PullMissing, EnvVars: []string{"EVALFLOW_PULL"}, Usage: "docker: pull an image a task names when the engine lacks it (missing), or never"},
@@ -471,6 +473,7 @@ func containerRuntime(cctx *cli.Context, workDir string) (*container.Runtime, er
 	}
 	c.Image, c.Pull, c.Dir = cctx.String("runtime.docker-image"), pull, workDir
 	c.KeepImages = cctx.Int("runtime.keep-images")
+	c.Network = cctx.String("runtime.docker-network")
 	host, _ := os.Hostname()
 	c.Worker = fmt.Sprintf("%s:%d", host, os.Getpid())
 	return c, nil
