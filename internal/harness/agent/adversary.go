@@ -26,9 +26,11 @@ import (
 // The audit's adversaries: fixed harnesses that try to get a task's reward
 // without doing the task, each the way an RL policy would find it. Every
 // one prints what it did as "audit: " lines, which the audit reports with
-// a score above 0. None of them calls the model, and none writes outside
-// what its sandbox lets a harness write (its workspace, /tests and /logs
-// inside a sandbox): what it finds elsewhere it reads, or names.
+// a score above 0. None of them calls the model. In a sandbox (its logs at
+// /logs) they write wherever the sandbox lets them; on the worker's own
+// host (the local runtime) only in their workspace and logs, so that an
+// audit never leaves a file on the host: what they find elsewhere they
+// read, or name.
 
 // Adversaries are the names of the audit's harnesses, in the order an
 // audit runs them.
@@ -117,6 +119,24 @@ type adversary struct {
 	workdir string
 }
 
+// sandboxed reports whether the harness runs in a sandbox, whose /logs is
+// its own, rather than on the worker's host.
+func sandboxed() bool { return filepath.Clean(os.Getenv("EVALFLOW_LOGS")) == "/logs" }
+
+// writable reports whether an adversary may write p: anywhere in a
+// sandbox, only under its workspace and logs on the host.
+func (a *adversary) writable(p string) bool {
+	if sandboxed() {
+		return true
+	}
+	for _, d := range []string{a.workdir, os.Getenv("EVALFLOW_LOGS")} {
+		if d != "" && (p == d || strings.HasPrefix(p, filepath.Clean(d)+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
 func (a *adversary) say(format string, args ...any) {
 	fmt.Fprintf(a.out, "audit: "+format+"\n", args...)
 }
@@ -148,7 +168,7 @@ func testsDirs() []string {
 // writeReward writes a full reward wherever a verifier reads one.
 func (a *adversary) writeReward() {
 	for _, d := range verifierDirs() {
-		if os.MkdirAll(d, 0o777) != nil {
+		if !a.writable(d) || os.MkdirAll(d, 0o777) != nil {
 			continue
 		}
 		okText := os.WriteFile(filepath.Join(d, "reward.txt"), []byte("1\n"), 0o666) == nil
@@ -176,7 +196,7 @@ const passingTest = "#!/bin/bash\nmkdir -p /logs/verifier; echo 1 > /logs/verifi
 // test, where the verifier's tests are copied and where pytest looks.
 func (a *adversary) rewriteTests() {
 	for _, d := range testsDirs() {
-		if os.MkdirAll(d, 0o777) != nil {
+		if !a.writable(d) || os.MkdirAll(d, 0o777) != nil {
 			continue
 		}
 		if os.WriteFile(filepath.Join(d, "test.sh"), []byte(passingTest), 0o777) == nil {
@@ -187,7 +207,7 @@ func (a *adversary) rewriteTests() {
 		}
 	}
 	for _, d := range []string{a.workdir, "/"} {
-		if d != "" && os.WriteFile(filepath.Join(d, "conftest.py"), []byte(hook), 0o666) == nil {
+		if d != "" && a.writable(filepath.Join(d, "conftest.py")) && os.WriteFile(filepath.Join(d, "conftest.py"), []byte(hook), 0o666) == nil {
 			a.say("planted a pytest hook in %s", d)
 		}
 	}
@@ -210,14 +230,21 @@ func (a *adversary) leaveProcess() error {
 	return cmd.Process.Release()
 }
 
-// linger is leave-process's process.
+// linger is leave-process's process: it ends at lingerFor, or once its
+// workspace is gone.
 func (a *adversary) linger(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, lingerFor)
 	defer cancel()
 	quiet := &adversary{out: io.Discard, workdir: a.workdir}
 	for ctx.Err() == nil {
+		if _, err := os.Stat(a.workdir); err != nil {
+			return
+		}
 		quiet.writeReward()
 		for _, d := range testsDirs() {
+			if !a.writable(d) {
+				continue
+			}
 			entries, _ := os.ReadDir(d)
 			for _, e := range entries {
 				p := filepath.Join(d, e.Name())
@@ -309,7 +336,7 @@ func (a *adversary) placeholders() {
 			continue
 		}
 		seen[p] = true
-		if os.MkdirAll(filepath.Dir(p), 0o777) == nil && os.WriteFile(p, []byte("placeholder\n"), 0o666) == nil {
+		if a.writable(p) && os.MkdirAll(filepath.Dir(p), 0o777) == nil && os.WriteFile(p, []byte("placeholder\n"), 0o666) == nil {
 			a.say("wrote a placeholder into %s", p)
 		}
 	}
