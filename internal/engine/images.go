@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 )
 
@@ -76,8 +77,40 @@ type BuildError struct {
 
 func (e *BuildError) Error() string { return "image build failed: " + e.Message }
 
+// buildAttempts bounds the tries of a build that the engine's image store
+// failed under it.
+const buildAttempts = 3
+
 // Build builds an image from context, a tar stream of the build context.
+// Podman's build looks through the images already built for one to reuse,
+// and fails with "layer not known" when another image is removed while it
+// looks (as verifiers' snapshots are, all the time): the engine's fault,
+// so the build is tried again from a copy of the context.
 func (c *Client) Build(ctx context.Context, context io.Reader, opts BuildOptions) error {
+	f, err := os.CreateTemp("", "evalflow-build-context-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if _, err := io.Copy(f, context); err != nil {
+		return fmt.Errorf("build context: %w", err)
+	}
+	for attempt := 1; ; attempt++ {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		err := c.buildOnce(ctx, f, opts)
+		var be *BuildError
+		if attempt < buildAttempts && errors.As(err, &be) && strings.Contains(be.Message, "layer not known") && ctx.Err() == nil {
+			continue
+		}
+		return err
+	}
+}
+
+// buildOnce is one try of Build.
+func (c *Client) buildOnce(ctx context.Context, context io.Reader, opts BuildOptions) error {
 	q := url.Values{"t": {opts.Tag}, "rm": {"1"}, "forcerm": {"1"}}
 	if opts.Dockerfile != "" {
 		q.Set("dockerfile", opts.Dockerfile)

@@ -71,10 +71,9 @@ func (o owner) alive() bool {
 	return o.start == "" || processStart(pid) == o.start
 }
 
+// owner is this worker process, as its sandboxes' labels name it.
 func (r *Runtime) owner() owner {
-	if r.host.pid == "" {
-		r.host = self()
-	}
+	r.hostOnce.Do(func() { r.host = self() })
 	return r.host
 }
 

@@ -95,9 +95,10 @@ type Runtime struct {
 	// and DefaultBridge on other engines.
 	Network string
 
-	images sync.Map // tag → *build: one build of an image at a time
-	repo   string   // ImageRepo when empty; a test's own
-	host   owner
+	images   sync.Map // tag → *build: one build of an image at a time
+	repo     string   // ImageRepo when empty; a test's own
+	host     owner
+	hostOnce sync.Once
 
 	netMu    sync.Mutex
 	netReady string // the internet network, once known
