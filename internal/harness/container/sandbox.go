@@ -184,13 +184,31 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", target)
 	})
-	network := "none"
+	hc, err := r.hostConfig(ctx, env, binds)
+	if err != nil {
+		return nil, err
+	}
+	cfg := engine.ContainerConfig{Image: image, WorkingDir: workdir, Labels: r.labels(spec, kindRollout), HostConfig: hc}
+	if err := r.launch(ctx, &sb.box, cfg, r.lifetime(spec), "--listen", target, "--socket", RunDir+"/"+interceptionSocket); err != nil {
+		return nil, fmt.Errorf("the sandbox of %s: %w", spec.Key, err)
+	}
+	if err := r.fence(ctx, sb.id, env); err != nil {
+		return nil, fmt.Errorf("the sandbox of %s: %w", spec.Key, err)
+	}
+	return sb, nil
+}
+
+// hostConfig is how a sandbox of a task's environment sits on the host:
+// its binds, a network namespace of its own (none at all, or the
+// internet's network when the task allows it), its limits.
+func (r *Runtime) hostConfig(ctx context.Context, env harness.Environment, binds []string) (engine.HostConfig, error) {
+	hc := engine.HostConfig{Binds: binds, NetworkMode: "none", Init: true}
 	if env.Internet() {
-		if network, err = r.internetNetwork(ctx); err != nil {
-			return nil, err
+		var err error
+		if hc.NetworkMode, err = r.internetNetwork(ctx); err != nil {
+			return hc, err
 		}
 	}
-	hc := engine.HostConfig{Binds: binds, NetworkMode: network, Init: true}
 	if env.MemoryMB > 0 {
 		hc.Memory = env.MemoryMB << 20
 		hc.MemorySwap = hc.Memory
@@ -198,20 +216,24 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 	if env.CPUs > 0 {
 		hc.NanoCPUs = int64(cpus(env.CPUs) * 1e9)
 	}
-	cfg := engine.ContainerConfig{Image: image, WorkingDir: workdir, Labels: r.labels(spec, kindRollout), HostConfig: hc}
-	if err := r.launch(ctx, &sb.box, cfg, r.lifetime(spec), "--listen", target, "--socket", RunDir+"/"+interceptionSocket); err != nil {
-		return nil, fmt.Errorf("the sandbox of %s: %w", spec.Key, err)
+	return hc, nil
+}
+
+// fence writes the firewall into the network namespace of the started
+// container id, when env lets it reach the internet (firewall.go). Not
+// being able to is a configuration error of this worker.
+func (r *Runtime) fence(ctx context.Context, id string, env harness.Environment) error {
+	if !env.Internet() {
+		return nil
 	}
-	if env.Internet() {
-		ct, err := r.Engine.InspectContainer(ctx, sb.id)
-		if err != nil {
-			return nil, fmt.Errorf("the sandbox of %s: %w", spec.Key, err)
-		}
-		if err := confine(ctx, ct.State.Pid); err != nil {
-			return nil, &harness.ConfigError{Err: fmt.Errorf("the sandbox of %s: %w", spec.Key, err)}
-		}
+	ct, err := r.Engine.InspectContainer(ctx, id)
+	if err != nil {
+		return err
 	}
-	return sb, nil
+	if err := confine(ctx, ct.State.Pid); err != nil {
+		return &harness.ConfigError{Err: err}
+	}
+	return nil
 }
 
 // awaitReady waits for the keeper's one connection saying it listens.

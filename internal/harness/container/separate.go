@@ -66,19 +66,9 @@ func (sb *sandbox) verifySeparate(ctx context.Context, spec harness.VerifySpec, 
 		return harness.VerifyResult{}, fmt.Errorf("verifier: %w", err)
 	}
 	defer func() { _ = v.remove(context.Background(), r.Engine) }()
-	network := "none"
-	if env.Internet() {
-		if network, err = r.internetNetwork(ctx); err != nil {
-			return harness.VerifyResult{}, err
-		}
-	}
-	hc := engine.HostConfig{Binds: binds, NetworkMode: network, Init: true}
-	if env.MemoryMB > 0 {
-		hc.Memory = env.MemoryMB << 20
-		hc.MemorySwap = hc.Memory
-	}
-	if env.CPUs > 0 {
-		hc.NanoCPUs = int64(cpus(env.CPUs) * 1e9)
+	hc, err := r.hostConfig(ctx, env, binds)
+	if err != nil {
+		return harness.VerifyResult{}, err
 	}
 	cfg := engine.ContainerConfig{Image: image, WorkingDir: workdir, Labels: r.labels(sb.spec, kindVerifier), HostConfig: hc}
 	// The artifacts go in before the verifier's first process.
@@ -87,14 +77,8 @@ func (sb *sandbox) verifySeparate(ctx context.Context, spec harness.VerifySpec, 
 	}); err != nil {
 		return harness.VerifyResult{}, fmt.Errorf("the verifier of %s: %w", spec.Key, err)
 	}
-	if env.Internet() {
-		ct, err := r.Engine.InspectContainer(ctx, v.id)
-		if err != nil {
-			return harness.VerifyResult{}, fmt.Errorf("the verifier of %s: %w", spec.Key, err)
-		}
-		if err := confine(ctx, ct.State.Pid); err != nil {
-			return harness.VerifyResult{}, &harness.ConfigError{Err: fmt.Errorf("the verifier of %s: %w", spec.Key, err)}
-		}
+	if err := r.fence(ctx, v.id, env); err != nil {
+		return harness.VerifyResult{}, fmt.Errorf("the verifier of %s: %w", spec.Key, err)
 	}
 	res, err := v.exec(ctx, keeper.Request{
 		Argv: []string{"sh", "-c", spec.Command}, Env: harness.SandboxVerifierEnv(spec, workdir, LogsDir, tests), Dir: workdir,
