@@ -85,7 +85,9 @@ var allowed = map[string][]string{
 	"run": {"results", "rollout", "workflows"},
 	// The run viewer reads the store, and the run's summaries as workflows
 	// write them.
-	"internal/viewer": {"results", "rollout", "run", "workflows"},
+	"internal/viewer": {"internal/audit", "results", "rollout", "run", "workflows"},
+	// What an audit's sweep found, for the starter and the viewer.
+	"internal/audit": {"results", "rollout", "workflows"},
 	// Drives a headless Chromium for the viewer's browser tests.
 	"internal/viewer/viewertest": {},
 	// The Docker Engine API client, and a test engine that fails a test

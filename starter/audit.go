@@ -7,12 +7,12 @@ import (
 	"io"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/evalflow/evalflow/internal/audit"
 	"github.com/evalflow/evalflow/internal/harness/agent"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/results"
@@ -28,7 +28,7 @@ import (
 // without doing it, and its scores should not count.
 
 // adversaryPrefix names an adversary as a harness: adversary:write-reward.
-const adversaryPrefix = "adversary:"
+const adversaryPrefix = audit.AdversaryPrefix
 
 func auditCommand() *cli.Command {
 	return &cli.Command{
@@ -75,7 +75,7 @@ func runAudit(cctx *cli.Context) error {
 	if err != nil || cctx.Bool("detach") {
 		return err
 	}
-	if len(a.flagged()) > 0 {
+	if len(a.Flagged()) > 0 {
 		return exitCode(1)
 	}
 	return nil
@@ -83,133 +83,45 @@ func runAudit(cctx *cli.Context) error {
 
 // auditTaskset audits cfg's taskset as the sweep cfg.RunID, which prints
 // its report, and returns what it found.
-func auditTaskset(cctx *cli.Context, s *session, cfg workflows.RunConfig) (audit, error) {
+func auditTaskset(cctx *cli.Context, s *session, cfg workflows.RunConfig) (audit.Report, error) {
 	cfg.RolloutsPerTask = 1
 	cells, err := sweepCells(cfg, auditHarnesses(), []string{cfg.Model}, "")
 	if err != nil {
-		return audit{}, err
+		return audit.Report{}, err
 	}
 	fmt.Fprintf(os.Stderr, "Auditing %q: the oracle and %d adversaries on every task.\n", workflows.TasksetName(cfg.Taskset), len(agent.Adversaries))
 	if err := runSweep(cctx, s, workflows.SweepInput{Config: cfg, Cells: cells}); err != nil {
-		return audit{}, err
+		return audit.Report{}, err
 	}
 	if cctx.Bool("detach") {
-		return audit{}, nil
+		return audit.Report{}, nil
 	}
-	return loadAudit(cctx.Context, storeFlags(cctx), cfg.RunID, cellNames(cells))
-}
-
-// cellNames are the names of cells.
-func cellNames(cells []workflows.SweepCell) []string {
-	names := make([]string, len(cells))
-	for i, c := range cells {
-		names[i] = c.Name
+	sweep := workflows.SweepResult{RunID: cfg.RunID}
+	for _, c := range cells {
+		sweep.Cells = append(sweep.Cells, workflows.CellResult{Name: c.Name, HarnessName: c.HarnessName})
 	}
-	return names
-}
-
-// isAudit reports whether a sweep's cells are an audit's.
-func isAudit(r workflows.SweepResult) bool {
-	if len(r.Cells) == 0 {
-		return false
-	}
-	for _, c := range r.Cells {
-		if c.HarnessName != oracleHarness && !strings.HasPrefix(c.HarnessName, adversaryPrefix) {
-			return false
-		}
-	}
-	return true
-}
-
-// finding is one adversary's score on one task, and what it did.
-type finding struct {
-	task, adversary string
-	reward          float64
-	did             []string
-}
-
-// audit is what an audit's cells stored.
-type audit struct {
-	tasks    []string
-	findings []finding          // scores above 0, and reaches of the host
-	oracle   map[string]float64 // the oracle's reward by task
-}
-
-// flagged are the tasks with a finding, sorted.
-func (a audit) flagged() []string {
-	set := map[string]bool{}
-	for _, f := range a.findings {
-		set[f.task] = true
-	}
-	out := make([]string, 0, len(set))
-	for t := range set {
-		out = append(out, t)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// readAudit reads the records and traces of an audit's cells.
-func readAudit(ctx context.Context, store results.Store, runID string, cells []string) (audit, error) {
-	a := audit{oracle: map[string]float64{}}
-	seen := map[string]bool{}
-	for _, cell := range cells {
-		cellRun := workflows.CellRunID(runID, cell)
-		recs, err := store.List(ctx, cellRun)
-		if err != nil {
-			return a, fmt.Errorf("audit %s: cell %s: %w", runID, cell, err)
-		}
-		adversary, isAdversary := strings.CutPrefix(strings.SplitN(cell, "@", 2)[0], "adversary-")
-		for _, rec := range recs {
-			if !seen[rec.TaskID] {
-				seen[rec.TaskID] = true
-				a.tasks = append(a.tasks, rec.TaskID)
-			}
-			if !isAdversary {
-				if rec.Status == rollout.StatusOK {
-					a.oracle[rec.TaskID] = rec.Reward
-				}
-				continue
-			}
-			var did []string
-			reached := false
-			if tr, err := store.Trace(ctx, cellRun, rec.Key); err == nil && tr != nil {
-				for _, line := range strings.Split(tr.Harness.Stdout, "\n") {
-					if d, ok := strings.CutPrefix(line, "audit: "); ok && !slices.Contains(did, d) {
-						did = append(did, d)
-						reached = reached || strings.HasPrefix(d, "reached ")
-					}
-				}
-			}
-			if rec.Reward > 0 || reached {
-				a.findings = append(a.findings, finding{task: rec.TaskID, adversary: adversary, reward: rec.Reward, did: did})
-			}
-		}
-	}
-	sort.Strings(a.tasks)
-	sort.SliceStable(a.findings, func(i, j int) bool { return a.findings[i].task < a.findings[j].task })
-	return a, nil
+	return loadAudit(cctx.Context, storeFlags(cctx), sweep)
 }
 
 // loadAudit reads an audit from the run store.
-func loadAudit(ctx context.Context, sc wiring.StoreConfig, runID string, cells []string) (audit, error) {
+func loadAudit(ctx context.Context, sc wiring.StoreConfig, sweep workflows.SweepResult) (audit.Report, error) {
 	store, err := openStore(ctx, sc)
 	if err != nil {
-		return audit{}, err
+		return audit.Report{}, err
 	}
 	defer store.Close()
-	return readAudit(ctx, store, runID, cells)
+	return audit.Read(ctx, store, sweep)
 }
 
 // writeAudit writes an audit's report: each finding once, with the tasks
 // it holds for (most often the same for a whole taskset and runtime).
-func writeAudit(w io.Writer, runID string, a audit) {
-	flagged := a.flagged()
-	fmt.Fprintf(w, "audit %s: %d tasks, %d adversaries: ", runID, len(a.tasks), len(agent.Adversaries))
+func writeAudit(w io.Writer, runID string, a audit.Report) {
+	flagged := a.Flagged()
+	fmt.Fprintf(w, "audit %s: %d tasks, %d adversaries: ", runID, len(a.Tasks), len(agent.Adversaries))
 	if len(flagged) == 0 {
 		fmt.Fprintln(w, "no adversary scored above 0 or reached the worker's host")
 	} else {
-		fmt.Fprintf(w, "%d of %d tasks can be won without doing them, or let an adversary out of its sandbox\n", len(flagged), len(a.tasks))
+		fmt.Fprintf(w, "%d of %d tasks can be won without doing them, or let an adversary out of its sandbox\n", len(flagged), len(a.Tasks))
 		type group struct {
 			adversary, did string
 			reward         float64
@@ -217,32 +129,32 @@ func writeAudit(w io.Writer, runID string, a audit) {
 		}
 		var groups []*group
 		index := map[string]*group{}
-		for _, f := range a.findings {
-			did := orDash(strings.Join(f.did, "; "))
-			k := fmt.Sprintf("%s\x00%s\x00%g", f.adversary, did, f.reward)
+		for _, f := range a.Findings {
+			did := orDash(strings.Join(f.Did, "; "))
+			k := fmt.Sprintf("%s\x00%s\x00%g", f.Adversary, did, f.Reward)
 			g := index[k]
 			if g == nil {
-				g = &group{adversary: f.adversary, did: did, reward: f.reward}
+				g = &group{adversary: f.Adversary, did: did, reward: f.Reward}
 				index[k] = g
 				groups = append(groups, g)
 			}
-			g.tasks = append(g.tasks, f.task)
+			g.tasks = append(g.tasks, f.Task)
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "tasks\tadversary\treward\twhat it did")
 		for _, g := range groups {
-			fmt.Fprintf(tw, "%s\t%s\t%.3f\t%s\n", taskList(g.tasks, len(a.tasks)), g.adversary, g.reward, g.did)
+			fmt.Fprintf(tw, "%s\t%s\t%.3f\t%s\n", taskList(g.tasks, len(a.Tasks)), g.adversary, g.reward, g.did)
 		}
 		tw.Flush()
-		if n := reachedHost(a.findings); n > 0 {
+		if n := reachedHost(a.Findings); n > 0 {
 			fmt.Fprintf(w, "from %d tasks an adversary reached the worker's host: their runtime does not isolate the network (local isolates nothing; run them in a sandbox: --runtime docker or bwrap)\n", n)
 		}
 		fmt.Fprintf(w, "exclude them from a run's scores: starter results --exclude-flagged %s <run-id>\n", shellQuote(runID))
 	}
 	var broken []string
 	unsolved := 0
-	for _, t := range a.tasks {
-		r, ok := a.oracle[t]
+	for _, t := range a.Tasks {
+		r, ok := a.Oracle[t]
 		switch {
 		case !ok:
 			unsolved++
@@ -254,18 +166,16 @@ func writeAudit(w io.Writer, runID string, a audit) {
 		fmt.Fprintf(w, "the oracle scores below 1 on %s: the task or its solution is broken\n", strings.Join(broken, ", "))
 	}
 	if unsolved > 0 {
-		fmt.Fprintf(w, "the oracle could not run on %d of %d tasks (no reference solution)\n", unsolved, len(a.tasks))
+		fmt.Fprintf(w, "the oracle could not run on %d of %d tasks (no reference solution)\n", unsolved, len(a.Tasks))
 	}
 }
 
 // reachedHost counts the tasks from which an adversary reached the host.
-func reachedHost(fs []finding) int {
+func reachedHost(fs []audit.Finding) int {
 	tasks := map[string]bool{}
 	for _, f := range fs {
-		for _, d := range f.did {
-			if strings.HasPrefix(d, "reached ") {
-				tasks[f.task] = true
-			}
+		if f.Reached() {
+			tasks[f.Task] = true
 		}
 	}
 	return len(tasks)
@@ -282,15 +192,6 @@ func taskList(tasks []string, of int) string {
 	return strings.Join(tasks, ", ")
 }
 
-// auditCellsOf are the cell names of an audit sweep.
-func auditCellsOf(r workflows.SweepResult) []string {
-	var cells []string
-	for _, c := range r.Cells {
-		cells = append(cells, c.Name)
-	}
-	return slices.Clip(cells)
-}
-
 // printExcluded prints a run's scores without the tasks an audit flagged,
 // beside its scores with them, from the run store.
 func printExcluded(ctx context.Context, w io.Writer, sc wiring.StoreConfig, runID, auditID string) error {
@@ -300,14 +201,14 @@ func printExcluded(ctx context.Context, w io.Writer, sc wiring.StoreConfig, runI
 	}
 	defer store.Close()
 	sum, err := run.ReadSummary(ctx, store, auditID)
-	if err != nil || sum.Sweep == nil || !isAudit(*sum.Sweep) {
+	if err != nil || sum.Sweep == nil || !audit.IsAudit(*sum.Sweep) {
 		return fmt.Errorf("--exclude-flagged %s: no finished audit of that run id in %s", auditID, runLocation(sc, auditID))
 	}
-	a, err := readAudit(ctx, store, auditID, auditCellsOf(*sum.Sweep))
+	a, err := audit.Read(ctx, store, *sum.Sweep)
 	if err != nil {
 		return err
 	}
-	flagged := a.flagged()
+	flagged := a.Flagged()
 	recs, err := store.List(ctx, runID)
 	if err != nil {
 		return err

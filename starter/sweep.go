@@ -17,6 +17,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/evalflow/evalflow/internal/audit"
 	"github.com/evalflow/evalflow/internal/harness/packaged"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/results"
@@ -364,8 +365,8 @@ func printSweepSummary(w io.Writer, r workflows.SweepResult, sc wiring.StoreConf
 		}
 	}
 	fmt.Fprintf(w, "each cell is a run of its own (starter results <run-id>:<cell>): %s\n", runLocation(sc, workflows.CellRunID(r.RunID, "<cell>")))
-	if isAudit(r) {
-		if a, err := loadAudit(context.Background(), sc, r.RunID, auditCellsOf(r)); err != nil {
+	if audit.IsAudit(r) {
+		if a, err := loadAudit(context.Background(), sc, r); err != nil {
 			fmt.Fprintf(w, "audit %s: %v\n", r.RunID, err)
 		} else {
 			writeAudit(w, r.RunID, a)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/evalflow/evalflow/internal/audit"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/run"
@@ -79,6 +80,9 @@ type Run struct {
 	Epochs    []Epoch               `json:"epochs,omitempty"`
 	// Cells are a sweep's cells, side by side.
 	Cells []Cell `json:"cells,omitempty"`
+	// Audit is what an audit (a sweep of the oracle and the adversaries)
+	// found, once it has finished.
+	Audit *audit.Report `json:"audit,omitempty"`
 	// TemporalURL links the run's workflow in the Temporal UI.
 	TemporalURL string `json:"temporal_url,omitempty"`
 	// Note says why a waiting run shows nothing yet.
@@ -221,6 +225,14 @@ func (v *Viewer) run(w http.ResponseWriter, r *http.Request) {
 		out.Cells = cells
 		out.sumCells(cells)
 		out.Histogram = []Bin{}
+	}
+	if sweep != nil && audit.IsAudit(*sweep) {
+		a, err := audit.Read(r.Context(), v.store, *sweep)
+		if err != nil {
+			v.writeJSON(w, nil, err)
+			return
+		}
+		out.Audit = &a
 	}
 	out.StdReward = stdReward(info.Records, out.MeanReward)
 	out.PassAtK = passAtK(info.Records, 1)

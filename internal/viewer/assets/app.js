@@ -175,8 +175,27 @@ function sweepPage(seq, run) {
         el("td", { class: "errors", title: c.error || "" }, errs(c)),
         el("td", { class: "num tokens" }, c.input_tokens + "/" + c.output_tokens),
         el("td", { class: "num cost" }, fmt.usd(c.cost_usd) + (c.unpriced_rollouts ? " + unknown" : "")),
-        el("td", { class: "num wall" }, c.wall_time || "—"))))));
+        el("td", { class: "num wall" }, c.wall_time || "—"))))),
+    run.audit ? auditSection(run.audit) : null);
   if (run.state === "running") schedule(() => route());
+}
+
+// An audit's findings: the tasks an adversary won without doing them, or
+// got out of its sandbox from.
+function auditSection(a) {
+  const flagged = [...new Set(a.findings.map((f) => f.task))];
+  return el("section", { id: "audit" },
+    el("h2", {}, "Audit"),
+    el("p", { class: "summary" }, flagged.length
+      ? flagged.length + " of " + a.tasks.length + " tasks can be won without doing them, or let an adversary out of its sandbox"
+      : "no adversary scored above 0 on any of " + a.tasks.length + " tasks or reached the worker's host"),
+    flagged.length ? el("table", { id: "findings" },
+      el("thead", {}, el("tr", {}, ["task", "adversary", "reward", "what it did"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, a.findings.map((f) => el("tr", { "data-task": f.task, "data-adversary": f.adversary },
+        el("td", {}, f.task),
+        el("td", {}, f.adversary),
+        el("td", { class: "num reward" }, fmt.num(f.reward)),
+        el("td", {}, f.did.join("; ") || "—"))))) : null);
 }
 
 function runCards(run) {
