@@ -59,16 +59,18 @@ func (sb *sandbox) verify(ctx context.Context, spec harness.VerifySpec) (_ harne
 	if err != nil {
 		return harness.VerifyResult{}, err
 	}
-	v, err := newBox(sb.ws.Root(), "verify")
-	if err != nil {
-		return harness.VerifyResult{}, fmt.Errorf("verifier: %w", err)
-	}
-	defer func() { _ = v.remove(context.Background(), sb.r.Engine) }()
 	snapshot, hooks, err := sb.snapshot(ctx)
 	if err != nil {
 		return harness.VerifyResult{}, fmt.Errorf("verifier: snapshot the sandbox: %w", err)
 	}
 	defer func() { _ = sb.r.Engine.RemoveImage(context.Background(), snapshot) }()
+	// Deferred after the snapshot's removal, so it runs before it: the
+	// container goes, then its image.
+	v, err := newBox(sb.ws.Root(), "verify")
+	if err != nil {
+		return harness.VerifyResult{}, fmt.Errorf("verifier: %w", err)
+	}
+	defer func() { _ = v.remove(context.Background(), sb.r.Engine) }()
 	cfg := engine.ContainerConfig{
 		Image: snapshot, WorkingDir: sb.workdir, Labels: sb.r.labels(sb.spec, kindVerifier),
 		// Root, holding a capability no process of the agent's has: the
