@@ -61,8 +61,9 @@ func TestLocalRefusesATaskAssumingSandboxPaths(t *testing.T) {
 	c, ok := CheckerOf(auto)
 	require.True(t, ok)
 	assert.Same(t, auto, c)
-	_, ok = CheckerOf(&Bwrap{})
-	assert.False(t, ok, "bwrap honours every path")
+	bc, ok := CheckerOf(&Bwrap{})
+	require.True(t, ok, "bwrap checks a task's verifier setup")
+	assert.NoError(t, bc.CheckTask(task), "bwrap honours every path")
 }
 
 // The bundled tasks are written for every runtime ($EVALFLOW_WORKSPACE
