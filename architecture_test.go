@@ -22,7 +22,7 @@ var allowed = map[string][]string{
 	"arith":   {},
 	// JSON as it crosses the wire: shape checks, the decode, the overlay.
 	"internal/jsonwire":  {},
-	"internal/tunnel":    {},
+	"tunnel":             {},
 	"internal/devserver": {"internal/namespace", "rollout", "workflows"},
 	// A namespace made ready for evalflow: the namespace, its search attributes.
 	"internal/namespace": {"rollout", "workflows"},
@@ -48,12 +48,12 @@ var allowed = map[string][]string{
 	// Packaged harnesses (codex, claude-code) wrap a runtime: installed
 	// from npm, configured for the slot, run like any harness.
 	"internal/harness/packaged": {"harness", "tasksets"},
-	"internal/providers":        {"dialects"},
+	"providers":                 {"dialects"},
 	// What model calls cost: the bundled price table and a call's cost.
-	"internal/prices":         {"dialects"},
-	"internal/providers/mock": {"dialects", "arith"},
-	"internal/interception":   {"dialects", "internal/interception/gateway", "internal/interception/sidecar", "internal/metrics", "internal/prices", "trace", "internal/tunnel"},
-	"results":                 {"rollout", "trace"},
+	"internal/prices": {"dialects"},
+	"providers/mock":  {"dialects", "arith"},
+	"interception":    {"dialects", "interception/gateway", "interception/sidecar", "internal/metrics", "internal/prices", "trace", "tunnel"},
+	"results":         {"rollout", "trace"},
 	// The PostgreSQL run store, the contract suite both stores pass, a
 	// test database of its own per test, and the flat export of a run.
 	"results/postgres":                 {"results", "rollout", "trace"},
@@ -68,13 +68,13 @@ var allowed = map[string][]string{
 	// The pull API over HTTP, for trainers outside Go: a handler over the
 	// pull client. pull itself links no HTTP server.
 	"pull/pullhttp": {"pull", "workflows", "rollout", "trajectory"},
-	"internal/activities": {"rollout", "dialects", "harness", "internal/interception", "internal/interception/sidecar", "internal/metrics", "internal/prices", "internal/providers", "results",
-		"rubrics", "tasksets", "tasksets/tables", "trace", "internal/tunnel"},
+	"activities": {"rollout", "dialects", "harness", "interception", "interception/sidecar", "internal/metrics", "internal/prices", "providers", "results",
+		"rubrics", "tasksets", "tasksets/tables", "trace", "tunnel"},
 	// The rollout gateway and the side routes (/state, /task, /user) are
 	// handlers of their own, over small interfaces the proxy satisfies:
 	// interception composes them.
-	"internal/interception/gateway": {"dialects", "trace", "trajectory"},
-	"internal/interception/sidecar": {"dialects", "trace"},
+	"interception/gateway": {"dialects", "trace", "trajectory"},
+	"interception/sidecar": {"dialects", "trace"},
 
 	// Tasksets backed by tables (CSV, Parquet, Arrow): their readers stay
 	// out of what links tasksets for its types only (the built-in agent).
@@ -99,23 +99,23 @@ var allowed = map[string][]string{
 	"internal/harness/container":               {"internal/engine", "harness", "internal/harness/container/keeper", "tasksets"},
 	"internal/harness/container/keeper":        {},
 	"internal/harness/container/containertest": {"internal/agenttest", "internal/engine", "internal/engine/enginetest", "harness", "internal/harness/container", "internal/harness/container/keeper", "tasksets"},
-	"internal/wiring": {"internal/activities", "dialects", "internal/engine", "harness", "internal/harness/agent", "internal/harness/container", "internal/harness/container/keeper", "internal/harness/packaged", "internal/interception", "internal/metrics", "internal/prices", "internal/providers",
-		"internal/providers/mock", "results", "results/postgres", "rollout", "tasksets", "internal/tunnel", "workflows", "internal/namespace"},
+	"internal/wiring": {"activities", "dialects", "internal/engine", "harness", "internal/harness/agent", "internal/harness/container", "internal/harness/container/keeper", "internal/harness/packaged", "interception", "internal/metrics", "internal/prices", "providers",
+		"providers/mock", "results", "results/postgres", "rollout", "tasksets", "tunnel", "workflows", "internal/namespace"},
 	// Binaries and tools sit on top; nothing imports them.
-	"starter":                    {"*"},
-	"worker":                     {"*"},
-	"cmd/evalflow-agent":         {"*"},
-	"bench":                      {"*"},
-	"bench/cmd/bench":            {"*"},
-	"bench/cmd/storebench":       {"*"},
-	"bench/loadgen":              {"*"},
-	"bench/orchestration":        {"*"},
-	"bench/targets":              {"*"},
-	"bench/upstream":             {"*"},
-	"internal/tunnel/tunneltest": {"internal/tunnel"},
-	"e2e":                        {},
-	"faults":                     {},
-	"deploy":                     {},
+	"starter":              {"*"},
+	"worker":               {"*"},
+	"cmd/evalflow-agent":   {"*"},
+	"bench":                {"*"},
+	"bench/cmd/bench":      {"*"},
+	"bench/cmd/storebench": {"*"},
+	"bench/loadgen":        {"*"},
+	"bench/orchestration":  {"*"},
+	"bench/targets":        {"*"},
+	"bench/upstream":       {"*"},
+	"tunnel/tunneltest":    {"tunnel"},
+	"e2e":                  {},
+	"faults":               {},
+	"deploy":               {},
 	// Checks the docs against the binaries' flags and the repository.
 	"internal/docscheck": {},
 	"":                   {},
@@ -194,4 +194,15 @@ func TestContractLinksNoTransport(t *testing.T) {
 			assert.NotContains(t, d.ImportPath, ".", "rollout imports only the standard library, not %s", d.ImportPath)
 		}
 	}
+}
+
+// TestAProgramOfItsOwnStartsTheInterception: the interception server and
+// the providers are public packages; examples/rig, a module of its own,
+// starts a server through them and calls it with the OpenAI SDK.
+func TestAProgramOfItsOwnStartsTheInterception(t *testing.T) {
+	cmd := exec.Command("go", "test", "-count=1", "./...")
+	cmd.Dir = "examples/rig"
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "ok  \texample.com/rig")
 }

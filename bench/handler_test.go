@@ -17,7 +17,7 @@ import (
 	"github.com/evalflow/evalflow/bench/targets"
 	"github.com/evalflow/evalflow/bench/upstream"
 	"github.com/evalflow/evalflow/dialects"
-	"github.com/evalflow/evalflow/internal/interception"
+	"github.com/evalflow/evalflow/interception"
 )
 
 // memUpstream answers every call from memory, in one dialect.

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/dialects"
-	"github.com/evalflow/evalflow/internal/interception"
-	"github.com/evalflow/evalflow/internal/providers"
-	"github.com/evalflow/evalflow/internal/providers/mock"
+	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/providers"
+	"github.com/evalflow/evalflow/providers/mock"
 )
 
 // BenchmarkConversationTokenIn times a four-turn tool-calling conversation

@@ -20,8 +20,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/harness"
-	"github.com/evalflow/evalflow/internal/providers/mock"
 	"github.com/evalflow/evalflow/internal/wiring"
+	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/tasksets/tables"
 	"github.com/evalflow/evalflow/workflows"

@@ -16,8 +16,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/evalflow/evalflow/internal/providers/mock"
 	"github.com/evalflow/evalflow/internal/wiring"
+	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/workflows"
 )

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/evalflow/evalflow/internal/interception/gateway"
+	"github.com/evalflow/evalflow/interception/gateway"
 	"github.com/evalflow/evalflow/internal/wiring"
 )
 

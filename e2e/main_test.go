@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/evalflow/evalflow/internal/harness/agent"
-	"github.com/evalflow/evalflow/internal/tunnel"
-	"github.com/evalflow/evalflow/internal/tunnel/tunneltest"
+	"github.com/evalflow/evalflow/tunnel"
+	"github.com/evalflow/evalflow/tunnel/tunneltest"
 )
 
 // agentCommand is the built-in agent the tests' workers run as harness: the

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/dialects"
-	"github.com/evalflow/evalflow/internal/providers/mock"
 	"github.com/evalflow/evalflow/internal/wiring"
+	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/pull"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"

@@ -22,11 +22,11 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/harness"
-	"github.com/evalflow/evalflow/internal/providers/mock"
-	"github.com/evalflow/evalflow/internal/tunnel"
-	"github.com/evalflow/evalflow/internal/tunnel/tunneltest"
 	"github.com/evalflow/evalflow/internal/wiring"
+	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/tunnel"
+	"github.com/evalflow/evalflow/tunnel/tunneltest"
 	"github.com/evalflow/evalflow/workflows"
 )
 

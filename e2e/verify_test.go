@@ -16,10 +16,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/evalflow/evalflow/activities"
 	"github.com/evalflow/evalflow/harness"
-	"github.com/evalflow/evalflow/internal/activities"
-	"github.com/evalflow/evalflow/internal/providers/mock"
 	"github.com/evalflow/evalflow/internal/wiring"
+	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/tasksets"

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/evalflow/evalflow/internal/harness/agent"
-	"github.com/evalflow/evalflow/internal/tunnel"
+	"github.com/evalflow/evalflow/tunnel"
 )
 
 // bin holds the binaries the suite runs as real processes: starter, worker

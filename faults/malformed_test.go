@@ -28,7 +28,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/dialects"
-	"github.com/evalflow/evalflow/internal/interception"
+	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/workflows"
 )
 

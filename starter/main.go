@@ -14,8 +14,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/evalflow/evalflow/internal/harness/agent"
-	"github.com/evalflow/evalflow/internal/tunnel"
 	"github.com/evalflow/evalflow/internal/wiring"
+	"github.com/evalflow/evalflow/tunnel"
 )
 
 func main() {

@@ -1,6 +1,6 @@
 package workflows
 
-import "github.com/evalflow/evalflow/internal/activities"
+import "github.com/evalflow/evalflow/activities"
 
 // a names the worker's activity methods for the tests' mocks; the workflows
 // themselves schedule activities by their names in package rollout.

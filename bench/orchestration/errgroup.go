@@ -10,12 +10,12 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/evalflow/evalflow/activities"
 	"github.com/evalflow/evalflow/bench/loadgen"
 	"github.com/evalflow/evalflow/bench/upstream"
 	"github.com/evalflow/evalflow/harness"
-	"github.com/evalflow/evalflow/internal/activities"
-	"github.com/evalflow/evalflow/internal/interception"
-	"github.com/evalflow/evalflow/internal/providers"
+	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
 )

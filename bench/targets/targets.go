@@ -16,8 +16,8 @@ import (
 
 	"github.com/evalflow/evalflow/bench/loadgen"
 	"github.com/evalflow/evalflow/bench/upstream"
-	"github.com/evalflow/evalflow/internal/interception"
-	"github.com/evalflow/evalflow/internal/providers"
+	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/providers"
 )
 
 // Dialect names, as the dialects package spells them.

@@ -12,12 +12,12 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/internal/engine"
 	"github.com/evalflow/evalflow/internal/harness/container"
-	"github.com/evalflow/evalflow/internal/interception"
 	"github.com/evalflow/evalflow/internal/prices"
-	"github.com/evalflow/evalflow/internal/providers"
-	"github.com/evalflow/evalflow/internal/providers/mock"
+	"github.com/evalflow/evalflow/providers"
+	"github.com/evalflow/evalflow/providers/mock"
 )
 
 // Names of the worker flags the binaries read besides ConfigFromFlags.

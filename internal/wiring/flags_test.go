@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
-	"github.com/evalflow/evalflow/internal/tunnel"
+	"github.com/evalflow/evalflow/tunnel"
 )
 
 // parse runs args through an app with the interception flags.

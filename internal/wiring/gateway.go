@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/evalflow/evalflow/internal/interception"
+	"github.com/evalflow/evalflow/interception"
 )
 
 // gatewayEndpoint serves the rollout gateway at the worker's stable

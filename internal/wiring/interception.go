@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/evalflow/evalflow/harness"
-	"github.com/evalflow/evalflow/internal/tunnel"
+	"github.com/evalflow/evalflow/tunnel"
 )
 
 // Interception types: how harnesses reach the worker's interception servers.

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/harness"
-	"github.com/evalflow/evalflow/internal/tunnel"
+	"github.com/evalflow/evalflow/tunnel"
 )
 
 // remoteRuntime is a runtime that says its harnesses are remote.

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/evalflow/evalflow/dialects"
-	"github.com/evalflow/evalflow/internal/providers"
+	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/rollout"
 )
 

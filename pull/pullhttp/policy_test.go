@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/evalflow/evalflow/internal/providers/mock"
+	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/pull"
 	"github.com/evalflow/evalflow/pull/pullhttp"
 	"github.com/evalflow/evalflow/rollout"

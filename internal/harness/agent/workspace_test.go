@@ -18,7 +18,7 @@ import (
 
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/internal/harness/agent"
-	"github.com/evalflow/evalflow/internal/providers/mock"
+	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/tasksets"
 )
 

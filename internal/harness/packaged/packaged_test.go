@@ -15,10 +15,10 @@ import (
 
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/internal/harness/packaged"
-	"github.com/evalflow/evalflow/internal/interception"
-	"github.com/evalflow/evalflow/internal/providers"
-	"github.com/evalflow/evalflow/internal/providers/mock"
+	"github.com/evalflow/evalflow/providers"
+	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/tasksets"
 	"github.com/evalflow/evalflow/trace"
 )

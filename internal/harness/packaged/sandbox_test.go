@@ -13,7 +13,7 @@ import (
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/internal/harness/container/containertest"
 	"github.com/evalflow/evalflow/internal/harness/packaged"
-	"github.com/evalflow/evalflow/internal/providers"
+	"github.com/evalflow/evalflow/providers"
 )
 
 // codex and claude-code complete a workspace task inside a container
