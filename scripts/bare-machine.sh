@@ -61,10 +61,10 @@ podman run --rm --name "$name" --privileged \
 		git clone -q /src /root/evalflow
 		cd /root/evalflow
 		for cmd in "$@"; do
-			echo "== bare: $cmd"
+			echo "== stage: $cmd"
 			start=$SECONDS
 			$cmd
-			echo "bare: $cmd took $((SECONDS - start)) s"
+			echo "== stage: $cmd: $((SECONDS - start)) s"
 			if [ "$cmd" = "make run" ]; then
 				run=$(ls -td runs/*/ | head -1)
 				test "$(wc -l < "$run/rollouts.jsonl")" -eq 128

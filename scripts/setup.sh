@@ -18,16 +18,23 @@ if [ "$(id -u)" -ne 0 ]; then
 	fi
 fi
 
+# --compiler: only the C compiler the race detector needs (the first
+# thing `make test` installs: the race build starts as soon as it is there).
+compiler_only=0
+[ "${1:-}" != "--compiler" ] || compiler_only=1
+
 need=()
-[ -x /usr/sbin/sshd ] || need+=(openssh-server)
-command -v ip >/dev/null || need+=(iproute2)
-command -v bwrap >/dev/null || need+=(bubblewrap)
-[ -x /usr/bin/chromium ] || need+=(chromium)
-command -v npm >/dev/null || need+=(nodejs npm)
-[ -n "${EVALFLOW_TEST_POSTGRES:-}" ] || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || need+=(postgresql)
 # The race detector (make test runs every package with -race) needs cgo.
 command -v gcc >/dev/null || need+=(gcc libc6-dev)
-command -v python3 >/dev/null || need+=(python3)
+if [ "$compiler_only" -eq 0 ]; then
+	[ -x /usr/sbin/sshd ] || need+=(openssh-server)
+	command -v ip >/dev/null || need+=(iproute2)
+	command -v bwrap >/dev/null || need+=(bubblewrap)
+	[ -x /usr/bin/chromium ] || need+=(chromium)
+	command -v npm >/dev/null || need+=(nodejs npm)
+	[ -n "${EVALFLOW_TEST_POSTGRES:-}" ] || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || need+=(postgresql)
+	command -v python3 >/dev/null || need+=(python3)
+fi
 if [ "${#need[@]}" -gt 0 ]; then
 	if ! command -v apt-get >/dev/null || { [ "$(id -u)" -ne 0 ] && [ -z "$sudo" ]; }; then
 		echo "setup: the tests need ${need[*]}; install them, e.g. as root: apt-get install -y ${need[*]}" >&2
@@ -38,6 +45,7 @@ if [ "${#need[@]}" -gt 0 ]; then
 	$sudo apt-get update -qq
 	$sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+[ "$compiler_only" -eq 0 ] || exit 0
 
 mkdir -p .evalflow
 if [ -n "${EVALFLOW_TEST_POSTGRES:-}" ]; then
