@@ -9,6 +9,8 @@ import (
 // goal is one performance target, read from a run's results.
 type goal struct {
 	what, target string
+	// run is the section of go run ./bench/cmd/bench -only that measures it.
+	run string
 	// value says the figure; ok is false when the run has no figure.
 	value func(*Results) (v float64, shown string, ok bool)
 	// met says whether v meets the target.
@@ -24,12 +26,12 @@ func goalsMarkdown(r *Results) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("### Targets, from this run\n\n")
-	p("Every figure below is from the sections of this run (peers, streaming, orchestration), each a ratio to its baseline measured interleaved in the same run. Portkey has no target: it is the peer a user would otherwise put in front of an agent.\n\n")
-	p("| target | figure | goal | verdict | what bounds it when missed |\n|---|---:|---|---|---|\n")
+	p("Each figure is a ratio to its baseline measured interleaved in the same run; `go run ./bench/cmd/bench -only <run>` reproduces a row.\n\n")
+	p("| target | run | figure | goal | verdict | what bounds it when missed |\n|---|---|---:|---|---|---|\n")
 	for _, g := range goals() {
 		v, shown, ok := g.value(r)
 		if !ok {
-			p("| %s | — | %s | not measured in this run | |\n", g.what, g.target)
+			p("| %s | %s | — | %s | not measured in this run | |\n", g.what, g.run, g.target)
 			continue
 		}
 		verdict, bound := "met", ""
@@ -39,7 +41,7 @@ func goalsMarkdown(r *Results) string {
 		case !g.met(v):
 			verdict, bound = "**missed**", g.bound
 		}
-		p("| %s | %s | %s | %s | %s |\n", g.what, shown, g.target, verdict, bound)
+		p("| %s | %s | %s | %s | %s | %s |\n", g.what, g.run, shown, g.target, verdict, bound)
 	}
 	p("\n")
 	return b.String()
@@ -156,37 +158,34 @@ func goals() []goal {
 	}
 	atMost := func(x float64) func(float64) bool { return func(v float64) bool { return v <= x } }
 	atLeast := func(x float64) func(float64) bool { return func(v float64) bool { return v >= x } }
-	const held = "The relay is store-and-forward where the proxy is cut-through: it reads the whole request to set the run's model on it, and the whole answer before writing any of it, so that a provider breaking off is answered with a well-formed error; "
+	const held = "The relay is store-and-forward where the proxy is cut-through: it holds request and answer whole, so a provider breaking off gets a well-formed error"
+	const peers, streaming, orchestration = "peers", "streaming", "orchestration"
 	return []goal{
-		{what: "relay 4 KB: added CPU per call ÷ reverse proxy", target: "≤ 1.2×", value: cpu("4KB", tRelay), met: atMost(1.2),
-			bound: "the check of the request (overlay) and the parse of both bodies for the trace, which the proxy does not do."},
-		{what: "relay 4 KB: req/s, 64 clients, % of reverse proxy", target: "≥ 90%", value: rps("4KB", tRelay), met: atLeast(90),
-			bound: "CPU per call: both cores are busy at 64 clients, so req/s is CPU per call inverted."},
-		{what: "relay 64 KB: added CPU per call ÷ reverse proxy", target: "≤ 1.2×", value: cpu("64KB", tRelay), met: atMost(1.2),
-			bound: held + "both 64 KB bodies are kept for the trace and parsed (about 30 µs a call in a CPU profile of the relay's windows), the request's syntax is checked (about 15 µs) and it is read into memory (about 25 µs); the proxy keeps nothing and looks at no byte."},
-		{what: "relay 64 KB: req/s, 64 clients, % of reverse proxy", target: "≥ 90%", value: rps("64KB", tRelay), met: atLeast(90),
-			bound: "CPU per call (the row above): both cores are busy at 64 clients, so req/s is CPU per call inverted."},
-		{what: "relay 64 KB: added p50 ÷ reverse proxy", target: "≤ 1.1×", value: p50("64KB", tRelay), met: atMost(1.1),
-			bound: held + "the proxy's first answer bytes leave while the rest arrives."},
-		{what: "translate (chat → Anthropic) 4 KB JSON: added CPU per call ÷ relay", target: "≤ 1.3×", value: translateCPU("4KB"), met: atMost(1.3),
-			bound: "decoding both bodies into the typed form and encoding them in the other dialect."},
-		{what: "translate (chat → Anthropic) 64 KB JSON: added CPU per call ÷ relay", target: "≤ 1.3×", value: translateCPU("64KB"), met: atMost(1.3),
-			bound: "a translated call decodes both 64 KB bodies and encodes them again in the other dialect (escaping every byte of the content); the relay sends the caller's bytes and parses them once, for the trace."},
-		{what: "translate stream (chat caller, Anthropic upstream): TTFT p99 ÷ relay", target: "≤ 1.2×", value: stream(tTranslate, false), met: atMost(1.2),
-			bound: "the translated request is encoded anew, and the caller's first event is written after the upstream's message_start."},
-		{what: "translate stream (chat caller, Anthropic upstream): event gap p99 ÷ relay", target: "≤ 1.2×", value: stream(tTranslate, true), met: atMost(1.2),
-			bound: "each event is decoded and encoded again."},
-		{what: "translate stream (Anthropic caller, chat upstream): TTFT p99 ÷ relay", target: "≤ 1.2×", value: stream(tTranslateAnthropic, false), met: atMost(1.2),
-			bound: "the translated request is encoded anew, and message_start and content_block_start are written before the first delta."},
-		{what: "translate stream (Anthropic caller, chat upstream): event gap p99 ÷ relay", target: "≤ 1.2×", value: stream(tTranslateAnthropic, true), met: atMost(1.2),
-			bound: "each event is decoded and encoded again."},
-		{what: "Portkey 4 KB: added CPU per call ÷ reverse proxy", target: "—", value: cpu("4KB", tPortkey)},
-		{what: "Portkey 4 KB: req/s, 64 clients, % of reverse proxy", target: "—", value: rps("4KB", tPortkey)},
-		{what: "Portkey 64 KB: added CPU per call ÷ reverse proxy", target: "—", value: cpu("64KB", tPortkey)},
-		{what: "Portkey 64 KB: added p50 ÷ reverse proxy", target: "—", value: p50("64KB", tPortkey)},
-		{what: "orchestration, 1,000 no-op rollouts: Temporal ÷ errgroup", target: "≤ 2×", value: orch(1000), met: atMost(2),
-			bound: "two activities a rollout through the server (Acquire, which holds its slot until Run starts, and Run; a loopback slot skips Expose), each a task queue round trip, and the workflow tasks that schedule them and take their results, against function calls."},
-		{what: "orchestration, 128 no-op rollouts: Temporal ÷ errgroup", target: "≤ 2.5×", value: orch(128), met: atMost(2.5),
-			bound: "the run's start and its first workflow tasks, which a short run does not amortize."},
+		{what: "relay 4 KB: added CPU ÷ proxy", run: peers, target: "≤ 1.2×", value: cpu("4KB", tRelay), met: atMost(1.2),
+			bound: "checking the request and parsing both bodies for the trace, which the proxy does not do."},
+		{what: "relay 4 KB: req/s ÷ proxy", run: peers, target: "≥ 90%", value: rps("4KB", tRelay), met: atLeast(90),
+			bound: "CPU per call: both cores are busy, so req/s is CPU per call inverted."},
+		{what: "relay 64 KB: added CPU ÷ proxy", run: peers, target: "≤ 1.2×", value: cpu("64KB", tRelay), met: atMost(1.2),
+			bound: held + "; it checks the request and parses both for the trace."},
+		{what: "relay 64 KB: req/s ÷ proxy", run: peers, target: "≥ 90%", value: rps("64KB", tRelay), met: atLeast(90),
+			bound: "CPU per call (the row above), both cores being busy."},
+		{what: "relay 64 KB: added p50 ÷ proxy", run: peers, target: "≤ 1.1×", value: p50("64KB", tRelay), met: atMost(1.1),
+			bound: held + "; the proxy's first bytes leave while the rest arrives."},
+		{what: "translate 4 KB: added CPU ÷ relay", run: peers, target: "≤ 1.3×", value: translateCPU("4KB"), met: atMost(1.3),
+			bound: "decoding both bodies and encoding them in the other dialect."},
+		{what: "translate 64 KB: added CPU ÷ relay", run: peers, target: "≤ 1.3×", value: translateCPU("64KB"), met: atMost(1.3),
+			bound: "both 64 KB bodies decoded and encoded again in the other dialect."},
+		{what: "stream, chat caller of Anthropic: TTFT p99 ÷ relay", run: streaming, target: "≤ 1.2×", value: stream(tTranslate, false), met: atMost(1.2),
+			bound: "the request encoded anew; the first event written after the upstream's message_start."},
+		{what: "stream, chat caller of Anthropic: gap p99 ÷ relay", run: streaming, target: "≤ 1.2×", value: stream(tTranslate, true), met: atMost(1.2),
+			bound: "each event decoded and encoded again."},
+		{what: "stream, Anthropic caller of chat: TTFT p99 ÷ relay", run: streaming, target: "≤ 1.2×", value: stream(tTranslateAnthropic, false), met: atMost(1.2),
+			bound: "the request encoded anew; message_start and content_block_start written before the first delta."},
+		{what: "stream, Anthropic caller of chat: gap p99 ÷ relay", run: streaming, target: "≤ 1.2×", value: stream(tTranslateAnthropic, true), met: atMost(1.2),
+			bound: "each event decoded and encoded again."},
+		{what: "orchestration, 1,000 rollouts: Temporal ÷ errgroup", run: orchestration, target: "≤ 2×", value: orch(1000), met: atMost(2),
+			bound: "two activities a rollout through the server, each a task-queue round trip, against function calls."},
+		{what: "orchestration, 128 rollouts: Temporal ÷ errgroup", run: orchestration, target: "≤ 2.5×", value: orch(128), met: atMost(2.5),
+			bound: "the run's start and first workflow tasks, which a short run does not amortize."},
 	}
 }

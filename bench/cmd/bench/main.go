@@ -61,8 +61,8 @@ func run(args []string, log io.Writer) error {
 	fs.StringVar(&o.out, "out", "bench/results.json", "results file; sections not run are kept from it")
 	fs.StringVar(&o.md, "md", "BENCHMARKS.md", "markdown file whose results section is regenerated; empty: none")
 	fs.StringVar(&o.gobench, "gobench", "", "output of go test -bench -benchmem to include")
-	fs.StringVar(&o.before, "before", "bench/results.before.json,bench/results.round1.json",
-		"comma-separated results of earlier rounds of optimization, oldest first, compared in the markdown; missing files are left out")
+	fs.StringVar(&o.before, "before", "",
+		"comma-separated results files of earlier runs, oldest first, to compare with this one in the markdown (none by default); missing files are left out")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -41,23 +41,25 @@ func markdown(r *Results) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	m := r.Machine
-	p("Machine: %d CPUs (GOMAXPROCS %d), %s, %s, %s; load average when the run began / ended: %s / %s. Generated %s. Everything on loopback, in one process unless said.\n\n",
+	p("Machine: %d CPUs (GOMAXPROCS %d), %s, %s, %s; load average at start / end: %s / %s. Generated %s. Each table names its command; every percentile is in `bench/results.json`.\n\n",
 		m.CPUs, m.GOMAXPROCS, m.CPU, m.Go, m.OS, m.LoadBefore, m.LoadAfter, r.GeneratedAt)
 
 	b.WriteString(goalsMarkdown(r))
 	if len(r.Latency) > 0 {
 		p("### 1. Added latency, non-streaming\n\n")
-		p("`go run ./bench/cmd/bench -only latency` — one request at a time, every target in turn each round; request and answer bodies of the size given. Added = this target's percentile minus the mock's (`direct`) on the same dialect. Failed calls were tried again (the sample is the next try's). Every 16 rounds, untimed, the interception servers parse the turns they recorded (the trace's deferred parse): a latency here is what the caller waits for; the parse's cost is in section 2's req/s and section 6.\n\n")
-		p("| body | target | dialect | p50 µs | p99 µs | added p50 µs | added p99 µs | failed calls |\n|---|---|---|---:|---:|---:|---:|---:|\n")
+		p("`go run ./bench/cmd/bench -only latency`: one call at a time, targets in turn; added = minus the mock reached directly (`direct`) in the same dialect (chat unless the target names another).\n\n")
+		p("| body | target | added p50 / p99 µs | failed |\n|---|---|---|---:|\n")
 		for _, l := range r.Latency {
-			p("| %s | %s | %s | %.1f | %.1f | %s | %s | %d |\n", l.Size, l.Target, l.Dialect, l.Latency.P50, l.Latency.P99,
-				dash(l.Target, l.Added.P50), dash(l.Target, l.Added.P99), l.Failed)
+			if isDirect(l.Target) {
+				continue
+			}
+			p("| %s | %s | %.0f / %.0f | %d |\n", l.Size, l.Target, l.Added.P50, l.Added.P99, l.Failed)
 		}
 		p("\n")
 		relay4, rp4 := findLatency(r, "4KB", tRelay), findLatency(r, "4KB", tProxy)
 		relay1 := findLatency(r, "1MB", tRelay)
 		if relay4 != nil && rp4 != nil && relay1 != nil {
-			p("Targets: relay added p50 ≤ 50 µs (%s), p99 ≤ 300 µs (%s), relay added ≤ 1.2× the reverse proxy's (p50 %s, p99 %s), 1 MB added p99 ≤ 2 ms (%s).\n\n",
+			p("Targets: relay added p50 ≤ 50 µs (%s), p99 ≤ 300 µs (%s), ≤ 1.2× the reverse proxy's (p50 %s, p99 %s); 1 MB added p99 ≤ 2 ms (%s).\n\n",
 				verdict(relay4.Added.P50, 50, "µs"), verdict(relay4.Added.P99, 300, "µs"),
 				ratioVerdict(relay4.Added.P50, rp4.Added.P50, 1.2), ratioVerdict(relay4.Added.P99, rp4.Added.P99, 1.2),
 				verdict(relay1.Added.P99, 2000, "µs"))
@@ -65,10 +67,13 @@ func markdown(r *Results) string {
 	}
 	b.WriteString(peersMarkdown(r))
 	if len(r.Throughput) > 0 {
-		p("### 2. Throughput, 4 KB, zero-latency mock\n\n")
-		p("`go run ./bench/cmd/bench -only throughput` — closed loop (each client sends as soon as answered), then the highest paced (open-loop) rate whose p99, counted from when each request was due, stays under 5 ms (binary search over five steps of 1.5 s, a step failing only when two windows fail, targets in turn). An interception target's window ends only once the server has parsed the turns it recorded in it (the trace's deferred parse), so its req/s pays for that work.\n\n")
-		p("| clients | target | closed-loop req/s | vs reverseproxy | closed p99 µs | max req/s with p99 < 5 ms | vs reverseproxy | its p99 µs | errors |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		p("### 2. Throughput, 4 KB\n\n")
+		p("`go run ./bench/cmd/bench -only throughput`: closed loop, then the highest paced rate whose p99 (from when each request was due) stays under 5 ms. Target: relay ≥ 90%% of the reverse proxy.\n\n")
+		p("| clients | target | closed req/s | vs proxy | paced req/s, p99 < 5 ms | vs proxy | errors |\n|---:|---|---:|---:|---:|---:|---:|\n")
 		for _, t := range r.Throughput {
+			if t.Target == tDirect {
+				continue
+			}
 			closed, paced := "—", "—"
 			if rp := findThroughput(r, t.Clients, tProxy); rp != nil && t.Target != tProxy {
 				if rp.Closed.RPS > 0 {
@@ -78,64 +83,49 @@ func markdown(r *Results) string {
 					paced = fmt.Sprintf("%.0f%%", 100*t.Under5ms.RPS/rp.Under5ms.RPS)
 				}
 			}
-			p("| %d | %s | %.0f | %s | %.0f | %.0f | %s | %.0f | %d |\n", t.Clients, t.Target, t.Closed.RPS, closed, t.Closed.Latency.P99,
-				t.Under5ms.RPS, paced, t.Under5ms.Latency.P99, t.Closed.Errors)
+			p("| %d | %s | %.0f | %s | %.0f | %s | %d |\n", t.Clients, t.Target, t.Closed.RPS, closed, t.Under5ms.RPS, paced, t.Closed.Errors)
 		}
-		p("\nTarget: relay ≥ 90%% of the reverse proxy.\n\n")
+		p("\n")
 	}
 	if len(r.Streaming) > 0 {
 		p("### 3. Streaming, 64 events 20 ms apart\n\n")
-		p("`go run ./bench/cmd/bench -only streaming` — every target streams at once, 16 rounds. TTFT: request sent → first content event read. Event delay: the mock writing an event → the client reading it (one clock, one machine). Added = minus `direct` on the same dialect. Lost: events missing or out of order; merged: an event read together with the one before it.\n\n")
-		p("| target | streams | events | lost | merged | TTFT p50 µs | TTFT p99 µs | added TTFT p50/p99 µs | delay p50 µs | delay p99 µs | added delay p50/p99 µs | gap p99 µs |\n|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|\n")
+		p("`go run ./bench/cmd/bench -only streaming`: every target streams at once; TTFT: request sent → first event read; delay: the mock writing an event → the client reading it; added = minus `direct`. Targets: added TTFT p99 ≤ 1 ms, added delay p99 ≤ 200 µs, nothing lost or merged.\n\n")
+		p("| target | lost | merged | added TTFT p50/p99 µs | added delay p50/p99 µs |\n|---|---:|---:|---|---|\n")
 		for _, s := range r.Streaming {
-			p("| %s | %d | %d | %d | %d | %.1f | %.1f | %s | %.1f | %.1f | %s | %.1f |\n", s.Target, s.Streams, s.Events, s.Lost, s.Merged,
-				s.TTFT.P50, s.TTFT.P99, pair(s.Target, s.AddedTTFT.P50, s.AddedTTFT.P99), s.Delay.P50, s.Delay.P99,
-				pair(s.Target, s.AddedDelay.P50, s.AddedDelay.P99), s.Gap.P99)
-		}
-		p("\nTargets: TTFT p99 ≤ 1 ms added, event gap p99 ≤ 200 µs added; no event lost, merged or late.")
-		for _, s := range r.Streaming {
-			if s.Target == tRelay {
-				p(" Relay (chat): TTFT %s; event delay %s; %d lost, %d merged.", verdict(s.AddedTTFT.P99, 1000, "µs"),
-					verdict(s.AddedDelay.P99, 200, "µs"), s.Lost, s.Merged)
+			if isDirect(s.Target) {
+				continue
 			}
+			p("| %s | %d | %d | %.0f / %.0f | %.0f / %.0f |\n", s.Target, s.Lost, s.Merged,
+				s.AddedTTFT.P50, s.AddedTTFT.P99, s.AddedDelay.P50, s.AddedDelay.P99)
 		}
-		p("\n\nTranslated streams (`translate`: a chat caller of an Anthropic upstream; `translate-anthropic`: an Anthropic caller of a chat upstream) are converted event by event; each is set against the relay arm reading the same upstream stream, in the same rounds. Target: p99 within 1.2× of the relay's.\n\n")
-		p("| translated arm | versus | TTFT p99 ratio | event delay p99 ratio | event gap p99 ratio | TTFT alone p50 ratio | TTFT alone p99 ratio |\n|---|---|---:|---:|---:|---:|---:|\n")
-		for _, s := range r.Streaming {
-			if s.Versus != "" {
-				p("| %s | %s | %.2f× | %.2f× | %.2f× | %.2f× | %.2f× |\n", s.Target, s.Versus, s.TTFTRatio, s.DelayRatio, s.GapRatio,
-					s.TTFTAloneRatioP50, s.TTFTAloneRatioP99)
-			}
-		}
-		p("\nTTFT alone: short streams (4 events, no gap) one at a time, the four arms taking turns, 1,000 each.\n")
-		p("\n\n")
+		p("\nThe translated arms' ratios to the relay arm reading the same stream are in the targets table.\n\n")
 	}
 	if c := r.Capacity; c != nil {
-		p("### 3b. Concurrent streams and the interception worker's memory\n\n")
-		p("`go run ./bench/cmd/bench -only capacity` — the interception server runs in its own process (`bench serve`); %d events %d ms apart per stream, starts spread over 2 s. RSS is read from /proc while every stream is open. Idle RSS: %d MB. Each %s\n\n",
-			c.Events, c.GapMS, c.IdleRSS>>20, c.Note)
-		p("| streams | completed | errors | lost | merged | TTFT p99 ms | event delay p99 ms | RSS MB | peak RSS MB |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		p("### 3b. Concurrent streams\n\n")
+		p("`go run ./bench/cmd/bench -only capacity`: the interception server in its own process; %d events %d ms apart per stream; RSS while every stream is open (idle: %d MB). Target: RSS < 1 GB at 10,000.\n\n",
+			c.Events, c.GapMS, c.IdleRSS>>20)
+		p("| streams | errors | lost | merged | TTFT p99 ms | delay p99 ms | RSS MB |\n|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, l := range c.Levels {
-			p("| %d | %d | %d | %d | %d | %.1f | %.1f | %d | %d |\n", l.Streams, l.Completed, l.Errors, l.Lost, l.Merged,
-				l.TTFT.P99/1000, l.Delay.P99/1000, l.RSS>>20, l.PeakRSS>>20)
+			p("| %d | %d | %d | %d | %.1f | %.1f | %d |\n", l.Streams, l.Errors, l.Lost, l.Merged,
+				l.TTFT.P99/1000, l.Delay.P99/1000, l.RSS>>20)
 		}
-		p("\nMost concurrent streams with no lost or merged event: %d (levels tried: %s). Target: RSS < 1 GB at 10,000.\n\n", c.MaxClean, levels(c))
+		p("\nMost concurrent streams with no lost or merged event: %d.\n\n", c.MaxClean)
 	}
 	if len(r.Orchestration) > 0 {
-		p("### 4. Orchestration, no-op harness (`true`), zero-latency mock\n\n")
-		p("`go run ./bench/cmd/bench -only orchestration` — the same Acquire → Expose → Run activities (interception pool, local subprocess runtime, run store) run by an EvalWorkflow on the embedded server (SQLite) with a `wiring.NewWorker` worker, and by an in-process errgroup with the same concurrency. Schedule-to-start: per activity, from the history (Temporal), or from the step being due to it starting (errgroup).\n\n")
-		p("| rollouts | system | concurrency | wall s | rollouts/s | schedule-to-start p50 µs | p99 µs | runs | longest history | vs errgroup |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		p("### 4. Orchestration, no-op harness\n\n")
+		p("`go run ./bench/cmd/bench -only orchestration`: Acquire → Expose → Run by an EvalWorkflow on the embedded server, and by an errgroup with the same concurrency.\n\n")
+		p("| rollouts | system | wall s | rollouts/s | schedule-to-start p50/p99 ms | vs errgroup |\n|---:|---|---:|---:|---|---:|\n")
 		for _, o := range r.Orchestration {
 			ratio := "—"
 			if o.System == "temporal" {
 				for _, e := range r.Orchestration {
 					if e.System == "errgroup" && e.Rollouts == o.Rollouts && e.WallSeconds > 0 {
-						ratio = fmt.Sprintf("%.2f× wall", o.WallSeconds/e.WallSeconds)
+						ratio = fmt.Sprintf("%.2f×", o.WallSeconds/e.WallSeconds)
 					}
 				}
 			}
-			p("| %d | %s | %d | %.2f | %.1f | %.0f | %.0f | %s | %s | %s |\n", o.Rollouts, o.System, o.Concurrency, o.WallSeconds,
-				o.RolloutsPerSec, o.ScheduleToStart.P50, o.ScheduleToStart.P99, intOrDash(o.Runs), intOrDash(o.MaxHistory), ratio)
+			p("| %d | %s | %.2f | %.0f | %.1f / %.1f | %s |\n", o.Rollouts, o.System, o.WallSeconds,
+				o.RolloutsPerSec, o.ScheduleToStart.P50/1000, o.ScheduleToStart.P99/1000, ratio)
 		}
 		for _, o := range r.Orchestration {
 			if o.System == "temporal" && o.Rollouts == 1000 {
@@ -145,43 +135,59 @@ func markdown(r *Results) string {
 		p("\n")
 	}
 	if s := r.Scale; s != nil {
-		p("### 5. Scale: %d-task eval, no-op harness\n\n", s.Rollouts)
-		p("`make bench-scale` (= `go run ./bench/cmd/bench -only scale`) — recorded %s; the worker runs in its own process. %d rollouts in %.0f s (%.0f/s), %d failed; %d workflow runs (continue-as-new every %d rollouts), longest history %d events.\n\n",
-			s.RecordedAt, s.Rollouts, s.WallSeconds, float64(s.Rollouts)/s.WallSeconds, s.Failed, s.Runs, 500, s.MaxHistory)
-		p("| rollouts done | worker RSS MB |\n|---:|---:|\n")
-		for _, x := range s.RSS {
-			p("| %d | %d |\n", x.Done, x.RSS>>20)
-		}
-		p("\n")
+		p("### 5. Scale\n\n")
+		p("`make bench-scale`, recorded %s: %d rollouts in %.0f s (%.0f/s), %d failed; %d workflow runs, longest history %d events; worker RSS %s.\n\n",
+			s.RecordedAt, s.Rollouts, s.WallSeconds, float64(s.Rollouts)/s.WallSeconds, s.Failed, s.Runs, s.MaxHistory, rssRange(s.RSS))
 	}
 	if len(r.GoBench) > 0 {
-		p("### 6. Per-request cost of the handler\n\n")
-		p("`go test -run '^$' -bench . -benchmem ./bench/ ./dialects/` — Relay, Translate, ReverseProxy: the interception handler called in process (`ServeHTTP`), the upstream answering from memory; `reverseproxy` is httputil.ReverseProxy on the same in-memory upstream. CPU ns/op is the process's user and system time per request, GC included, and for Relay the trace's deferred parse of the turn too. Materialize: that parse alone, per turn. RequestCheck: per chat request, the relay arm's one-pass check (`check`, and `overlay`, which includes it) against the typed parse the trace does later (`parse`) and `json.Valid` alone.\n\n")
+		p("### 6. Per-request cost\n\n")
+		p("`go test -run '^$' -bench . -benchmem ./bench/ ./dialects/`: the handler called in process; CPU ns/op is user and system time per op, GC and the trace's deferred parse included. The Responses and Anthropic rows are in `bench/results.json`.\n\n")
 		p("| benchmark | ns/op | CPU ns/op | B/op | allocs/op |\n|---|---:|---:|---:|---:|\n")
 		for _, g := range r.GoBench {
+			if strings.Contains(g.Name, "/responses/") || strings.Contains(g.Name, "/anthropic/") {
+				continue // the chat rows stand for them here
+			}
 			cpu := "—" // benchmarks that do not report it
 			if g.CPUNsPerOp > 0 {
 				cpu = fmt.Sprintf("%.0f", g.CPUNsPerOp)
 			}
-			p("| %s | %.0f | %s | %.0f | %.0f |\n", g.Name, g.NsPerOp, cpu, g.BytesPerOp, g.AllocsPerOp)
+			p("| %s | %.0f | %s | %.0f | %.0f |\n", trimProcs(g.Name), g.NsPerOp, cpu, g.BytesPerOp, g.AllocsPerOp)
 		}
 		p("\n")
 	}
 	return b.String()
 }
 
-func dash(target string, v float64) string {
-	if target == tDirect || strings.HasPrefix(target, tDirect+"-") {
-		return "—"
-	}
-	return fmt.Sprintf("%.1f", v)
+// isDirect says whether target is the mock reached directly, the baseline
+// every added figure is taken over.
+func isDirect(target string) bool {
+	return target == tDirect || strings.HasPrefix(target, tDirect+"-")
 }
 
-func pair(target string, a, b float64) string {
-	if target == tDirect || strings.HasPrefix(target, tDirect+"-") {
+// trimProcs drops the -GOMAXPROCS suffix go test gives a benchmark's name.
+func trimProcs(name string) string {
+	if i := strings.LastIndexByte(name, '-'); i > 0 {
+		if _, err := strconv.Atoi(name[i+1:]); err == nil {
+			return name[:i]
+		}
+	}
+	return name
+}
+
+// rssRange says the worker's resident set at the first and last sample.
+func rssRange(rss []RSSSample) string {
+	if len(rss) == 0 {
+		return "not sampled"
+	}
+	first, last := rss[0], rss[len(rss)-1]
+	return fmt.Sprintf("%d MB after %d rollouts, %d MB after %d", first.RSS>>20, first.Done, last.RSS>>20, last.Done)
+}
+
+func dash(target string, v float64) string {
+	if isDirect(target) {
 		return "—"
 	}
-	return fmt.Sprintf("%.1f / %.1f", a, b)
+	return fmt.Sprintf("%.0f", v)
 }
 
 func intOrDash(n int) string {
@@ -372,7 +378,7 @@ func beforeAfter(before []*Results, after *Results) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### Before and after the optimizations\n\n")
 	fmt.Fprintf(&b, "Each column is one `make bench` run, interleaved against its own baselines; the runs are not interleaved with each other, so read a change smaller than the run-to-run noise of the baselines as no change. ")
-	b.WriteString("The rounds of changes are in the prose above.\n\n")
+	b.WriteString("The changes between them are in git history.\n\n")
 	var cols []string
 	for i, r := range before {
 		label := "before"
