@@ -24,14 +24,18 @@ var allowed = map[string][]string{
 	"internal/jsonwire":  {},
 	"tunnel":             {},
 	"internal/devserver": {"internal/namespace", "rollout", "workflows"},
+	// The embedded server started for a test, on free ports, and a client.
+	"internal/devserver/devtest": {"internal/devserver"},
 	// A namespace made ready for evalflow: the namespace, its search attributes.
 	"internal/namespace": {"rollout", "workflows"},
 	// A certificate authority of a test's own.
 	"internal/testca": {},
+	// A log a test reads while the code under test writes it.
+	"internal/logtest": {},
 	// The built-in agent built static, for the tests of the sandboxes.
 	"internal/agenttest": {},
 	// The real Temporal server as service processes, for tests.
-	"internal/temporalcluster": {"internal/devserver", "internal/wiring"},
+	"internal/temporalcluster": {"internal/devserver", "internal/results/postgres/pgtest", "internal/testca", "internal/wiring"},
 	// Prometheus collectors; a nil *Metrics records nothing.
 	"internal/metrics": {},
 	"dialects":         {"internal/jsonwire"},
@@ -41,7 +45,18 @@ var allowed = map[string][]string{
 	"trajectory": {"dialects", "rollout", "trace"},
 	"tasksets":   {"arith"},
 	"rubrics":    {"tasksets", "arith"},
-	"harness":    {"internal/harness/container/keeper", "tasksets"},
+	// The harness contract: runtimes, specs, results, workspaces,
+	// verifiers, the env contract; a workspace from a Dockerfile's subset.
+	"harness": {"internal/harness/dockerfile", "tasksets"},
+	// The subset of a Dockerfile carried out without a container engine.
+	"internal/harness/dockerfile": {"tasksets"},
+	// What keeps a task from running on this host's files.
+	"internal/harness/hostpaths": {"harness", "internal/harness/dockerfile", "tasksets"},
+	// The runtimes on this host's files: subprocesses, netns, bwrap (whose
+	// forwarder is the keeper's).
+	"internal/harness/local": {"harness", "internal/harness/container/keeper", "internal/harness/hostpaths", "tasksets"},
+	// The default runtime, one per task: a container, bwrap, or local.
+	"internal/harness/auto": {"harness", "internal/harness/local", "tasksets"},
 	// The built-in agent is a program of its own: it knows the task format
 	// and the arithmetic of its tool, nothing of the worker.
 	"internal/harness/agent": {"arith", "internal/harness/container/keeper", "tasksets"},
@@ -99,7 +114,7 @@ var allowed = map[string][]string{
 	"internal/harness/container":               {"internal/engine", "harness", "internal/harness/container/keeper", "tasksets"},
 	"internal/harness/container/keeper":        {},
 	"internal/harness/container/containertest": {"internal/agenttest", "internal/engine", "internal/engine/enginetest", "harness", "internal/harness/container", "internal/harness/container/keeper", "tasksets"},
-	"internal/wiring": {"activities", "dialects", "internal/engine", "harness", "internal/harness/agent", "internal/harness/container", "internal/harness/container/keeper", "internal/harness/packaged", "interception", "internal/metrics", "internal/prices", "providers",
+	"internal/wiring": {"activities", "dialects", "internal/engine", "harness", "internal/harness/agent", "internal/harness/auto", "internal/harness/container", "internal/harness/container/keeper", "internal/harness/local", "internal/harness/packaged", "interception", "internal/metrics", "internal/prices", "providers",
 		"providers/mock", "results", "results/postgres", "rollout", "tasksets", "tunnel", "workflows", "internal/namespace"},
 	// Binaries and tools sit on top; nothing imports them.
 	"starter":              {"*"},
@@ -120,7 +135,7 @@ var allowed = map[string][]string{
 	"internal/docscheck": {},
 	// `go test -json` read back as go test prints it, with where the time went.
 	"internal/testreport": {},
-	"":                   {},
+	"":                    {},
 
 	"cmd/evalflow-mcp-counter": {"*"},
 }

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/tasksets"
 )
@@ -132,7 +133,7 @@ func TestDescribeTasksetRefusesATaskTheRuntimeCannotHonour(t *testing.T) {
 	require.NoError(t, val.Get(&desc))
 	assert.Equal(t, int64(8), desc.Len)
 
-	r.acts.Runtime = &harness.Bwrap{Local: harness.Local{Dir: t.TempDir()}}
+	r.acts.Runtime = &local.Bwrap{Local: local.Runtime{Dir: t.TempDir()}}
 	_, err = r.env.ExecuteActivity(r.acts.DescribeTaskset, rollout.DescribeTasksetInput{Taskset: harborAppRef().Taskset})
 	require.NoError(t, err, "bwrap gives the task its /app")
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/internal/harness/packaged"
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
@@ -50,7 +50,7 @@ func TestRunEndsPackagedHarnessesAtTheTurnLimit(t *testing.T) {
 			up := httptest.NewServer(model)
 			t.Cleanup(up.Close)
 
-			rt := &packaged.Runtime{Runtime: &harness.Local{Dir: t.TempDir()}, Installer: installer, Dir: t.TempDir()}
+			rt := &packaged.Runtime{Runtime: &local.Runtime{Dir: t.TempDir()}, Installer: installer, Dir: t.TempDir()}
 			r := newRigWith(t, tc.upstream(up.URL), fakeRuntime(rt.Run))
 			ref := ref(1)
 			ref.Harness = rollout.HarnessConfig{Command: packaged.Command(tc.h, ""), Timeout: 2 * time.Minute, MaxTurns: 3}

@@ -13,12 +13,13 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/rollout"
 )
 
 // localRuntime runs the harness as a real subprocess.
 func localRuntime(t *testing.T) fakeRuntime {
-	l := &harness.Local{Dir: t.TempDir()}
+	l := &local.Runtime{Dir: t.TempDir()}
 	return l.Run
 }
 

@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/evalflow/evalflow/activities"
-	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/tunnel"
@@ -43,7 +43,7 @@ func TestRunStopsAHarnessWhoseTunnelDied(t *testing.T) {
 	r := &rig{store: store}
 	r.acts = &activities.Activities{
 		Pool: pool, Store: store, Tasksets: &activities.TasksetCache{},
-		Runtime:   &harness.Local{Dir: t.TempDir()},
+		Runtime:   &local.Runtime{Dir: t.TempDir()},
 		HostQueue: "host-1", Capacity: activities.NewCapacity(4), Logger: slog.New(slog.DiscardHandler),
 	}
 	var suite testsuite.WorkflowTestSuite

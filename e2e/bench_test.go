@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/tasksets"
@@ -40,7 +41,7 @@ func benchEvalAt(b *testing.B, inFlight int, rt harness.Runtime, cfg workflows.R
 	_, c := startServer(b)
 	workDir := b.TempDir()
 	if rt == nil {
-		rt = &harness.Local{Dir: workDir}
+		rt = &local.Runtime{Dir: workDir}
 	}
 	w, err := wiring.NewWorker(c, wiring.Config{
 		TaskQueue: "bench", RunsDir: b.TempDir(), WorkDir: workDir, MaxRollouts: inFlight, Multiplex: inFlight,
@@ -146,7 +147,7 @@ func BenchmarkRolloutsHarborOracle(b *testing.B) {
 
 // BenchmarkRolloutsHarborOracleBwrap: the same in bwrap sandboxes.
 func BenchmarkRolloutsHarborOracleBwrap(b *testing.B) {
-	benchEval(b, &harness.Bwrap{Agent: agentCommand[0], Local: harness.Local{Dir: b.TempDir()}}, harborBench(rollout.HarnessConfig{Oracle: true}))
+	benchEval(b, &local.Bwrap{Agent: agentCommand[0], Local: local.Runtime{Dir: b.TempDir()}}, harborBench(rollout.HarnessConfig{Oracle: true}))
 }
 
 // BenchmarkRollouts16Container: 64 rollouts of the bundled tasks solved by
@@ -157,7 +158,7 @@ func BenchmarkRollouts16Container(b *testing.B) {
 }
 
 func BenchmarkRollouts16Bwrap(b *testing.B) {
-	benchEvalAt(b, 16, &harness.Bwrap{Agent: agentCommand[0], Local: harness.Local{Dir: b.TempDir()}}, harborBench(rollout.HarnessConfig{Oracle: true}))
+	benchEvalAt(b, 16, &local.Bwrap{Agent: agentCommand[0], Local: local.Runtime{Dir: b.TempDir()}}, harborBench(rollout.HarnessConfig{Oracle: true}))
 }
 
 // BenchmarkRolloutsHarborNoop: the bundled Harbor tasks with a harness

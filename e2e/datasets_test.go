@@ -19,7 +19,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/results"
@@ -99,7 +99,7 @@ func TestEvalOverDatasets(t *testing.T) {
 	w, err := wiring.NewWorker(c, wiring.Config{
 		TaskQueue: "e2e-datasets", RunsDir: runsDir, MaxRollouts: 8, Multiplex: 8,
 		Mock:    mock.Config{ErrorRate: 0},
-		Runtime: &harness.Local{Dir: t.TempDir()}, DefaultHarness: agentCommand,
+		Runtime: &local.Runtime{Dir: t.TempDir()}, DefaultHarness: agentCommand,
 	})
 	require.NoError(t, err)
 	require.NoError(t, w.Start())

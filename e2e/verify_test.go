@@ -18,6 +18,7 @@ import (
 
 	"github.com/evalflow/evalflow/activities"
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/results"
@@ -61,7 +62,7 @@ func runHarbor(t *testing.T, r harborRun) harborResult {
 	runsDir, workDir := t.TempDir(), t.TempDir()
 	rt := r.runtime
 	if rt == nil {
-		rt = &harness.Local{Dir: workDir}
+		rt = &local.Runtime{Dir: workDir}
 	}
 	w, err := wiring.NewWorker(c, wiring.Config{
 		TaskQueue: "harbor", RunsDir: runsDir, MaxRollouts: 4, Multiplex: 4,
@@ -269,7 +270,7 @@ func TestBwrapAgentCannotSeeTestsOrSolution(t *testing.T) {
 	workDir := t.TempDir()
 	got := runHarbor(t, harborRun{
 		taskset: tasksets.HarborSampleName, script: script,
-		runtime: &harness.Bwrap{Agent: agentCommand[0], Local: harness.Local{Dir: workDir}},
+		runtime: &local.Bwrap{Agent: agentCommand[0], Local: local.Runtime{Dir: workDir}},
 	})
 
 	require.Zero(t, got.res.Failed, "%+v", got.res.FailedSamples)
@@ -406,7 +407,7 @@ func TestHarborTaskUnderLocalIsRefusedAtStart(t *testing.T) {
 
 	_, err = exec.LookPath("bwrap")
 	require.NoError(t, err, "the bwrap runtime needs bubblewrap: apt-get install bubblewrap")
-	run.runtime = &harness.Bwrap{Agent: agentCommand[0], Local: harness.Local{Dir: t.TempDir()}}
+	run.runtime = &local.Bwrap{Agent: agentCommand[0], Local: local.Runtime{Dir: t.TempDir()}}
 	got := runHarbor(t, run)
 	require.NoError(t, got.err)
 	rec, ok := got.records["hello-app"]

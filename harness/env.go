@@ -1,7 +1,13 @@
 package harness
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -41,9 +47,10 @@ func IsSecretName(name string) bool {
 }
 
 // Env builds the environment of a harness process. It is parent (usually
-// os.Environ()) without any variable IsSecretName matches, then the contract
-// variables, then spec.Env; a later entry replaces an earlier one of the same
-// name. workdir is the rollout's working directory as the harness sees it.
+// os.Environ(); nil in a sandbox, whose image supplies the rest) without
+// any variable IsSecretName matches, then the workspace's Dockerfile ENV,
+// then the contract variables for the paths p, then spec.Env; a later entry
+// replaces an earlier one of the same name.
 //
 // The contract: OPENAI_BASE_URL={BaseURL}/v1, ANTHROPIC_BASE_URL={BaseURL},
 // OPENAI_API_KEY and ANTHROPIC_API_KEY = the rollout secret, OPENAI_MODEL and
@@ -52,30 +59,12 @@ func IsSecretName(name string) bool {
 // EVALFLOW_BASE_URL={BaseURL}, EVALFLOW_STATE_URL={BaseURL}/state and
 // EVALFLOW_TASK_URL={BaseURL}/task for the task's tool servers and user
 // (tools.go) with EVALFLOW_ROLLOUT_SECRET (the rollout secret again) when
-// the task has any, and EVALFLOW_SOLUTION when spec.Solution is set (the oracle's).
-func Env(parent []string, spec Spec, workdir string) []string {
-	return contractEnv(parent, spec, envPaths{workdir: workdir, files: workdir, solution: spec.Solution})
-}
-
-// envPaths are the paths of a run as its harness sees them (on the host,
-// or inside a sandbox).
-type envPaths struct {
-	workdir string // EVALFLOW_WORKDIR: the harness's working directory
-	files   string // the directory of task.json and answer.txt
-	// With a workspace: EVALFLOW_WORKSPACE, EVALFLOW_LOGS and the
-	// Dockerfile's ENV; empty without one.
-	workspace, logs string
-	wsEnv           []string
-	solution        string // EVALFLOW_SOLUTION, when set
-	home            string // HOME, when set
-}
-
-// contractEnv is Env for the paths p: the parent without credentials, the
-// workspace's Dockerfile ENV, the contract variables, then spec.Env.
-func contractEnv(parent []string, spec Spec, p envPaths) []string {
-	env := make([]string, 0, len(parent)+16+len(p.wsEnv)+len(spec.Env))
+// the task has any, EVALFLOW_WORKSPACE and EVALFLOW_LOGS with a workspace,
+// and EVALFLOW_SOLUTION when p.Solution is set (the oracle's).
+func Env(parent []string, spec Spec, p Paths) []string {
+	env := make([]string, 0, len(parent)+16+len(p.WorkspaceEnv)+len(spec.Env))
 	env = appendInherited(env, parent)
-	env = append(env, p.wsEnv...)
+	env = append(env, p.WorkspaceEnv...)
 	env = append(env,
 		"OPENAI_BASE_URL="+spec.BaseURL+"/v1",
 		"OPENAI_API_KEY="+spec.Secret,
@@ -83,11 +72,11 @@ func contractEnv(parent []string, spec Spec, p envPaths) []string {
 		"ANTHROPIC_BASE_URL="+spec.BaseURL,
 		"ANTHROPIC_API_KEY="+spec.Secret,
 		"ANTHROPIC_MODEL="+spec.Model,
-		"EVALFLOW_TASK_FILE="+path.Join(p.files, TaskFile),
+		"EVALFLOW_TASK_FILE="+path.Join(p.Files, TaskFile),
 		"EVALFLOW_PROMPT="+Prompt(spec.Task),
-		"EVALFLOW_ANSWER_FILE="+path.Join(p.files, AnswerFile),
+		"EVALFLOW_ANSWER_FILE="+path.Join(p.Files, AnswerFile),
 		"EVALFLOW_MAX_TURNS="+strconv.Itoa(spec.MaxTurns),
-		"EVALFLOW_WORKDIR="+p.workdir,
+		"EVALFLOW_WORKDIR="+p.Workdir,
 		"EVALFLOW_BASE_URL="+spec.BaseURL,
 		"EVALFLOW_STATE_URL="+spec.BaseURL+"/state",
 		"EVALFLOW_TASK_URL="+spec.BaseURL+"/task",
@@ -96,17 +85,67 @@ func contractEnv(parent []string, spec Spec, p envPaths) []string {
 		// For the task's tool servers and user, which the harness starts.
 		env = append(env, RolloutSecretEnv+"="+spec.Secret)
 	}
-	if p.workspace != "" {
-		env = append(env, "EVALFLOW_WORKSPACE="+p.workspace, "EVALFLOW_LOGS="+p.logs)
+	if p.Workspace != "" {
+		env = append(env, "EVALFLOW_WORKSPACE="+p.Workspace, "EVALFLOW_LOGS="+p.Logs)
 	}
-	if p.solution != "" {
-		env = append(env, "EVALFLOW_SOLUTION="+p.solution)
+	if p.Solution != "" {
+		env = append(env, "EVALFLOW_SOLUTION="+p.Solution)
 	}
-	if p.home != "" {
-		env = append(env, "HOME="+p.home)
+	if p.Home != "" {
+		env = append(env, "HOME="+p.Home)
 	}
 	env = append(env, spec.Env...)
 	return dedupEnv(env)
+}
+
+// Paths are where a harness finds its files, as it sees them (on this
+// host, or inside a sandbox).
+type Paths struct {
+	Workdir string // EVALFLOW_WORKDIR: the harness's working directory
+	Files   string // the directory of task.json and answer.txt
+	// With a workspace: EVALFLOW_WORKSPACE, EVALFLOW_LOGS and the
+	// Dockerfile's ENV; empty without one.
+	Workspace, Logs string
+	WorkspaceEnv    []string
+	Solution        string // EVALFLOW_SOLUTION, when set
+	Home            string // HOME, when set
+}
+
+// WriteTaskFile writes the task, as the harness may see it, to
+// dir/task.json.
+func WriteTaskFile(dir string, t tasksets.Task) error {
+	task, err := json.Marshal(t.ForHarness())
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, TaskFile), task, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("write task file: %w", err)
+	}
+	return nil
+}
+
+// answerLimit bounds how much of the answer file is read.
+const answerLimit = 1 << 20
+
+// ReadAnswer returns the trimmed answer a harness wrote to path, or ""
+// when it wrote none. An unreadable answer is the harness's fault and
+// reads as no answer.
+func ReadAnswer(path string) string {
+	// Only a regular file: a FIFO would block the worker, a symlink could
+	// point anywhere.
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, answerLimit))
+	if err != nil {
+		return ""
+	}
+	return string(bytes.TrimSpace(b))
 }
 
 // appendInherited appends the entries of parent that are not credentials.

@@ -42,7 +42,7 @@ func TestEnv(t *testing.T) {
 		Task:     tasksets.Task{ID: "t1", Prompt: "add 2 and 2"},
 		Env:      []string{"EXTRA=1", "OPENAI_MODEL=override"},
 	}
-	got := envMap(t, Env(parent, spec, "/w/r1"))
+	got := envMap(t, Env(parent, spec, Paths{Workdir: "/w/r1", Files: "/w/r1"}))
 
 	want := map[string]string{
 		"PATH":                 "/usr/bin",
@@ -66,7 +66,7 @@ func TestEnv(t *testing.T) {
 	assert.Equal(t, want, got)
 
 	spec.Task.Tools = []tasksets.ToolServer{{Name: "counter", Command: []string{"counter"}}}
-	got = envMap(t, Env(parent, spec, "/w/r1"))
+	got = envMap(t, Env(parent, spec, Paths{Workdir: "/w/r1", Files: "/w/r1"}))
 	assert.Equal(t, "rollout-secret", got[RolloutSecretEnv], "a task with tool servers: their secret")
 }
 

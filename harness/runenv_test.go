@@ -1,9 +1,6 @@
 package harness
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -51,28 +48,4 @@ func TestSDKTimeoutEnv(t *testing.T) {
 	assert.Nil(t, SDKTimeoutEnv(0))
 	assert.Equal(t, []string{"OPENAI_TIMEOUT=91", "OPENAI_REQUEST_TIMEOUT=91", "HTTPX_TIMEOUT=91", "ANTHROPIC_TIMEOUT=91"},
 		SDKTimeoutEnv(90*time.Second+time.Millisecond), "rounded up to whole seconds")
-}
-
-// A harness process sees the SDK timeouts and the run's own variables, the
-// latter winning.
-func TestLocalHarnessSeesRunEnv(t *testing.T) {
-	out := t.TempDir()
-	env := append(SDKTimeoutEnv(20*time.Minute), "OUT="+out, "AGENT_FLAGS=a,b=c", "HTTPX_TIMEOUT=5")
-	spec := shell(`env > "$OUT/env"`, env...)
-	res, err := (&Local{Dir: t.TempDir()}).Run(context.Background(), spec)
-	require.NoError(t, err)
-	require.Equal(t, 0, res.ExitCode, "stderr: %s", res.Stderr)
-	b, err := os.ReadFile(filepath.Join(out, "env"))
-	require.NoError(t, err)
-	got := map[string]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			got[k] = v
-		}
-	}
-	assert.Equal(t, "1200", got["OPENAI_TIMEOUT"])
-	assert.Equal(t, "1200", got["OPENAI_REQUEST_TIMEOUT"])
-	assert.Equal(t, "1200", got["ANTHROPIC_TIMEOUT"])
-	assert.Equal(t, "5", got["HTTPX_TIMEOUT"], "the run's own value replaces the worker's")
-	assert.Equal(t, "a,b=c", got["AGENT_FLAGS"])
 }

@@ -1,7 +1,9 @@
-// Package harness runs agent programs (harnesses) for rollouts and the
-// verifiers of tasks with a workspace: the runtimes (local subprocesses, a
-// network namespace, bubblewrap sandboxes, docker), workspaces prepared
-// from task directories, and the env contract every harness sees.
+// Package harness is the contract between evalflow and the programs that
+// run agents (harnesses) and grade them (verifiers): a Runtime runs a
+// Spec to a Result, a Verifier reads the reward of a task's tests, both in
+// a task's Workspace; and the environment every harness sees (Env). The
+// runtimes themselves (local, bwrap, netns, auto, the container runtime)
+// are under internal/harness.
 package harness
 
 import (
@@ -94,4 +96,63 @@ type Runtime interface {
 	// Run runs the harness to completion. Errors are infrastructure failures
 	// (could not start, workdir failure); the harness's own failure is a Result.
 	Run(ctx context.Context, spec Spec) (Result, error)
+}
+
+// The abilities a runtime may have beyond Runtime, found by type
+// assertion (through wrappers: a packaged harness's runtime wraps the
+// worker's).
+
+// WorkspacePreparer is a runtime that prepares its rollouts' workspaces
+// itself, rather than from the Dockerfile's host-side subset.
+type WorkspacePreparer interface {
+	PrepareWorkspace(parent string, task tasksets.Task) (*Workspace, error)
+}
+
+// Wrapper is a runtime that runs its commands on another.
+type Wrapper interface {
+	Unwrap() Runtime
+}
+
+// PreparerOf is the WorkspacePreparer of rt, looking through wrappers.
+func PreparerOf(rt Runtime) (WorkspacePreparer, bool) {
+	for rt != nil {
+		if p, ok := rt.(WorkspacePreparer); ok {
+			return p, true
+		}
+		w, ok := rt.(Wrapper)
+		if !ok {
+			return nil, false
+		}
+		rt = w.Unwrap()
+	}
+	return nil, false
+}
+
+// TaskPreparer is a runtime that can make a task's system ready ahead of
+// its rollouts: the container runtime builds its image.
+type TaskPreparer interface {
+	Prepare(ctx context.Context, task tasksets.Task) error
+}
+
+// TaskChecker is a runtime that cannot run every task: CheckTask returns a
+// *ConfigError saying why it refuses task, nil when it can run it. A run's
+// start checks its tasks with it, so that a task the runtime cannot honour
+// stops the run, named, before any rollout is scored.
+type TaskChecker interface {
+	CheckTask(task tasksets.Task) error
+}
+
+// CheckerOf is the TaskChecker of rt, looking through wrappers.
+func CheckerOf(rt Runtime) (TaskChecker, bool) {
+	for rt != nil {
+		if c, ok := rt.(TaskChecker); ok {
+			return c, true
+		}
+		u, ok := rt.(Wrapper)
+		if !ok {
+			return nil, false
+		}
+		rt = u.Unwrap()
+	}
+	return nil, false
 }

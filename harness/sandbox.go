@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
@@ -18,33 +17,7 @@ import (
 // A sandbox runtime starts one sandbox per rollout attempt from the task's
 // own image: the harness runs in it, then the verifier in the same
 // sandbox, then it is removed with the workspace. These are the hooks such
-// a runtime (harness/container) uses.
-
-// WorkspacePreparer is a runtime that prepares its rollouts' workspaces
-// itself, rather than from the Dockerfile's host-side subset.
-type WorkspacePreparer interface {
-	PrepareWorkspace(parent string, task tasksets.Task) (*Workspace, error)
-}
-
-// Wrapper is a runtime that runs its commands on another.
-type Wrapper interface {
-	Unwrap() Runtime
-}
-
-// PreparerOf is the WorkspacePreparer of rt, looking through wrappers.
-func PreparerOf(rt Runtime) (WorkspacePreparer, bool) {
-	for rt != nil {
-		if p, ok := rt.(WorkspacePreparer); ok {
-			return p, true
-		}
-		w, ok := rt.(Wrapper)
-		if !ok {
-			return nil, false
-		}
-		rt = w.Unwrap()
-	}
-	return nil, false
-}
+// a runtime (internal/harness/container) uses.
 
 // Sandbox is the live sandbox of a rollout attempt, attached to its
 // workspace between the harness and the verifier.
@@ -86,8 +59,8 @@ func (w *Workspace) Image() string { return w.image }
 // Dockerfile, "" otherwise.
 func (w *Workspace) BuildContext() string { return w.build }
 
-// Root is the workspace's own host directory, removed with it: a sandbox
-// runtime keeps its per-attempt files there.
+// Root is the workspace's own host directory, removed with it: a runtime
+// keeps its per-run files there (the task file, the answer, a home).
 func (w *Workspace) Root() string { return w.root }
 
 // Attach ties a live sandbox to the workspace: Remove stops it.
@@ -108,59 +81,6 @@ func (w *Workspace) stopSandbox() error {
 	return err
 }
 
-// SandboxPaths are where a harness in a sandbox finds its files.
-type SandboxPaths struct {
-	// Workdir is the harness's working directory (EVALFLOW_WORKDIR and
-	// EVALFLOW_WORKSPACE).
-	Workdir string
-	// Files holds task.json and answer.txt.
-	Files string
-	// Logs is EVALFLOW_LOGS.
-	Logs string
-	// Solution is EVALFLOW_SOLUTION, when set.
-	Solution string
-}
-
-// SandboxEnv is the environment of a harness in a sandbox: nothing of the
-// worker's, the contract variables (see Env) for the paths inside, then
-// spec.Env. The sandbox's image supplies the rest (PATH, its ENV).
-func SandboxEnv(spec Spec, p SandboxPaths) []string {
-	return contractEnv(nil, spec, envPaths{workdir: p.Workdir, files: p.Files, workspace: p.Workdir, logs: p.Logs, solution: p.Solution})
-}
-
-// SandboxVerifierEnv is the environment of a verifier in a sandbox: the
-// paths inside, then the task's verifier env.
-func SandboxVerifierEnv(spec VerifySpec, workdir, logs, tests string) []string {
-	return verifierEnv(nil, spec, verifierPaths{tests: tests, workspace: workdir, logs: logs, verifierLogs: logs + "/" + VerifierLogs})
-}
-
-// WriteTaskFile writes the task as the harness may see it to dir/task.json.
-func WriteTaskFile(dir string, t tasksets.Task) error { return writeTaskFile(dir, t) }
-
-// ReadAnswer reads the answer a harness wrote to path, "" when none.
-func ReadAnswer(path string) string { return readAnswer(path) }
-
-// Tail is a writer that keeps the last limit bytes written (0:
-// DefaultOutputLimit).
-type Tail interface {
-	io.Writer
-	String() string
-}
-
-// NewTail is a Tail of limit bytes.
-func NewTail(limit int) Tail { return newTail(limit) }
-
-// ResetVerifierLogs empties the workspace's logs/verifier before a
-// verifier runs and returns its host path: whatever the agent left there
-// must not count.
-func ResetVerifierLogs(ws *Workspace) (string, error) { return resetVerifierLogs(ws) }
-
-// Verdict reads the reward a finished verifier wrote to dir (res is how
-// its process ended); a missing or invalid reward is a *VerifierError.
-func Verdict(res Result, timeout time.Duration, dir string) (VerifyResult, error) {
-	return verdict(res, timeout, dir)
-}
-
 // Environment is what a task's [environment] asks of its sandbox.
 type Environment struct {
 	DockerImage string  `json:"docker_image"`
@@ -174,6 +94,12 @@ type Environment struct {
 
 // Internet reports whether the task lets its sandbox reach the internet.
 func (e Environment) Internet() bool { return e.AllowInternet == nil || *e.AllowInternet }
+
+// HasEnvironment reports whether a task brings a system of its own: an
+// environment directory or a docker_image.
+func HasEnvironment(task tasksets.Task) bool {
+	return task.Environment != "" || dockerImage(task.Info) != ""
+}
 
 // EnvironmentOf reads the [environment] table a task's info carries.
 func EnvironmentOf(task tasksets.Task) (Environment, error) {

@@ -1,12 +1,23 @@
 package harness
 
 import (
+	"io"
 	"sync"
 	"unicode/utf8"
 )
 
 // DefaultOutputLimit is the stdout and stderr tail kept when Spec.OutputLimit is 0.
 const DefaultOutputLimit = 16 << 10
+
+// Tail is a writer that keeps the last limit bytes written (0:
+// DefaultOutputLimit).
+type Tail interface {
+	io.Writer
+	String() string
+}
+
+// NewTail is a Tail of limit bytes.
+func NewTail(limit int) Tail { return newTail(limit) }
 
 // tail is an io.Writer that keeps only the last limit bytes written to it, in
 // a fixed ring, so a chatty harness costs bounded memory and is never blocked.

@@ -82,16 +82,3 @@ func VerifierSetupOf(task tasksets.Task) (VerifierSetup, error) {
 	}
 	return setup, nil
 }
-
-// refuseSeparate is the error of a runtime that has no separate verifier
-// to give a task that asks for one, nil for any other task.
-func refuseSeparate(task tasksets.Task, runtime string) error {
-	setup, err := VerifierSetupOf(task)
-	if err != nil {
-		return &ConfigError{Err: err}
-	}
-	if !setup.Separate() {
-		return nil
-	}
-	return &ConfigError{Err: fmt.Errorf("task %s asks for [verifier] environment_mode = %q (a verifier in a fresh sandbox, fed only the task's artifacts), which the %s runtime cannot give: run it with --runtime docker (auto picks it where a container engine answers)", task.ID, VerifierSeparate, runtime)}
-}

@@ -33,17 +33,3 @@ func TestVerifierSetupOf(t *testing.T) {
 		assert.Equal(t, tt.want, got, "VerifierSetupOf(%s)", tt.info)
 	}
 }
-
-// A runtime without a separate verifier refuses a task that asks for one,
-// naming the task and the key, at the run's start.
-func TestSeparateVerifierRefusedWhereNoneCanBeHad(t *testing.T) {
-	task := tasksets.Task{ID: "apart", Info: []byte(`{"verifier":{"environment_mode":"separate"}}`)}
-	for name, rt := range map[string]TaskChecker{"local": &Local{}, "bwrap": &Bwrap{}, "netns": &Netns{}} {
-		err := rt.CheckTask(task)
-		var ce *ConfigError
-		require.ErrorAs(t, err, &ce, name)
-		assert.ErrorContains(t, err, `task apart asks for [verifier] environment_mode = "separate"`, name)
-		assert.ErrorContains(t, err, "the "+name+" runtime cannot give", name)
-		assert.NoError(t, rt.CheckTask(tasksets.Task{ID: "shared"}), name)
-	}
-}

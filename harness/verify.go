@@ -11,11 +11,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/evalflow/evalflow/tasksets"
 )
@@ -79,7 +78,7 @@ type VerifierError struct {
 
 func (e *VerifierError) Error() string { return "verifier: " + e.Reason }
 
-// Verifier runs task verifiers. Every runtime of this package is one.
+// Verifier runs task verifiers. Every runtime of evalflow's is one.
 type Verifier interface {
 	// Verify runs spec.Command in the workspace, with the tests at /tests,
 	// and reads the reward it wrote. A verifier that yields no valid
@@ -88,105 +87,47 @@ type Verifier interface {
 	Verify(ctx context.Context, spec VerifySpec) (VerifyResult, error)
 }
 
-var (
-	_ Verifier = (*Local)(nil)
-	_ Verifier = (*Netns)(nil)
-	_ Verifier = (*Bwrap)(nil)
-)
-
-// Verify runs the verifier as a local subprocess with cwd = the workspace
-// and EVALFLOW_TESTS, EVALFLOW_WORKSPACE, EVALFLOW_LOGS and
-// EVALFLOW_VERIFIER_LOGS (= Logs/verifier) set. It does not isolate: paths
-// are the host's, and a /tests path in the command (Harbor's "bash
-// /tests/test.sh") is rewritten to the tests directory.
-func (l *Local) Verify(ctx context.Context, spec VerifySpec) (VerifyResult, error) {
-	return l.verify(ctx, spec, func(argv []string) []string { return argv })
-}
-
-// verify is Verify with the verifier's command line passed through wrap.
-func (l *Local) verify(ctx context.Context, spec VerifySpec, wrap func([]string) []string) (VerifyResult, error) {
-	ws, err := checkVerifySpec(spec)
-	if err != nil {
-		return VerifyResult{}, err
-	}
-	logs, err := resetVerifierLogs(ws)
-	if err != nil {
-		return VerifyResult{}, err
-	}
-	env := verifierEnv(os.Environ(), spec, verifierPaths{
-		tests: spec.Tests, workspace: ws.Dir, logs: ws.Logs, verifierLogs: logs,
-	})
-	res, err := l.exec(ctx, proc{
-		argv: wrap([]string{"sh", "-c", hostTests(spec.Command, spec.Tests)}), dir: ws.hostWorkdir(), env: env,
-		timeout: spec.Timeout, outputLimit: spec.OutputLimit,
-	})
-	if err != nil {
-		return VerifyResult{}, fmt.Errorf("run verifier: %w", err)
-	}
-	return verdict(res, spec.Timeout, logs)
-}
-
-// testsPath matches /tests as a path of its own in a shell command.
-var testsPath = regexp.MustCompile(`(^|[\s'"=:])/tests(/|$|[\s'";|&)])`)
-
-// hostTests rewrites the paths under /tests in command to dir.
-func hostTests(command, dir string) string {
-	if dir == "" {
-		return command
-	}
-	return testsPath.ReplaceAllStringFunc(command, func(m string) string {
-		i := strings.Index(m, "/tests")
-		return m[:i] + dir + m[i+len("/tests"):]
-	})
-}
-
-func checkVerifySpec(spec VerifySpec) (*Workspace, error) {
-	switch {
-	case spec.Workspace == nil:
-		return nil, errors.New("verify: no workspace")
-	case spec.Command == "":
-		return nil, errors.New("verify: no command")
-	}
-	return spec.Workspace, nil
-}
-
-// resetVerifierLogs empties Logs/verifier: whatever the agent left there
+// ResetVerifierLogs empties the workspace's logs/verifier before a
+// verifier runs and returns its host path: whatever the agent left there
 // (a reward of its own, a link) must not count.
-func resetVerifierLogs(ws *Workspace) (string, error) {
+func ResetVerifierLogs(ws *Workspace) (string, error) {
 	if err := os.MkdirAll(ws.Logs, 0o755); err != nil {
 		return "", fmt.Errorf("verifier logs: %w", err)
 	}
 	dir := filepath.Join(ws.Logs, VerifierLogs)
-	if err := os.RemoveAll(dir); err != nil {
-		removeAll(dir)
-	}
+	_ = RemoveAll(dir)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return "", fmt.Errorf("verifier logs: %w", err)
 	}
 	return dir, nil
 }
 
-// verifierPaths are the paths a verifier sees.
-type verifierPaths struct {
-	tests, workspace, logs, verifierLogs string
-	home                                 string // HOME, when set
+// VerifierPaths are the paths a verifier sees (on this host, or inside a
+// sandbox).
+type VerifierPaths struct {
+	Tests        string // EVALFLOW_TESTS, when set
+	Workspace    string // EVALFLOW_WORKSPACE
+	Logs         string // EVALFLOW_LOGS
+	VerifierLogs string // EVALFLOW_VERIFIER_LOGS
+	Home         string // HOME, when set
 }
 
-// verifierEnv is a verifier's environment: the parent without credentials,
-// the workspace's Dockerfile ENV, the paths, then the task's verifier env.
-func verifierEnv(parent []string, spec VerifySpec, p verifierPaths) []string {
+// VerifierEnv is a verifier's environment: parent (os.Environ(), or nil in
+// a sandbox) without credentials, the workspace's Dockerfile ENV, the
+// paths p, then the task's verifier env.
+func VerifierEnv(parent []string, spec VerifySpec, p VerifierPaths) []string {
 	env := appendInherited(make([]string, 0, len(parent)+8+len(spec.Env)), parent)
 	env = append(env, spec.Workspace.Env...)
 	env = append(env,
-		"EVALFLOW_WORKSPACE="+p.workspace,
-		"EVALFLOW_LOGS="+p.logs,
-		"EVALFLOW_VERIFIER_LOGS="+p.verifierLogs,
+		"EVALFLOW_WORKSPACE="+p.Workspace,
+		"EVALFLOW_LOGS="+p.Logs,
+		"EVALFLOW_VERIFIER_LOGS="+p.VerifierLogs,
 	)
-	if p.tests != "" {
-		env = append(env, "EVALFLOW_TESTS="+p.tests)
+	if p.Tests != "" {
+		env = append(env, "EVALFLOW_TESTS="+p.Tests)
 	}
-	if p.home != "" {
-		env = append(env, "HOME="+p.home)
+	if p.Home != "" {
+		env = append(env, "HOME="+p.Home)
 	}
 	names := make([]string, 0, len(spec.Env))
 	for k := range spec.Env {
@@ -199,8 +140,10 @@ func verifierEnv(parent []string, spec VerifySpec, p verifierPaths) []string {
 	return dedupEnv(env)
 }
 
-// verdict reads the reward a finished verifier wrote to dir.
-func verdict(res Result, timeout time.Duration, dir string) (VerifyResult, error) {
+// Verdict reads the reward a finished verifier wrote to dir (res is how
+// its process ended, timeout its limit); a missing or invalid reward is a
+// *VerifierError.
+func Verdict(res Result, timeout time.Duration, dir string) (VerifyResult, error) {
 	fail := func(reason string) (VerifyResult, error) {
 		return VerifyResult{}, &VerifierError{Reason: reason, ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Duration: res.Duration}
 	}
@@ -312,7 +255,7 @@ func quoteShort(s string) string {
 	const n = 24
 	if len(s) > n {
 		cut := n
-		for cut > 0 && !utf8RuneStart(s[cut]) {
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
 			cut--
 		}
 		return strconv.Quote(s[:cut]) + "…"

@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 
+	"github.com/evalflow/evalflow/internal/harness/dockerfile"
 	"github.com/evalflow/evalflow/tasksets"
 )
 
@@ -19,6 +19,10 @@ const (
 	AgentLogs    = "agent"
 	VerifierLogs = "verifier"
 )
+
+// DefaultMount is where a workspace is seen in a sandbox when the task's
+// Dockerfile sets no WORKDIR.
+const DefaultMount = dockerfile.DefaultWorkdir
 
 // Workspace is a rollout's prepared working tree on the worker.
 type Workspace struct {
@@ -46,8 +50,8 @@ func (w *Workspace) Mount() string { return w.mount }
 // Dockerfile's final WORKDIR).
 func (w *Workspace) Workdir() string { return path.Join(w.mount, w.cwd) }
 
-// hostWorkdir is the agent's working directory on the host.
-func (w *Workspace) hostWorkdir() string { return filepath.Join(w.Dir, filepath.FromSlash(w.cwd)) }
+// HostWorkdir is the agent's working directory on the host.
+func (w *Workspace) HostWorkdir() string { return filepath.Join(w.Dir, filepath.FromSlash(w.cwd)) }
 
 // PrepareOptions say how PrepareWorkspace treats what it cannot reproduce
 // outside a container engine.
@@ -142,190 +146,39 @@ func (w *Workspace) fill(task tasksets.Task, opts PrepareOptions) error {
 		}
 		w.Notes = append(w.Notes, name+": its services are not started outside docker")
 	}
-	dockerfile, err := os.ReadFile(filepath.Join(ctxDir, "Dockerfile"))
+	data, err := os.ReadFile(filepath.Join(ctxDir, "Dockerfile"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return copyTree(ctxDir, ctxDir, w.Dir)
+		return dockerfile.CopyContext(ctxDir, w.Dir)
 	}
 	if err != nil {
 		return fmt.Errorf("environment: %w", err)
 	}
 	w.build = ctxDir
-	ins, err := parseDockerfile(dockerfile)
+	ins, err := dockerfile.Parse(data)
 	if err != nil {
 		return err
 	}
-	plan, err := planDockerfile(ins, workerLookup)
+	plan, err := dockerfile.Interpret(ins, workerLookup)
 	if err != nil {
 		return err
 	}
-	if len(plan.unsupported) > 0 && !opts.SkipUnsupported {
-		return plan.unsupported[0]
+	if len(plan.Unsupported) > 0 && !opts.SkipUnsupported {
+		u := plan.Unsupported[0]
+		return &UnsupportedError{Line: u.Line, Instruction: u.Instruction, Reason: u.Reason}
 	}
-	w.Env, w.Notes = plan.env, append(w.Notes, plan.notes...)
+	w.Env, w.Notes = plan.Env, append(w.Notes, plan.Notes...)
 	// The workspace is /app and what is under it; a WORKDIR elsewhere
 	// becomes the workspace itself.
-	if plan.workdir != DefaultMount && !strings.HasPrefix(plan.workdir, DefaultMount+"/") {
-		w.mount = plan.workdir
+	if plan.Workdir != DefaultMount && !strings.HasPrefix(plan.Workdir, DefaultMount+"/") {
+		w.mount = plan.Workdir
 	}
-	w.cwd = strings.TrimPrefix(strings.TrimPrefix(plan.workdir, w.mount), "/")
-	if err := os.MkdirAll(w.hostWorkdir(), 0o755); err != nil {
+	w.cwd = strings.TrimPrefix(strings.TrimPrefix(plan.Workdir, w.mount), "/")
+	if err := os.MkdirAll(w.HostWorkdir(), 0o755); err != nil {
 		return err
 	}
-	for _, op := range plan.copies {
-		if err := w.copy(ctxDir, op); err != nil {
-			return fmt.Errorf("Dockerfile line %d: %s: %w", op.in.line, op.in.String(), err)
-		}
-	}
-	return nil
-}
-
-// copy carries out one COPY source with Docker's semantics: a directory's
-// contents go into the destination; a file goes to the destination, or
-// into it when it is a directory (a trailing slash, several sources, or an
-// existing directory).
-func (w *Workspace) copy(ctxDir string, op copyOp) error {
-	rel, ok := strings.CutPrefix(op.dst, w.mount)
-	if !ok || (rel != "" && rel[0] != '/') {
-		w.Notes = append(w.Notes, fmt.Sprintf("%s: %s is outside the workspace %s, not copied", op.in.String(), op.dst, w.mount))
-		return nil
-	}
-	dst := filepath.Join(w.Dir, filepath.FromSlash(rel))
-	matches, err := filepath.Glob(filepath.Join(ctxDir, filepath.FromSlash(op.src)))
-	if err != nil {
-		return fmt.Errorf("source %s: %w", shorten(op.src, 80), err)
-	}
-	if len(matches) == 0 {
-		return fmt.Errorf("source %s: not in the build context", shorten(op.src, 80))
-	}
-	intoDir := op.intoDir || len(matches) > 1
-	for _, m := range matches {
-		src, err := inContext(ctxDir, m)
-		if err != nil {
-			return err
-		}
-		fi, err := os.Stat(src)
-		if err != nil {
-			return err
-		}
-		switch {
-		case fi.IsDir():
-			if err := copyTree(ctxDir, src, dst); err != nil {
-				return err
-			}
-		case fi.Mode().IsRegular():
-			target := dst
-			if di, err := os.Stat(dst); intoDir || (err == nil && di.IsDir()) {
-				target = filepath.Join(dst, filepath.Base(m))
-			}
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return err
-			}
-			if err := copyFile(src, target, fi.Mode().Perm()); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("%s is %s", rel2(ctxDir, m), tasksets.DescribeMode(fi.Mode()))
-		}
-	}
-	return nil
-}
-
-// inContext resolves the links in p and checks it stays in ctxDir.
-func inContext(ctxDir, p string) (string, error) {
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", rel2(ctxDir, p), errors.Unwrap(err))
-	}
-	if !within(ctxDir, real) {
-		return "", fmt.Errorf("%s points outside the build context", rel2(ctxDir, p))
-	}
-	return real, nil
-}
-
-// copyTree copies the contents of directory src into dst (created),
-// keeping permissions; symbolic links are copied as links when they point
-// inside ctxDir and refused otherwise, and special files are refused.
-func copyTree(ctxDir, src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, fi.Mode().Perm()|0o700)
-		case fi.Mode()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			resolved := link
-			if !filepath.IsAbs(link) {
-				resolved = filepath.Join(filepath.Dir(p), link)
-			}
-			if filepath.IsAbs(link) || !within(ctxDir, resolved) {
-				return fmt.Errorf("%s is a symbolic link pointing outside the build context", rel2(ctxDir, p))
-			}
-			// In the workspace it must not climb out of what is copied.
-			if !within(src, resolved) {
-				return fmt.Errorf("%s is a symbolic link pointing outside the directory copied", rel2(ctxDir, p))
-			}
-			_ = os.Remove(target)
-			return os.Symlink(link, target)
-		case fi.Mode().IsRegular():
-			return copyFile(p, target, fi.Mode().Perm())
-		default:
-			return fmt.Errorf("%s is %s", rel2(ctxDir, p), tasksets.DescribeMode(fi.Mode()))
-		}
-	})
-}
-
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	// A link at dst (copied earlier) must not redirect the write.
-	if fi, err := os.Lstat(dst); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		if err := os.Remove(dst); err != nil {
-			return err
-		}
-	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Chmod(dst, perm)
-}
-
-// within reports whether p is dir or under it (both clean, absolute).
-func within(dir, p string) bool {
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
-// rel2 names p relative to the build context, for errors.
-func rel2(ctxDir, p string) string {
-	if rel, err := filepath.Rel(ctxDir, p); err == nil {
-		return rel
-	}
-	return p
+	notes, err := plan.CopyInto(ctxDir, w.Dir, w.mount)
+	w.Notes = append(w.Notes, notes...)
+	return err
 }
 
 // dockerImage reads [environment] docker_image from a task's Info.
@@ -351,23 +204,32 @@ func (w *Workspace) Remove() error {
 	if w.root == "" {
 		return stopErr
 	}
-	if os.RemoveAll(w.root) == nil {
-		return stopErr
-	}
-	_ = filepath.WalkDir(w.root, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			_ = os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	if err := os.RemoveAll(w.root); err != nil {
+	if err := RemoveAll(w.root); err != nil {
 		return fmt.Errorf("remove workspace: %w", err)
 	}
 	return stopErr
 }
 
-// scratch makes a fresh directory for one run's own files (the task file,
-// the answer, a home) in the workspace's root, outside Dir.
-func (w *Workspace) scratch(prefix string) (string, error) {
-	return os.MkdirTemp(w.root, prefix+"-*")
+// RemoveAll removes dir even when a harness left read-only directories in
+// it.
+func RemoveAll(dir string) error {
+	if os.RemoveAll(dir) == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}
+
+// workerLookup is the worker's environment without credentials: what a
+// Dockerfile's ${VAR} falls back to, as the agent inherits it anyway.
+func workerLookup(name string) string {
+	if IsSecretName(name) {
+		return ""
+	}
+	return os.Getenv(name)
 }

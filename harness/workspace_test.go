@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -198,7 +199,7 @@ func TestPrepareWorkspaceDockerfile(t *testing.T) {
 			}
 			assert.Equal(t, mount, ws.Mount())
 			assert.Equal(t, workdir, ws.Workdir())
-			assert.DirExists(t, ws.hostWorkdir())
+			assert.DirExists(t, ws.HostWorkdir())
 			assert.Equal(t, tt.env, ws.Env)
 			if tt.notes != nil {
 				assert.Equal(t, tt.notes, ws.Notes)
@@ -374,4 +375,27 @@ func TestPrepareWorkspaceEmpty(t *testing.T) {
 	require.NoError(t, os.Chmod(filepath.Dir(ro), 0o500))
 	require.NoError(t, ws.Remove())
 	assert.NoDirExists(t, ws.root)
+}
+
+// BenchmarkPrepareWorkspace is the workspace cost of one rollout of a
+// bundled task: PrepareWorkspace (its Dockerfile's COPY) and Remove.
+func BenchmarkPrepareWorkspace(b *testing.B) {
+	ts, err := tasksets.HarborSample()
+	if err != nil {
+		b.Fatal(err)
+	}
+	task, err := ts.Task(context.Background(), 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	for b.Loop() {
+		ws, err := PrepareWorkspace(dir, task, PrepareOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := ws.Remove(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

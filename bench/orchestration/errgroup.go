@@ -13,8 +13,8 @@ import (
 	"github.com/evalflow/evalflow/activities"
 	"github.com/evalflow/evalflow/bench/loadgen"
 	"github.com/evalflow/evalflow/bench/upstream"
-	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
@@ -39,7 +39,7 @@ func Errgroup(ctx context.Context, runID string, cfg Config) (Result, error) {
 	pool := interception.NewPool(interception.Config{Upstream: providers.NewOpenAI(base+"/v1", ""), Multiplex: 32})
 	defer pool.Close()
 	acts := &activities.Activities{
-		Pool: pool, Runtime: &harness.Local{}, Store: store, Tasksets: &activities.TasksetCache{},
+		Pool: pool, Runtime: &local.Runtime{}, Store: store, Tasksets: &activities.TasksetCache{},
 		HostQueue: "errgroup", DefaultHarness: cfg.harness(), Capacity: activities.NewCapacity(cfg.Concurrency),
 		Logger: slog.New(slog.DiscardHandler),
 	}

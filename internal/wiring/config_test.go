@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/harness/local"
 )
 
 // describe lists flags one a line: names (aliases too), env vars, and
@@ -133,8 +134,8 @@ func TestConfigFromFlags(t *testing.T) {
 				assert.Equal(t, "q", c.TaskQueue)
 			}},
 		{"bwrap", []string{"--runtime", "bwrap", "--work-dir", "/w"}, nil, func(t *testing.T, c Config) {
-			b := c.Runtime.(*harness.Bwrap)
-			assert.Equal(t, harness.Local{Dir: "/w"}, b.Local)
+			b := c.Runtime.(*local.Bwrap)
+			assert.Equal(t, local.Runtime{Dir: "/w"}, b.Local)
 			assert.False(t, b.HostNet || b.IsolateNet)
 			assert.NotEmpty(t, b.Agent, "the forwarder's program: a lean agent, else this binary")
 			assert.False(t, harness.IsRemote(c.Runtime), "the forwarder reaches the interception on loopback")
@@ -146,12 +147,12 @@ func TestConfigFromFlags(t *testing.T) {
 			assert.True(t, c.SkipUnsupported)
 		}},
 		{"bwrap with its own network", nil, map[string]string{"EVALFLOW_RUNTIME": "bwrap", "EVALFLOW_BWRAP_ISOLATE_NET": "true"}, func(t *testing.T, c Config) {
-			b := c.Runtime.(*harness.Bwrap)
+			b := c.Runtime.(*local.Bwrap)
 			assert.True(t, b.IsolateNet)
 			assert.True(t, harness.IsRemote(c.Runtime), "an isolated sandbox needs a tunnel")
 		}},
 		{"bwrap on the host's network", []string{"--runtime", "bwrap", "--runtime.bwrap-host-net"}, nil, func(t *testing.T, c Config) {
-			assert.True(t, c.Runtime.(*harness.Bwrap).HostNet)
+			assert.True(t, c.Runtime.(*local.Bwrap).HostNet)
 			assert.False(t, harness.IsRemote(c.Runtime))
 		}},
 		{"gateway", []string{"--gateway-addr", "127.0.0.1:8470", "--gateway-ttl", "30m"}, map[string]string{"EVALFLOW_GATEWAY_TOKEN": "gw"},

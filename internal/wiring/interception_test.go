@@ -10,11 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/tunnel"
 )
 
 // remoteRuntime is a runtime that says its harnesses are remote.
-type remoteRuntime struct{ *harness.Local }
+type remoteRuntime struct{ *local.Runtime }
 
 func (remoteRuntime) Remote() bool { return true }
 
@@ -50,9 +51,9 @@ func TestInterceptionTunnel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var rt harness.Runtime = &harness.Local{}
+			var rt harness.Runtime = &local.Runtime{}
 			if tt.remote {
-				rt = remoteRuntime{&harness.Local{}}
+				rt = remoteRuntime{&local.Runtime{}}
 			}
 			err := tt.c.Validate()
 			got, terr := tt.c.Tunnel(rt)

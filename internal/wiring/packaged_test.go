@@ -7,7 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/harness/auto"
 	"github.com/evalflow/evalflow/internal/harness/container"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/internal/harness/packaged"
 )
 
@@ -22,11 +24,11 @@ func TestPackagedRuntime(t *testing.T) {
 		remote    bool
 		images    bool
 	}{
-		{&harness.Local{}, true, false, false},
-		{&harness.Netns{}, true, true, false},
-		{&harness.Bwrap{}, false, false, false},
-		{&harness.Bwrap{IsolateNet: true}, false, true, false},
-		{&harness.Auto{}, true, false, true},
+		{&local.Runtime{}, true, false, false},
+		{&local.Netns{}, true, true, false},
+		{&local.Bwrap{}, false, false, false},
+		{&local.Bwrap{IsolateNet: true}, false, true, false},
+		{&auto.Runtime{}, true, false, true},
 		{&container.Runtime{}, true, false, true},
 	} {
 		rt := packagedRuntime(tc.rt, "/cache", "/work")

@@ -274,12 +274,12 @@ func (sb *sandbox) command(argv []string) []string {
 
 // runHarness executes the harness in the sandbox.
 func (sb *sandbox) runHarness(ctx context.Context, spec harness.Spec, env harness.Environment) (harness.Result, error) {
-	paths := harness.SandboxPaths{Workdir: sb.workdir, Files: RunDir, Logs: LogsDir}
+	paths := harness.Paths{Workdir: sb.workdir, Files: RunDir, Workspace: sb.workdir, Logs: LogsDir}
 	if spec.Solution != "" {
 		paths.Solution = SolutionDir
 	}
 	res, err := sb.exec(ctx, keeper.Request{
-		Argv: sb.command(spec.Command), Env: harness.SandboxEnv(spec, paths), Dir: sb.workdir,
+		Argv: sb.command(spec.Command), Env: harness.Env(nil, spec, paths), Dir: sb.workdir,
 	}, spec.Timeout, spec.OutputLimit)
 	if err != nil {
 		return res, err

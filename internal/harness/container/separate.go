@@ -81,7 +81,7 @@ func (sb *sandbox) verifySeparate(ctx context.Context, spec harness.VerifySpec, 
 		return harness.VerifyResult{}, fmt.Errorf("the verifier of %s: %w", spec.Key, err)
 	}
 	res, err := v.exec(ctx, keeper.Request{
-		Argv: []string{"sh", "-c", spec.Command}, Env: harness.SandboxVerifierEnv(spec, workdir, LogsDir, tests), Dir: workdir,
+		Argv: []string{"sh", "-c", spec.Command}, Env: verifierEnv(spec, workdir, tests), Dir: workdir,
 	}, spec.Timeout, spec.OutputLimit, func() { _ = v.remove(context.Background(), r.Engine) })
 	if err != nil {
 		return harness.VerifyResult{}, fmt.Errorf("run verifier: %w", err)

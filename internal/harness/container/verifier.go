@@ -93,7 +93,7 @@ func (sb *sandbox) verify(ctx context.Context, spec harness.VerifySpec) (_ harne
 		}
 	}
 	res, err := v.exec(ctx, keeper.Request{
-		Argv: []string{"sh", "-c", spec.Command}, Env: harness.SandboxVerifierEnv(spec, sb.workdir, LogsDir, tests), Dir: sb.workdir,
+		Argv: []string{"sh", "-c", spec.Command}, Env: verifierEnv(spec, sb.workdir, tests), Dir: sb.workdir,
 	}, spec.Timeout, spec.OutputLimit, stop)
 	if err != nil {
 		return harness.VerifyResult{}, fmt.Errorf("run verifier: %w", err)
@@ -222,3 +222,9 @@ func (r *Runtime) removeOrphanedSnapshots(ctx context.Context) error {
 }
 
 var errNoSandbox = errors.New("verify: the rollout's sandbox is gone")
+
+// verifierEnv is the environment of a verifier in a sandbox whose
+// workspace is workdir and whose tests are at tests ("" for none).
+func verifierEnv(spec harness.VerifySpec, workdir, tests string) []string {
+	return harness.VerifierEnv(nil, spec, harness.VerifierPaths{Tests: tests, Workspace: workdir, Logs: LogsDir, VerifierLogs: LogsDir + "/" + harness.VerifierLogs})
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/internal/harness/packaged"
 	"github.com/evalflow/evalflow/tasksets"
 )
@@ -20,7 +21,7 @@ import (
 func TestInstallWithoutRegistryIsAClearConfigError(t *testing.T) {
 	cache := t.TempDir()
 	rt := &packaged.Runtime{
-		Runtime: &harness.Local{Dir: t.TempDir()},
+		Runtime: &local.Runtime{Dir: t.TempDir()},
 		Installer: &packaged.Installer{Dir: cache, Env: []string{
 			"npm_config_registry=http://127.0.0.1:1/",
 			"npm_config_cache=" + t.TempDir(), // nothing cached to fall back on
@@ -139,7 +140,7 @@ func TestParse(t *testing.T) {
 // TestOtherCommandsPassThrough: a command that names no packaged harness
 // runs on the wrapped runtime as it is.
 func TestOtherCommandsPassThrough(t *testing.T) {
-	rt := &packaged.Runtime{Runtime: &harness.Local{Dir: t.TempDir()}, Installer: &packaged.Installer{Dir: t.TempDir()}}
+	rt := &packaged.Runtime{Runtime: &local.Runtime{Dir: t.TempDir()}, Installer: &packaged.Installer{Dir: t.TempDir()}}
 	res, err := rt.Run(context.Background(), harness.Spec{Key: "run/0/0/0",
 		Command: []string{"sh", "-c", `printf passed >"$EVALFLOW_ANSWER_FILE"`}, Task: tasksets.Task{ID: "t", Prompt: "hi"}})
 	require.NoError(t, err)
@@ -148,7 +149,7 @@ func TestOtherCommandsPassThrough(t *testing.T) {
 }
 
 func TestUnsupportedRuntimeIsAConfigError(t *testing.T) {
-	rt := &packaged.Runtime{Runtime: &harness.Local{}, Installer: &packaged.Installer{Dir: t.TempDir()},
+	rt := &packaged.Runtime{Runtime: &local.Runtime{}, Installer: &packaged.Installer{Dir: t.TempDir()},
 		Unsupported: "the docker runtime cannot run it"}
 	_, err := rt.Run(context.Background(), harness.Spec{Command: packaged.Command(packaged.Codex, "")})
 	var cfgErr *harness.ConfigError

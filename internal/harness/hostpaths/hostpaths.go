@@ -1,4 +1,8 @@
-package harness
+// Package hostpaths finds what keeps a task from running on this host's
+// files (the local and netns runtimes): its own scripts naming the
+// absolute paths a sandbox gives it (/app, /tests, /logs, /solution, its
+// Dockerfile's WORKDIR), where this host holds nothing of the task's.
+package hostpaths
 
 import (
 	"bufio"
@@ -11,103 +15,39 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/harness/dockerfile"
 	"github.com/evalflow/evalflow/tasksets"
 )
 
-// TaskChecker is a runtime that cannot run every task: CheckTask returns a
-// *ConfigError saying why it refuses task, nil when it can run it. A run's
-// start checks its tasks with it, so that a task the runtime cannot honour
-// stops the run, named, before any rollout is scored.
-type TaskChecker interface {
-	CheckTask(task tasksets.Task) error
-}
-
-// CheckerOf is the TaskChecker of rt, looking through wrappers.
-func CheckerOf(rt Runtime) (TaskChecker, bool) {
-	for rt != nil {
-		if c, ok := rt.(TaskChecker); ok {
-			return c, true
-		}
-		u, ok := rt.(Wrapper)
-		if !ok {
-			return nil, false
-		}
-		rt = u.Unwrap()
-	}
-	return nil, false
-}
-
-var (
-	_ TaskChecker = (*Local)(nil)
-	_ TaskChecker = (*Netns)(nil)
-	_ TaskChecker = (*Bwrap)(nil)
-	_ TaskChecker = (*Auto)(nil)
-)
-
-// CheckTask refuses a task whose own scripts assume the paths of a sandbox
-// (see sandboxPaths): run on this host's files, they would find none of
-// them; and one that asks for a separate verifier.
-func (l *Local) CheckTask(task tasksets.Task) error {
-	if err := refuseSeparate(task, "local"); err != nil {
-		return err
-	}
-	return checkHostPaths(task, "local")
-}
-
-// CheckTask refuses what Local refuses: the namespace sees the host's files.
-func (n *Netns) CheckTask(task tasksets.Task) error {
-	if err := refuseSeparate(task, "netns"); err != nil {
-		return err
-	}
-	return checkHostPaths(task, "netns")
-}
-
-// CheckTask refuses a task that asks for a separate verifier: a bubblewrap
-// sandbox is the host's system, not a fresh one of the verifier's.
-func (b *Bwrap) CheckTask(task tasksets.Task) error { return refuseSeparate(task, "bwrap") }
-
-// CheckTask checks a task in the runtime it runs in: a task with an
-// environment goes to a sandbox, which honours its paths; the others run
-// locally.
-func (a *Auto) CheckTask(task tasksets.Task) error {
-	rt, err := a.forTask(task)
-	if err != nil {
-		return err
-	}
-	if c, ok := rt.(TaskChecker); ok {
-		return c.CheckTask(task)
-	}
-	return nil
-}
-
-// HostPathsError is a task a runtime on this host's files (local, netns)
-// cannot give what it assumes: its scripts use the absolute paths a sandbox
-// has (/app, /tests, /logs, /solution, its Dockerfile's WORKDIR), where
-// this host has nothing of the task's.
-type HostPathsError struct {
+// Error is a task a runtime on this host's files (local, netns) cannot
+// give what it assumes: its scripts use the absolute paths a sandbox has
+// (/app, /tests, /logs, /solution, its Dockerfile's WORKDIR), where this
+// host has nothing of the task's.
+type Error struct {
 	Task    string
 	Runtime string
 	// Workdir is the task's Dockerfile WORKDIR, "" when it has none.
 	Workdir string
 	// Uses are where the task names such paths, the first few.
-	Uses []PathUse
+	Uses []Use
 }
 
-// PathUse is one place a task names a sandbox path.
-type PathUse struct {
+// Use is one place a task names a sandbox path.
+type Use struct {
 	File string // relative to the task's directory ("solution/solve.sh"), or "verify command"
 	Line int
 	Path string // the path as named, e.g. /app/hello.txt
 }
 
-func (u PathUse) String() string {
+func (u Use) String() string {
 	if u.Line == 0 {
 		return fmt.Sprintf("%s: %s", u.File, u.Path)
 	}
 	return fmt.Sprintf("%s line %d: %s", u.File, u.Line, u.Path)
 }
 
-func (e *HostPathsError) Error() string {
+func (e *Error) Error() string {
 	uses := make([]string, len(e.Uses))
 	for i, u := range e.Uses {
 		uses[i] = u.String()
@@ -122,30 +62,35 @@ func (e *HostPathsError) Error() string {
 		e.Task, workdir, strings.Join(uses, "; "), e.Runtime)
 }
 
+// The paths of a sandbox that a task's verify command may name, rewritten
+// on this host.
+const tests = "/tests"
+
 // sandboxPaths are the absolute paths a sandbox gives a task and this
 // host does not: the workspace, the tests, the logs, the solution.
-var sandboxPaths = []string{DefaultMount, sandboxTests, sandboxLogs, sandboxSolution}
+var sandboxPaths = []string{harness.DefaultMount, tests, "/logs", "/solution"}
 
-// Bounds of what checkHostPaths reads of a task's files.
+// Bounds of what Check reads of a task's files.
 const (
 	maxUses       = 5
 	maxCheckFiles = 200
 	maxCheckSize  = 256 << 10
 )
 
-// checkHostPaths returns a *ConfigError wrapping a *HostPathsError when the
+// Check returns a *harness.ConfigError wrapping an *Error when the
 // task's own scripts — its solution's and its tests' files, its verify
 // command — name a sandbox path. A path given only as the default of a
 // variable (${EVALFLOW_WORKSPACE:-/app}) or in a comment does not count;
 // nor does /tests in the verify command, which the host runtimes rewrite.
-func checkHostPaths(task tasksets.Task, runtime string) error {
+// runtime names the runtime that refuses it.
+func Check(task tasksets.Task, runtime string) error {
 	workdir := dockerfileWorkdir(task)
 	paths := sandboxPaths
-	if workdir != "" && workdir != DefaultMount && !strings.HasPrefix(workdir, DefaultMount+"/") && workdir != "/" {
+	if workdir != "" && workdir != harness.DefaultMount && !strings.HasPrefix(workdir, harness.DefaultMount+"/") && workdir != "/" {
 		paths = append(append([]string(nil), paths...), workdir)
 	}
-	var uses []PathUse
-	add := func(file string, found []PathUse) {
+	var uses []Use
+	add := func(file string, found []Use) {
 		for _, u := range found {
 			if len(uses) < maxUses {
 				u.File = file
@@ -156,7 +101,7 @@ func checkHostPaths(task tasksets.Task, runtime string) error {
 	if task.Verify != "" {
 		var rest []string
 		for _, p := range paths {
-			if p != sandboxTests {
+			if p != tests {
 				rest = append(rest, p)
 			}
 		}
@@ -198,7 +143,7 @@ func checkHostPaths(task tasksets.Task, runtime string) error {
 	if len(uses) == 0 {
 		return nil
 	}
-	return &ConfigError{Err: &HostPathsError{Task: task.ID, Runtime: runtime, Workdir: workdir, Uses: uses}}
+	return &harness.ConfigError{Err: &Error{Task: task.ID, Runtime: runtime, Workdir: workdir, Uses: uses}}
 }
 
 // taskRoot is the directory a task's files are named relative to: the
@@ -222,20 +167,29 @@ func dockerfileWorkdir(task tasksets.Task) string {
 	if err != nil {
 		return ""
 	}
-	ins, err := parseDockerfile(b)
+	ins, err := dockerfile.Parse(b)
 	if err != nil {
 		return ""
 	}
 	for _, in := range ins {
-		if in.cmd == "WORKDIR" {
-			plan, err := planDockerfile(ins, workerLookup)
+		if in.Cmd == "WORKDIR" {
+			plan, err := dockerfile.Interpret(ins, workerLookup)
 			if err != nil {
 				return ""
 			}
-			return path.Clean(plan.workdir)
+			return path.Clean(plan.Workdir)
 		}
 	}
 	return ""
+}
+
+// workerLookup is the worker's environment without credentials, as a
+// workspace's Dockerfile sees it.
+func workerLookup(name string) string {
+	if harness.IsSecretName(name) {
+		return ""
+	}
+	return os.Getenv(name)
 }
 
 var (
@@ -252,7 +206,7 @@ var (
 
 // scanPaths finds the sandbox paths among paths that text names as paths
 // of their own, one a line, skipping comments and variable defaults.
-func scanPaths(text []byte, paths []string) []PathUse {
+func scanPaths(text []byte, paths []string) []Use {
 	if len(paths) == 0 {
 		return nil
 	}
@@ -261,7 +215,7 @@ func scanPaths(text []byte, paths []string) []PathUse {
 		alts[i] = regexp.QuoteMeta(p)
 	}
 	re := regexp.MustCompile(`(?:^|[\s'"=:(<>;|&,\[])((?:` + strings.Join(alts, "|") + `)(?:/[^\s'"();|&<>,\]]*)?)(?:$|[\s'"();|&<>,\]])`)
-	var out []PathUse
+	var out []Use
 	sc := bufio.NewScanner(bytes.NewReader(text))
 	sc.Buffer(make([]byte, 64<<10), maxCheckSize)
 	for n := 1; sc.Scan(); n++ {
@@ -274,7 +228,7 @@ func scanPaths(text []byte, paths []string) []PathUse {
 		}
 		line = trailingComment.ReplaceAllString(defaultExpansion.ReplaceAllString(line, ""), "")
 		if m := re.FindStringSubmatch(line); m != nil {
-			out = append(out, PathUse{Line: n, Path: m[1]})
+			out = append(out, Use{Line: n, Path: m[1]})
 		}
 	}
 	return out

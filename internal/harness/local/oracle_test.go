@@ -1,4 +1,4 @@
-package harness
+package local
 
 import (
 	"context"
@@ -8,20 +8,21 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/tasksets"
 )
 
 // runTask runs command on task in rt, as an oracle when solution is set,
 // then its verifier.
-func runTask(t *testing.T, rt verifyingRuntime, task tasksets.Task, command []string, solution string) VerifyResult {
+func runTask(t *testing.T, rt verifyingRuntime, task tasksets.Task, command []string, solution string) harness.VerifyResult {
 	t.Helper()
-	ws, err := PrepareWorkspace(t.TempDir(), task, PrepareOptions{})
+	ws, err := harness.PrepareWorkspace(t.TempDir(), task, harness.PrepareOptions{})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, ws.Remove()) }()
-	res, err := rt.Run(context.Background(), Spec{Key: task.ID, Command: command, Task: task, Workspace: ws, Solution: solution, Timeout: task.AgentTimeout})
+	res, err := rt.Run(context.Background(), harness.Spec{Key: task.ID, Command: command, Task: task, Workspace: ws, Solution: solution, Timeout: task.AgentTimeout})
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode, "%s: the harness failed: %s", task.ID, res.Stderr)
-	got, err := rt.Verify(context.Background(), VerifySpec{
+	got, err := rt.Verify(context.Background(), harness.VerifySpec{
 		Key: task.ID, Workspace: ws, Tests: task.Tests, Command: task.Verify, Env: task.VerifierEnv, Timeout: task.VerifierTimeout,
 	})
 	require.NoError(t, err, "%s: verify", task.ID)
@@ -38,7 +39,7 @@ func TestHarborSampleOracle(t *testing.T) {
 			task, err := ts.Task(context.Background(), i)
 			require.NoError(t, err)
 			t.Run(r.name+"/"+task.ID, func(t *testing.T) {
-				solved := runTask(t, r.rt, task, OracleCommand(), task.Solution)
+				solved := runTask(t, r.rt, task, harness.OracleCommand(), task.Solution)
 				assert.Equal(t, 1.0, solved.Reward, "%s with its solution: %s %s", task.ID, solved.Stdout, solved.Stderr)
 				idle := runTask(t, r.rt, task, []string{"true"}, "")
 				assert.Equal(t, 0.0, idle.Reward, "%s with nothing done", task.ID)
@@ -52,7 +53,7 @@ func TestHarborSampleOracle(t *testing.T) {
 }
 
 func TestOracleWithoutSolution(t *testing.T) {
-	res, err := (&Local{Dir: t.TempDir(), Grace: 100 * time.Millisecond}).Run(context.Background(), Spec{Key: "k", Command: OracleCommand()})
+	res, err := (&Runtime{Dir: t.TempDir(), Grace: 100 * time.Millisecond}).Run(context.Background(), harness.Spec{Key: "k", Command: harness.OracleCommand()})
 	require.NoError(t, err)
 	assert.NotEqual(t, 0, res.ExitCode)
 	assert.Contains(t, res.Stderr, "this task has none")

@@ -1,6 +1,6 @@
 //go:build linux
 
-package harness
+package local
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func TestWorkerProcess(t *testing.T) {
 	if out == "" {
 		return
 	}
-	local := Local{Dir: out}
+	local := Runtime{Dir: out}
 	spec := shell(orphanScript, "OUT="+out)
 	var err error
 	switch os.Getenv(workerRuntimeEnv) {
@@ -77,7 +77,7 @@ func TestHarnessDiesWithWorker(t *testing.T) {
 				_, err := exec.LookPath("ip")
 				require.NoError(t, err, "network namespaces need iproute2 (make setup installs it)")
 				// Made here: the worker dies before it could remove it.
-				n, err := NewNetns(context.Background(), "10.213.249.0", Local{})
+				n, err := NewNetns(context.Background(), "10.213.249.0", Runtime{})
 				require.NoError(t, err)
 				t.Cleanup(func() { require.NoError(t, n.Close()) })
 				env = append(env, workerNetnsEnv+"="+n.Name)

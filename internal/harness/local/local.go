@@ -1,13 +1,13 @@
-package harness
+// Package local runs harnesses on this host's files: as subprocesses of
+// the worker (Runtime), in a network namespace (Netns), or in a bubblewrap
+// sandbox (Bwrap); each is also the verifier of the tasks it runs.
+package local
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,20 +16,23 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/harness/hostpaths"
 	"github.com/evalflow/evalflow/tasksets"
 )
 
 // DefaultGrace is how long a harness has between SIGTERM and SIGKILL when
-// Local.Grace is 0.
+// Runtime.Grace is 0.
 const DefaultGrace = 2 * time.Second
 
-// answerLimit bounds how much of the answer file is read.
-const answerLimit = 1 << 20
+var (
+	_ harness.Runtime     = (*Runtime)(nil)
+	_ harness.Verifier    = (*Runtime)(nil)
+	_ harness.TaskChecker = (*Runtime)(nil)
+)
 
-var _ Runtime = (*Local)(nil)
-
-// Local runs harnesses as subprocesses of the worker, each in its own process
-// group and its own temporary workdir.
+// Runtime runs harnesses as subprocesses of the worker, each in its own
+// process group and its own temporary workdir.
 //
 // A harness dies with its worker, however the worker ends (SIGKILL, a
 // crash, the OOM killer), so that no orphan keeps spending a provider's
@@ -40,7 +43,7 @@ var _ Runtime = (*Local)(nil)
 // death closes it. Leading the group also keeps its id from being reused
 // while the supervisor lives. A process that leaves the group (setsid) is
 // out of its reach.
-type Local struct {
+type Runtime struct {
 	// Dir is the parent of per-rollout temporary workdirs; "" is os.TempDir().
 	Dir string
 	// Keep leaves workdirs in place after the run, for debugging.
@@ -51,44 +54,67 @@ type Local struct {
 }
 
 // Run runs spec.Command in a fresh workdir holding task.json, with the
-// environment Env builds, and waits for it. With spec.Workspace it runs in
+// environment harness.Env builds, and waits for it. With spec.Workspace it runs in
 // the workspace instead (EVALFLOW_WORKSPACE, EVALFLOW_LOGS and the
 // Dockerfile's ENV set), with task.json and answer.txt in a directory of
 // their own outside it; the workspace is left for the verifier. On spec.Timeout the whole process
 // group is terminated and the Result says TimedOut; when ctx is done first the
 // group is terminated too and ctx.Err() is returned with the partial Result.
 // A command that cannot be found returns an error wrapping exec.ErrNotFound.
-func (l *Local) Run(ctx context.Context, spec Spec) (Result, error) {
+func (l *Runtime) Run(ctx context.Context, spec harness.Spec) (harness.Result, error) {
 	return l.runWith(ctx, spec, nil)
+}
+
+// CheckTask refuses a task whose own scripts assume the paths of a sandbox
+// (see hostpaths.Check): run on this host's files, they would find none of
+// them; and one that asks for a separate verifier.
+func (l *Runtime) CheckTask(task tasksets.Task) error {
+	if err := refuseSeparate(task, "local"); err != nil {
+		return err
+	}
+	return hostpaths.Check(task, "local")
+}
+
+// refuseSeparate is the error of a runtime that has no separate verifier
+// to give a task that asks for one, nil for any other task.
+func refuseSeparate(task tasksets.Task, runtime string) error {
+	setup, err := harness.VerifierSetupOf(task)
+	if err != nil {
+		return &harness.ConfigError{Err: err}
+	}
+	if !setup.Separate() {
+		return nil
+	}
+	return &harness.ConfigError{Err: fmt.Errorf("task %s asks for [verifier] environment_mode = %q (a verifier in a fresh sandbox, fed only the task's artifacts), which the %s runtime cannot give: run it with --runtime docker (auto picks it where a container engine answers)", task.ID, harness.VerifierSeparate, runtime)}
 }
 
 // runWith is Run; onOrphan, if set, is a command the supervisor runs when
 // the worker dies before the harness ends (a container to remove, say).
-func (l *Local) runWith(ctx context.Context, spec Spec, onOrphan []string) (Result, error) {
+func (l *Runtime) runWith(ctx context.Context, spec harness.Spec, onOrphan []string) (harness.Result, error) {
 	if len(spec.Command) == 0 {
-		return Result{}, errors.New("run harness: empty command")
+		return harness.Result{}, errors.New("run harness: empty command")
 	}
 	if err := ctx.Err(); err != nil {
-		return Result{}, err
+		return harness.Result{}, err
 	}
 	dirs, err := l.makeRunDirs(spec)
 	if err != nil {
-		return Result{}, err
+		return harness.Result{}, err
 	}
 	defer dirs.cleanup()
-	view := envPaths{workdir: dirs.cwd, files: dirs.files}
+	view := harness.Paths{Workdir: dirs.cwd, Files: dirs.files}
 	if ws := spec.Workspace; ws != nil {
-		view.workspace, view.logs, view.wsEnv = ws.Dir, ws.Logs, ws.Env
+		view.Workspace, view.Logs, view.WorkspaceEnv = ws.Dir, ws.Logs, ws.Env
 	}
-	view.solution = spec.Solution
+	view.Solution = spec.Solution
 	res, err := l.exec(ctx, proc{
-		argv: spec.Command, dir: dirs.cwd, env: contractEnv(os.Environ(), spec, view),
+		argv: spec.Command, dir: dirs.cwd, env: harness.Env(os.Environ(), spec, view),
 		timeout: spec.Timeout, outputLimit: spec.OutputLimit, onOrphan: onOrphan,
 	})
 	if err != nil {
 		return res, err
 	}
-	res.Answer = readAnswer(filepath.Join(dirs.files, AnswerFile))
+	res.Answer = harness.ReadAnswer(filepath.Join(dirs.files, harness.AnswerFile))
 	return res, nil
 }
 
@@ -105,7 +131,7 @@ type proc struct {
 // exec runs p to completion. On p.timeout the process group is terminated
 // and the Result says TimedOut; when ctx is done first the group is
 // terminated too and ctx.Err() is returned with the partial Result.
-func (l *Local) exec(ctx context.Context, p proc) (Result, error) {
+func (l *Runtime) exec(ctx context.Context, p proc) (harness.Result, error) {
 	runCtx := ctx
 	if p.timeout > 0 {
 		var cancel context.CancelFunc
@@ -137,14 +163,14 @@ type runDirs struct {
 // one, the harness works in the workspace, which stays for the verifier,
 // and its files live in a directory of their own outside it, so the
 // agent's files and evalflow's never mix.
-func (l *Local) makeRunDirs(spec Spec) (runDirs, error) {
+func (l *Runtime) makeRunDirs(spec harness.Spec) (runDirs, error) {
 	var d runDirs
 	if ws := spec.Workspace; ws != nil {
-		files, err := ws.scratch("run")
+		files, err := scratch(ws, "run")
 		if err != nil {
 			return d, fmt.Errorf("harness files: %w", err)
 		}
-		d = runDirs{cwd: ws.hostWorkdir(), files: files}
+		d = runDirs{cwd: ws.HostWorkdir(), files: files}
 	} else {
 		dir, err := l.makeWorkdir()
 		if err != nil {
@@ -154,18 +180,18 @@ func (l *Local) makeRunDirs(spec Spec) (runDirs, error) {
 	}
 	d.cleanup = func() {
 		if !l.Keep {
-			removeAll(d.files)
+			_ = harness.RemoveAll(d.files)
 		}
 	}
-	if err := writeTaskFile(d.files, spec.Task); err != nil {
-		removeAll(d.files)
+	if err := harness.WriteTaskFile(d.files, spec.Task); err != nil {
+		_ = harness.RemoveAll(d.files)
 		return runDirs{}, err
 	}
 	return d, nil
 }
 
 // makeWorkdir creates a fresh temporary workdir under Dir.
-func (l *Local) makeWorkdir() (string, error) {
+func (l *Runtime) makeWorkdir() (string, error) {
 	parent := l.Dir
 	if parent == "" {
 		parent = os.TempDir()
@@ -181,21 +207,9 @@ func (l *Local) makeWorkdir() (string, error) {
 	return dir, nil
 }
 
-// writeTaskFile writes the task, as the harness may see it, into dir.
-func writeTaskFile(dir string, t tasksets.Task) error {
-	task, err := json.Marshal(t.ForHarness())
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, TaskFile), task, 0o644)
-	}
-	if err != nil {
-		return fmt.Errorf("write task file: %w", err)
-	}
-	return nil
-}
-
 // run starts the process and waits for it. killed reports whether ctx ended
 // it (the caller tells timeout from cancellation).
-func (l *Local) run(ctx context.Context, p proc) (res Result, killed bool, err error) {
+func (l *Runtime) run(ctx context.Context, p proc) (res harness.Result, killed bool, err error) {
 	grace := l.Grace
 	if grace <= 0 {
 		grace = DefaultGrace
@@ -209,7 +223,7 @@ func (l *Local) run(ctx context.Context, p proc) (res Result, killed bool, err e
 	defer sup.stop()
 	pgid := sup.pgid()
 
-	stdout, stderr := newTail(p.outputLimit), newTail(p.outputLimit)
+	stdout, stderr := harness.NewTail(p.outputLimit), harness.NewTail(p.outputLimit)
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return res, false, fmt.Errorf("harness stdout pipe: %w", err)
@@ -347,36 +361,8 @@ func closeAll(files ...*os.File) {
 	}
 }
 
-// readAnswer returns the trimmed answer file, or "" when the harness wrote
-// none. An unreadable answer is the harness's fault and reads as no answer.
-func readAnswer(path string) string {
-	// Only a regular file: a FIFO would block the worker, a symlink could
-	// point anywhere.
-	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, answerLimit))
-	if err != nil {
-		return ""
-	}
-	return string(bytes.TrimSpace(b))
-}
-
-// removeAll removes dir even when the harness left read-only directories in it.
-func removeAll(dir string) {
-	if os.RemoveAll(dir) == nil {
-		return
-	}
-	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			_ = os.Chmod(path, 0o700)
-		}
-		return nil
-	})
-	_ = os.RemoveAll(dir)
+// scratch makes a fresh directory for one run's own files (the task file,
+// the answer, a home) in the workspace's root, outside its Dir.
+func scratch(ws *harness.Workspace, prefix string) (string, error) {
+	return os.MkdirTemp(ws.Root(), prefix+"-*")
 }

@@ -1,32 +1,37 @@
-package harness
+// Package dockerfile is the subset of a Dockerfile that makes sense
+// without a container engine: a task's workspace on this host's files is
+// prepared from it (WORKDIR, COPY and ADD of the build context, ENV, ARG),
+// and what only an engine can carry out (RUN, earlier build stages, COPY
+// --from, ADD of a URL) is named.
+package dockerfile
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
-// instruction is one Dockerfile instruction, continuation lines joined.
-type instruction struct {
-	cmd  string // upper case: RUN, COPY, …
-	args string
-	line int
+// Instruction is one Dockerfile instruction, continuation lines joined.
+type Instruction struct {
+	Cmd  string // upper case: RUN, COPY, …
+	Args string
+	Line int // 1-based, of its first line
 }
 
 // String is the instruction as written (joined), cut to a short line, for notes.
-func (in instruction) String() string {
-	return shorten(in.cmd+" "+in.args, 100)
+func (in Instruction) String() string {
+	return shorten(in.Cmd+" "+in.Args, 100)
 }
 
-// parseDockerfile splits a Dockerfile into instructions: comments and blank
+// Parse splits a Dockerfile into instructions: comments and blank
 // lines dropped, continuation lines joined (the escape character is \ or
 // the one a "# escape=" directive names), heredoc bodies (RUN <<EOF …)
 // consumed.
-func parseDockerfile(data []byte) ([]instruction, error) {
+func Parse(data []byte) ([]Instruction, error) {
 	lines := strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n")
 	escape := byte('\\')
 	// Parser directives come first, as comments.
@@ -43,7 +48,7 @@ func parseDockerfile(data []byte) ([]instruction, error) {
 			escape = '`'
 		}
 	}
-	var out []instruction
+	var out []Instruction
 	for i := 0; i < len(lines); i++ {
 		l := strings.TrimSpace(lines[i])
 		if l == "" || strings.HasPrefix(l, "#") {
@@ -73,8 +78,8 @@ func parseDockerfile(data []byte) ([]instruction, error) {
 			}
 		}
 		cmd, args, _ := strings.Cut(b.String(), " ")
-		in := instruction{cmd: strings.ToUpper(cmd), args: strings.TrimSpace(args), line: start}
-		for _, word := range heredocWords(in.args) {
+		in := Instruction{Cmd: strings.ToUpper(cmd), Args: strings.TrimSpace(args), Line: start}
+		for _, word := range heredocWords(in.Args) {
 			for i++; i < len(lines) && strings.TrimSpace(lines[i]) != word; i++ {
 			}
 		}
@@ -108,47 +113,59 @@ func heredocWords(args string) []string {
 
 // copyOp is one source of a COPY or ADD, resolved against the workdir.
 type copyOp struct {
-	in      instruction
+	in      Instruction
 	src     string // relative to the build context, slash-separated
 	dst     string // absolute in the image
 	intoDir bool   // dst is a directory: ends in /, or the instruction has several sources
 }
 
-// dockerfilePlan is what the interpretable subset of a Dockerfile asks for.
-type dockerfilePlan struct {
-	workdir string // the final WORKDIR, absolute; /app when none is given
-	env     []string
-	copies  []copyOp
-	notes   []string
-	// unsupported are the lines that cannot be carried out outside a
-	// container engine, in the Dockerfile's order, each noted too. Their
-	// Task is not filled in.
-	unsupported []*UnsupportedError
+// Plan is what the interpretable subset of a Dockerfile asks for.
+type Plan struct {
+	// Workdir is the final WORKDIR, absolute; DefaultWorkdir when none
+	// is given.
+	Workdir string
+	// Env is its ENV, KEY=VALUE.
+	Env []string
+	// Notes say what was skipped, or done otherwise than an engine would.
+	Notes []string
+	// Unsupported are the lines that cannot be carried out outside a
+	// container engine, in the Dockerfile's order, each noted too.
+	Unsupported []Unsupported
+
+	copies []copyOp
+}
+
+// Unsupported is a Dockerfile line only a container engine can carry out.
+type Unsupported struct {
+	Line int
+	// Instruction is the instruction as written, shortened.
+	Instruction string
+	Reason      string // e.g. "RUN is not run outside a container engine"
 }
 
 // skip notes a line that cannot be carried out outside a container engine
 // and keeps it among the unsupported ones.
-func (p *dockerfilePlan) skip(in instruction, note, reason string) {
-	p.notes = append(p.notes, note)
-	p.unsupported = append(p.unsupported, &UnsupportedError{Line: in.line, Instruction: in.String(), Reason: reason})
+func (p *Plan) skip(in Instruction, note, reason string) {
+	p.Notes = append(p.Notes, note)
+	p.Unsupported = append(p.Unsupported, Unsupported{Line: in.Line, Instruction: in.String(), Reason: reason})
 }
 
-// DefaultMount is where a workspace is seen in a sandbox when the task's
-// Dockerfile sets no WORKDIR.
-const DefaultMount = "/app"
+// DefaultWorkdir is the WORKDIR of a Dockerfile that sets none, as
+// Harbor's tasks have it.
+const DefaultWorkdir = "/app"
 
-// planDockerfile interprets the subset of a Dockerfile that makes sense
+// Interpret interprets the subset of a Dockerfile that makes sense
 // without Docker: WORKDIR, COPY and ADD of build-context paths, ENV and ARG
 // (for ${VAR} substitution). Everything else is noted; what changes the
 // image (RUN, earlier build stages, COPY --from, ADD of a URL) is listed in
 // the plan's unsupported lines as well. Only the last build stage counts,
 // as in an image. lookup gives the values of variables the Dockerfile does
 // not set itself.
-func planDockerfile(ins []instruction, lookup func(string) string) (dockerfilePlan, error) {
-	p := dockerfilePlan{workdir: DefaultMount}
+func Interpret(ins []Instruction, lookup func(string) string) (Plan, error) {
+	p := Plan{Workdir: DefaultWorkdir}
 	last := -1
 	for i, in := range ins {
-		if in.cmd == "FROM" {
+		if in.Cmd == "FROM" {
 			last = i
 		}
 	}
@@ -160,58 +177,58 @@ func planDockerfile(ins []instruction, lookup func(string) string) (dockerfilePl
 		return lookup(name)
 	}
 	stages := 0
-	var firstFrom instruction
+	var firstFrom Instruction
 	for i, in := range ins {
 		if i < last {
-			if in.cmd == "FROM" {
+			if in.Cmd == "FROM" {
 				if stages == 0 {
 					firstFrom = in
 				}
 				stages++
 			}
 			// ARGs before the first FROM are global.
-			if stages == 0 && in.cmd == "ARG" {
-				setArg(vars, in.args, get)
+			if stages == 0 && in.Cmd == "ARG" {
+				setArg(vars, in.Args, get)
 			}
 			continue
 		}
-		switch in.cmd {
+		switch in.Cmd {
 		case "FROM":
 			if stages > 0 {
 				p.skip(firstFrom, fmt.Sprintf("%d earlier build stage(s): skipped outside docker", stages),
 					"build stages before the last are not built outside a container engine")
 			}
-			from := instruction{cmd: in.cmd, args: expand(in.args, get, false)}
-			p.notes = append(p.notes, from.String()+": the host's system stands in for the image")
+			from := Instruction{Cmd: in.Cmd, Args: expand(in.Args, get, false)}
+			p.Notes = append(p.Notes, from.String()+": the host's system stands in for the image")
 		case "ARG":
-			setArg(vars, in.args, get)
+			setArg(vars, in.Args, get)
 		case "ENV":
-			kvs, err := parseEnv(expand(in.args, get, true))
+			kvs, err := parseEnv(expand(in.Args, get, true))
 			if err != nil {
-				return p, fmt.Errorf("Dockerfile line %d: ENV: %w", in.line, err)
+				return p, fmt.Errorf("Dockerfile line %d: ENV: %w", in.Line, err)
 			}
 			for _, kv := range kvs {
 				name, value, _ := strings.Cut(kv, "=")
 				vars[name] = value
-				p.env = append(p.env, kv)
+				p.Env = append(p.Env, kv)
 			}
 		case "WORKDIR":
-			dir := strings.TrimSpace(expand(in.args, get, false))
+			dir := strings.TrimSpace(expand(in.Args, get, false))
 			if dir == "" {
-				return p, fmt.Errorf("Dockerfile line %d: WORKDIR without a directory", in.line)
+				return p, fmt.Errorf("Dockerfile line %d: WORKDIR without a directory", in.Line)
 			}
 			if !path.IsAbs(dir) {
-				dir = path.Join(p.workdir, dir)
+				dir = path.Join(p.Workdir, dir)
 			}
-			p.workdir = path.Clean(dir)
+			p.Workdir = path.Clean(dir)
 		case "COPY", "ADD":
 			if err := p.planCopy(in, get); err != nil {
-				return p, fmt.Errorf("Dockerfile line %d: %w", in.line, err)
+				return p, fmt.Errorf("Dockerfile line %d: %w", in.Line, err)
 			}
 		case "RUN":
 			p.skip(in, in.String()+": not run outside docker", "RUN is not run outside a container engine")
 		default:
-			p.notes = append(p.notes, in.String()+": skipped outside docker")
+			p.Notes = append(p.Notes, in.String()+": skipped outside docker")
 		}
 	}
 	return p, nil
@@ -233,8 +250,8 @@ func setArg(vars map[string]string, args string, get func(string) string) {
 // planCopy reads COPY/ADD [--flags] src... dest (or the JSON array form)
 // into the plan's copies, relative to its workdir. A copy from another
 // image or stage, or an ADD of a URL, cannot be carried out here.
-func (p *dockerfilePlan) planCopy(in instruction, get func(string) string) error {
-	args := strings.TrimSpace(in.args)
+func (p *Plan) planCopy(in Instruction, get func(string) string) error {
+	args := strings.TrimSpace(in.Args)
 	var flags []string
 	for strings.HasPrefix(args, "--") {
 		f, rest, _ := strings.Cut(args, " ")
@@ -244,7 +261,7 @@ func (p *dockerfilePlan) planCopy(in instruction, get func(string) string) error
 	for _, f := range flags {
 		if strings.HasPrefix(f, "--from") {
 			p.skip(in, in.String()+": copies from another image or stage, skipped outside docker",
-				in.cmd+" --from copies from another image or stage, which is not built outside a container engine")
+				in.Cmd+" --from copies from another image or stage, which is not built outside a container engine")
 			return nil
 		}
 		// --chown, --chmod, --link, … change nothing a workspace keeps.
@@ -252,7 +269,7 @@ func (p *dockerfilePlan) planCopy(in instruction, get func(string) string) error
 	var words []string
 	if strings.HasPrefix(args, "[") {
 		if err := json.Unmarshal([]byte(args), &words); err != nil {
-			return fmt.Errorf("%s: the JSON form is not an array of strings", in.cmd)
+			return fmt.Errorf("%s: the JSON form is not an array of strings", in.Cmd)
 		}
 		for i := range words {
 			words[i] = expand(words[i], get, false)
@@ -261,23 +278,23 @@ func (p *dockerfilePlan) planCopy(in instruction, get func(string) string) error
 		words = strings.Fields(expand(args, get, false))
 	}
 	if len(words) < 2 {
-		return fmt.Errorf("%s needs a source and a destination", in.cmd)
+		return fmt.Errorf("%s needs a source and a destination", in.Cmd)
 	}
 	srcs, dst := words[:len(words)-1], words[len(words)-1]
 	intoDir := strings.HasSuffix(dst, "/") || len(srcs) > 1
 	if !path.IsAbs(dst) {
-		dst = path.Join(p.workdir, dst)
+		dst = path.Join(p.Workdir, dst)
 	}
 	dst = path.Clean(dst)
 	var notes []string
 	fetched := false
 	for _, src := range srcs {
-		if in.cmd == "ADD" && isRemote(src) {
+		if in.Cmd == "ADD" && isRemote(src) {
 			notes = append(notes, fmt.Sprintf("ADD %s: not fetched outside docker", shorten(src, 80)))
 			fetched = true
 			continue
 		}
-		if in.cmd == "ADD" && isArchive(src) {
+		if in.Cmd == "ADD" && isArchive(src) {
 			notes = append(notes, fmt.Sprintf("ADD %s: copied without extracting it outside docker", shorten(src, 80)))
 		}
 		p.copies = append(p.copies, copyOp{in: in, src: src, dst: dst, intoDir: intoDir})
@@ -286,7 +303,7 @@ func (p *dockerfilePlan) planCopy(in instruction, get func(string) string) error
 	case fetched:
 		p.skip(in, note, "ADD of a URL or a git repository is not fetched outside a container engine")
 	case note != "":
-		p.notes = append(p.notes, note)
+		p.Notes = append(p.Notes, note)
 	}
 	return nil
 }
@@ -442,19 +459,8 @@ func shorten(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8RuneStart(s[n]) {
+	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
 	return s[:n] + "…"
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
-
-// workerLookup is the worker's environment without credentials: what a
-// Dockerfile's ${VAR} falls back to, as the agent inherits it anyway.
-func workerLookup(name string) string {
-	if IsSecretName(name) {
-		return ""
-	}
-	return os.Getenv(name)
 }

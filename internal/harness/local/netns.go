@@ -1,4 +1,4 @@
-package harness
+package local
 
 import (
 	"bytes"
@@ -10,9 +10,17 @@ import (
 	"net"
 	"os/exec"
 	"strings"
+
+	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/harness/hostpaths"
+	"github.com/evalflow/evalflow/tasksets"
 )
 
-var _ Remote = (*Netns)(nil)
+var (
+	_ harness.Remote      = (*Netns)(nil)
+	_ harness.Verifier    = (*Netns)(nil)
+	_ harness.TaskChecker = (*Netns)(nil)
+)
 
 // Netns runs harnesses as local subprocesses inside a network namespace
 // joined to this host by a veth pair: the harness reaches the host only at
@@ -26,14 +34,14 @@ type Netns struct {
 	// the namespace reaches; NSIP is the namespace's.
 	HostIP, NSIP string
 	// Local runs the wrapped command (workdirs, timeouts, process groups).
-	Local Local
+	Local Runtime
 
 	hostLink string
 }
 
 // NewNetns creates a namespace and a veth pair on the /30 subnet starting at
 // subnet (for example "10.213.7.0"). Close removes both.
-func NewNetns(ctx context.Context, subnet string, local Local) (*Netns, error) {
+func NewNetns(ctx context.Context, subnet string, local Runtime) (*Netns, error) {
 	ip := net.ParseIP(subnet).To4()
 	if ip == nil || ip[3]%4 != 0 {
 		return nil, fmt.Errorf("netns subnet %q is not the start of an IPv4 /30", subnet)
@@ -66,18 +74,27 @@ func NewNetns(ctx context.Context, subnet string, local Local) (*Netns, error) {
 	return n, nil
 }
 
-// Remote implements Remote.
+// Remote implements harness.Remote.
 func (*Netns) Remote() bool { return true }
 
 // Run runs the harness inside the namespace.
-func (n *Netns) Run(ctx context.Context, spec Spec) (Result, error) {
+func (n *Netns) Run(ctx context.Context, spec harness.Spec) (harness.Result, error) {
 	if len(spec.Command) == 0 {
-		return Result{}, errors.New("run harness: empty command")
+		return harness.Result{}, errors.New("run harness: empty command")
 	}
 	// ip execs the command in place: it keeps the process group and the
-	// Pdeathsig Local gives it, so it dies with the worker like any harness.
+	// Pdeathsig Runtime gives it, so it dies with the worker like any harness.
 	spec.Command = append([]string{"ip", "netns", "exec", n.Name}, spec.Command...)
 	return n.Local.Run(ctx, spec)
+}
+
+// CheckTask refuses what Runtime refuses: the namespace sees the host's
+// files.
+func (n *Netns) CheckTask(task tasksets.Task) error {
+	if err := refuseSeparate(task, "netns"); err != nil {
+		return err
+	}
+	return hostpaths.Check(task, "netns")
 }
 
 // Close deletes the namespace and the veth pair.
@@ -103,7 +120,7 @@ func ipCmd(ctx context.Context, args ...string) error {
 
 // Verify runs the verifier inside the namespace too: it runs code the
 // agent wrote, which gets no more network than the agent had.
-func (n *Netns) Verify(ctx context.Context, spec VerifySpec) (VerifyResult, error) {
+func (n *Netns) Verify(ctx context.Context, spec harness.VerifySpec) (harness.VerifyResult, error) {
 	return n.Local.verify(ctx, spec, func(argv []string) []string {
 		return append([]string{"ip", "netns", "exec", n.Name}, argv...)
 	})

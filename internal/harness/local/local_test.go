@@ -1,4 +1,4 @@
-package harness
+package local
 
 import (
 	"bufio"
@@ -17,12 +17,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/tasksets"
 )
 
-// shell is a Spec running script through sh -c.
-func shell(script string, env ...string) Spec {
-	return Spec{
+// shell is a harness.Spec running script through sh -c.
+func shell(script string, env ...string) harness.Spec {
+	return harness.Spec{
 		Command: []string{"sh", "-c", script},
 		BaseURL: "http://127.0.0.1:9",
 		Secret:  "rollout-secret-value",
@@ -40,7 +41,7 @@ func TestLocalEnvContract(t *testing.T) {
 	spec := shell(`env > "$OUT/env" && pwd > "$OUT/pwd" && cp "$EVALFLOW_TASK_FILE" "$OUT/task.json"`, "OUT="+out)
 	spec.MaxTurns = 3
 
-	l := &Local{Dir: t.TempDir()}
+	l := &Runtime{Dir: t.TempDir()}
 	res, err := l.Run(context.Background(), spec)
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode, "stderr: %s", res.Stderr)
@@ -97,14 +98,14 @@ func TestLocalAnswer(t *testing.T) {
 		{`ln -s /etc/hostname "$EVALFLOW_ANSWER_FILE"`, ""},
 	}
 	for _, tt := range tests {
-		res, err := (&Local{Dir: t.TempDir()}).Run(context.Background(), shell(tt.script))
+		res, err := (&Runtime{Dir: t.TempDir()}).Run(context.Background(), shell(tt.script))
 		require.NoError(t, err, "Run(%q)", tt.script)
 		assert.Equal(t, tt.want, res.Answer, "Run(%q).Answer", tt.script)
 	}
 }
 
 func TestLocalNonZeroExitIsResult(t *testing.T) {
-	res, err := (&Local{Dir: t.TempDir()}).Run(context.Background(), shell(`echo out; echo oops >&2; exit 3`))
+	res, err := (&Runtime{Dir: t.TempDir()}).Run(context.Background(), shell(`echo out; echo oops >&2; exit 3`))
 	require.NoError(t, err)
 	assert.Equal(t, 3, res.ExitCode)
 	assert.False(t, res.TimedOut)
@@ -127,7 +128,7 @@ func TestLocalTimeoutKillsProcessGroup(t *testing.T) {
 			pidFile := filepath.Join(t.TempDir(), "pid")
 			spec := shell(tt.script, "PIDFILE="+pidFile)
 			spec.Timeout = time.Second
-			l := &Local{Dir: t.TempDir(), Grace: 100 * time.Millisecond}
+			l := &Runtime{Dir: t.TempDir(), Grace: 100 * time.Millisecond}
 
 			res, err := l.Run(context.Background(), spec)
 			require.NoError(t, err)
@@ -150,12 +151,12 @@ func TestLocalContextCancel(t *testing.T) {
 	defer cancel()
 
 	type outcome struct {
-		res Result
+		res harness.Result
 		err error
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := (&Local{Dir: t.TempDir(), Grace: 100 * time.Millisecond}).Run(ctx, spec)
+		res, err := (&Runtime{Dir: t.TempDir(), Grace: 100 * time.Millisecond}).Run(ctx, spec)
 		done <- outcome{res, err}
 	}()
 	pids := make(chan int, 1)
@@ -188,7 +189,7 @@ func TestLocalContextCancel(t *testing.T) {
 func TestLocalOutputTailBounded(t *testing.T) {
 	spec := shell(`head -c 200000 /dev/zero | tr '\0' a; echo END; head -c 50000 /dev/zero | tr '\0' b >&2`)
 	spec.OutputLimit = 100
-	res, err := (&Local{Dir: t.TempDir()}).Run(context.Background(), spec)
+	res, err := (&Runtime{Dir: t.TempDir()}).Run(context.Background(), spec)
 	require.NoError(t, err)
 	assert.Equal(t, strings.Repeat("a", 96)+"END\n", res.Stdout)
 	assert.Equal(t, strings.Repeat("b", 100), res.Stderr)
@@ -197,7 +198,7 @@ func TestLocalOutputTailBounded(t *testing.T) {
 func TestLocalCommandNotFound(t *testing.T) {
 	spec := shell("")
 	spec.Command = []string{"evalflow-no-such-program"}
-	l := &Local{Dir: t.TempDir()}
+	l := &Runtime{Dir: t.TempDir()}
 	_, err := l.Run(context.Background(), spec)
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, exec.ErrNotFound), "Run(missing program) = %v, want exec.ErrNotFound", err)
@@ -208,7 +209,7 @@ func TestLocalCommandNotFound(t *testing.T) {
 }
 
 func TestLocalEmptyCommand(t *testing.T) {
-	_, err := (&Local{Dir: t.TempDir()}).Run(context.Background(), Spec{})
+	_, err := (&Runtime{Dir: t.TempDir()}).Run(context.Background(), harness.Spec{})
 	assert.Error(t, err)
 }
 
@@ -223,7 +224,7 @@ func TestLocalWorkdirCleanup(t *testing.T) {
 		{keep: true, want: 1},
 	}
 	for _, tt := range tests {
-		l := &Local{Dir: t.TempDir(), Keep: tt.keep}
+		l := &Runtime{Dir: t.TempDir(), Keep: tt.keep}
 		res, err := l.Run(context.Background(), shell(script))
 		require.NoError(t, err)
 		require.Equal(t, 0, res.ExitCode, "stderr: %s", res.Stderr)
@@ -231,8 +232,8 @@ func TestLocalWorkdirCleanup(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, entries, tt.want, "workdirs left with Keep=%v", tt.keep)
 		if tt.keep && len(entries) == 1 {
-			assert.FileExists(t, filepath.Join(l.Dir, entries[0].Name(), TaskFile))
-			removeAll(filepath.Join(l.Dir, entries[0].Name()))
+			assert.FileExists(t, filepath.Join(l.Dir, entries[0].Name(), harness.TaskFile))
+			_ = harness.RemoveAll(filepath.Join(l.Dir, entries[0].Name()))
 		}
 	}
 }
@@ -260,4 +261,28 @@ func alive(pid int) bool {
 	// The state follows the parenthesised command name.
 	i := strings.LastIndexByte(string(stat), ')')
 	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+}
+
+// A harness process sees the SDK timeouts and the run's own variables, the
+// latter winning.
+func TestLocalHarnessSeesRunEnv(t *testing.T) {
+	out := t.TempDir()
+	env := append(harness.SDKTimeoutEnv(20*time.Minute), "OUT="+out, "AGENT_FLAGS=a,b=c", "HTTPX_TIMEOUT=5")
+	spec := shell(`env > "$OUT/env"`, env...)
+	res, err := (&Runtime{Dir: t.TempDir()}).Run(context.Background(), spec)
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode, "stderr: %s", res.Stderr)
+	b, err := os.ReadFile(filepath.Join(out, "env"))
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			got[k] = v
+		}
+	}
+	assert.Equal(t, "1200", got["OPENAI_TIMEOUT"])
+	assert.Equal(t, "1200", got["OPENAI_REQUEST_TIMEOUT"])
+	assert.Equal(t, "1200", got["ANTHROPIC_TIMEOUT"])
+	assert.Equal(t, "5", got["HTTPX_TIMEOUT"], "the run's own value replaces the worker's")
+	assert.Equal(t, "a,b=c", got["AGENT_FLAGS"])
 }

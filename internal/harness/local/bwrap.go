@@ -1,4 +1,4 @@
-package harness
+package local
 
 import (
 	"context"
@@ -10,11 +10,16 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/internal/harness/container/keeper"
 	"github.com/evalflow/evalflow/tasksets"
 )
 
-var _ Remote = (*Bwrap)(nil)
+var (
+	_ harness.Remote      = (*Bwrap)(nil)
+	_ harness.Verifier    = (*Bwrap)(nil)
+	_ harness.TaskChecker = (*Bwrap)(nil)
+)
 
 // Paths inside a bubblewrap sandbox.
 const (
@@ -50,7 +55,7 @@ var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc"}
 // way out at all. IsolateNet leaves out the forwarder (harnesses reach the
 // interception through a tunnel, as with Netns); HostNet shares the host's
 // network instead, isolating nothing of it.
-// Harnesses die with the worker as Local's do (bwrap's --die-with-parent
+// Harnesses die with the worker as Runtime's do (bwrap's --die-with-parent
 // too), and a sandbox's processes die with its bwrap.
 type Bwrap struct {
 	// Binary is the bwrap program; "bwrap" when empty.
@@ -64,7 +69,7 @@ type Bwrap struct {
 	// --unshare-net): its harness reaches everything the host does.
 	HostNet bool
 	// Local runs bwrap (workdirs, timeouts, process groups).
-	Local Local
+	Local Runtime
 }
 
 // Paths of the forwarder inside a bubblewrap sandbox.
@@ -73,7 +78,7 @@ const (
 	sandboxNet   = "/run/evalflow-net" // the interception socket
 )
 
-// Remote implements Remote: a sandbox without a forwarder does not reach
+// Remote implements harness.Remote: a sandbox without a forwarder does not reach
 // this host's loopback.
 func (b *Bwrap) Remote() bool { return b.IsolateNet && !b.HostNet }
 
@@ -88,60 +93,64 @@ func (b *Bwrap) binary() string {
 	return b.Binary
 }
 
+// CheckTask refuses a task that asks for a separate verifier: a bubblewrap
+// sandbox is the host's system, not a fresh one of the verifier's.
+func (b *Bwrap) CheckTask(task tasksets.Task) error { return refuseSeparate(task, "bwrap") }
+
 // Run runs the harness in a sandbox around spec.Workspace, or around a
 // fresh empty workspace, removed afterwards, when there is none.
-func (b *Bwrap) Run(ctx context.Context, spec Spec) (Result, error) {
+func (b *Bwrap) Run(ctx context.Context, spec harness.Spec) (harness.Result, error) {
 	if len(spec.Command) == 0 {
-		return Result{}, errors.New("run harness: empty command")
+		return harness.Result{}, errors.New("run harness: empty command")
 	}
 	if err := ctx.Err(); err != nil {
-		return Result{}, err
+		return harness.Result{}, err
 	}
 	command, exeBinds, err := commandBinds(spec.Command)
 	if err != nil {
-		return Result{}, err
+		return harness.Result{}, err
 	}
 	ws := spec.Workspace
 	if ws == nil {
-		if ws, err = PrepareWorkspace(b.Local.Dir, tasksets.Task{ID: spec.Task.ID}, PrepareOptions{}); err != nil {
-			return Result{}, err
+		if ws, err = harness.PrepareWorkspace(b.Local.Dir, tasksets.Task{ID: spec.Task.ID}, harness.PrepareOptions{}); err != nil {
+			return harness.Result{}, err
 		}
 		if !b.Local.Keep {
 			defer ws.Remove()
 		}
 	}
-	files, err := ws.scratch("run")
+	files, err := scratch(ws, "run")
 	if err != nil {
-		return Result{}, fmt.Errorf("harness files: %w", err)
+		return harness.Result{}, fmt.Errorf("harness files: %w", err)
 	}
 	if !b.Local.Keep {
-		defer removeAll(files)
+		defer harness.RemoveAll(files)
 	}
-	if err := writeTaskFile(files, spec.Task); err != nil {
-		return Result{}, err
+	if err := harness.WriteTaskFile(files, spec.Task); err != nil {
+		return harness.Result{}, err
 	}
 	home, homeMount, err := b.home(ws)
 	if err != nil {
-		return Result{}, err
+		return harness.Result{}, err
 	}
 	if !b.Local.Keep {
-		defer removeAll(home)
+		defer harness.RemoveAll(home)
 	}
 	args := b.sandboxArgs(ws, home, homeMount)
 	args = append(args, "--bind", files, sandboxFiles)
-	view := envPaths{
-		workdir: ws.Workdir(), files: sandboxFiles, workspace: ws.Mount(), logs: sandboxLogs,
-		wsEnv: ws.Env, home: homeMount,
+	view := harness.Paths{
+		Workdir: ws.Workdir(), Files: sandboxFiles, Workspace: ws.Mount(), Logs: sandboxLogs,
+		WorkspaceEnv: ws.Env, Home: homeMount,
 	}
 	if spec.Solution != "" {
 		args = append(args, "--ro-bind", spec.Solution, sandboxSolution)
-		view.solution = sandboxSolution
+		view.Solution = sandboxSolution
 	}
 	args = append(args, exeBinds...)
 	if b.forwards() && spec.BaseURL != "" {
 		fwd, err := b.forward(spec.BaseURL)
 		if err != nil {
-			return Result{}, err
+			return harness.Result{}, err
 		}
 		defer fwd.Close()
 		args = append(args, fwd.binds...)
@@ -150,50 +159,50 @@ func (b *Bwrap) Run(ctx context.Context, spec Spec) (Result, error) {
 	args = append(args, "--chdir", ws.Workdir(), "--")
 	res, err := b.Local.exec(ctx, proc{
 		argv: append(append([]string{b.binary()}, args...), command...),
-		dir:  ws.Dir, env: contractEnv(os.Environ(), spec, view),
+		dir:  ws.Dir, env: harness.Env(os.Environ(), spec, view),
 		timeout: spec.Timeout, outputLimit: spec.OutputLimit,
 	})
 	if err != nil {
 		return res, err
 	}
-	res.Answer = readAnswer(filepath.Join(files, AnswerFile))
+	res.Answer = harness.ReadAnswer(filepath.Join(files, harness.AnswerFile))
 	return res, nil
 }
 
 // Verify runs the verifier in a sandbox like the agent's, with the tests
 // read-only at /tests, a fresh home, and no /solution.
-func (b *Bwrap) Verify(ctx context.Context, spec VerifySpec) (VerifyResult, error) {
+func (b *Bwrap) Verify(ctx context.Context, spec harness.VerifySpec) (harness.VerifyResult, error) {
 	ws, err := checkVerifySpec(spec)
 	if err != nil {
-		return VerifyResult{}, err
+		return harness.VerifyResult{}, err
 	}
-	logs, err := resetVerifierLogs(ws)
+	logs, err := harness.ResetVerifierLogs(ws)
 	if err != nil {
-		return VerifyResult{}, err
+		return harness.VerifyResult{}, err
 	}
 	home, homeMount, err := b.home(ws)
 	if err != nil {
-		return VerifyResult{}, err
+		return harness.VerifyResult{}, err
 	}
 	if !b.Local.Keep {
-		defer removeAll(home)
+		defer harness.RemoveAll(home)
 	}
 	args := b.sandboxArgs(ws, home, homeMount)
-	paths := verifierPaths{workspace: ws.Mount(), logs: sandboxLogs, verifierLogs: sandboxLogs + "/" + VerifierLogs, home: homeMount}
+	paths := harness.VerifierPaths{Workspace: ws.Mount(), Logs: sandboxLogs, VerifierLogs: sandboxLogs + "/" + harness.VerifierLogs, Home: homeMount}
 	if spec.Tests != "" {
 		args = append(args, "--ro-bind", spec.Tests, sandboxTests)
-		paths.tests = sandboxTests
+		paths.Tests = sandboxTests
 	}
 	args = append(args, "--chdir", ws.Workdir(), "--", "sh", "-c", spec.Command)
 	res, err := b.Local.exec(ctx, proc{
 		argv: append([]string{b.binary()}, args...), dir: ws.Dir,
-		env:     verifierEnv(os.Environ(), spec, paths),
+		env:     harness.VerifierEnv(os.Environ(), spec, paths),
 		timeout: spec.Timeout, outputLimit: spec.OutputLimit,
 	})
 	if err != nil {
-		return VerifyResult{}, fmt.Errorf("run verifier: %w", err)
+		return harness.VerifyResult{}, fmt.Errorf("run verifier: %w", err)
 	}
-	return verdict(res, spec.Timeout, logs)
+	return harness.Verdict(res, spec.Timeout, logs)
 }
 
 // forwarder is a harness's way out of its sandbox's network namespace.
@@ -208,9 +217,9 @@ type forwarder struct {
 // each connection to the interception at baseURL.
 func (b *Bwrap) forward(baseURL string) (*forwarder, error) {
 	if b.Agent == "" {
-		return nil, &ConfigError{Err: errors.New("bwrap runtime: the built-in agent program carries a sandbox's model calls out of its network namespace, and none is set (make build, or set EVALFLOW_AGENT; --runtime.bwrap-host-net shares the host's network instead)")}
+		return nil, &harness.ConfigError{Err: errors.New("bwrap runtime: the built-in agent program carries a sandbox's model calls out of its network namespace, and none is set (make build, or set EVALFLOW_AGENT; --runtime.bwrap-host-net shares the host's network instead)")}
 	}
-	target, err := LoopbackAddr(baseURL)
+	target, err := harness.LoopbackAddr(baseURL)
 	if err != nil {
 		return nil, err
 	}
@@ -245,8 +254,8 @@ func (f *forwarder) Close() error {
 // home makes a fresh home directory in the workspace's root and says where
 // the sandbox sees it: at $HOME when that is an absolute path other than
 // /, else at /root.
-func (b *Bwrap) home(ws *Workspace) (dir, mount string, err error) {
-	dir, err = ws.scratch("home")
+func (b *Bwrap) home(ws *harness.Workspace) (dir, mount string, err error) {
+	dir, err = scratch(ws, "home")
 	if err != nil {
 		return "", "", fmt.Errorf("sandbox home: %w", err)
 	}
@@ -258,7 +267,7 @@ func (b *Bwrap) home(ws *Workspace) (dir, mount string, err error) {
 }
 
 // sandboxArgs are the bwrap arguments every sandbox of ws has.
-func (b *Bwrap) sandboxArgs(ws *Workspace, home, homeMount string) []string {
+func (b *Bwrap) sandboxArgs(ws *harness.Workspace, home, homeMount string) []string {
 	args := []string{"--die-with-parent", "--unshare-pid", "--unshare-ipc"}
 	if !b.HostNet {
 		args = append(args, "--unshare-net")
@@ -326,4 +335,10 @@ func underSystem(p string) bool {
 		}
 	}
 	return false
+}
+
+// within reports whether p is dir or under it (both clean, absolute).
+func within(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

@@ -1,4 +1,4 @@
-package harness
+package local
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/internal/agenttest"
 	"github.com/evalflow/evalflow/tasksets"
 )
@@ -28,13 +29,13 @@ func needBwrap(t testing.TB) *Bwrap {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatalf("bwrap is not installed: install the bubblewrap package (apt-get install bubblewrap): %v", err)
 	}
-	return &Bwrap{Agent: agenttest.Agent(t), Local: Local{Dir: t.TempDir(), Grace: 100 * time.Millisecond}}
+	return &Bwrap{Agent: agenttest.Agent(t), Local: Runtime{Dir: t.TempDir(), Grace: 100 * time.Millisecond}}
 }
 
 // runtime is a runtime under test that also verifies.
 type verifyingRuntime interface {
-	Runtime
-	Verifier
+	harness.Runtime
+	harness.Verifier
 }
 
 // runtimes are the runtimes every workspace test runs on.
@@ -46,15 +47,15 @@ func runtimes(t *testing.T) []struct {
 		name string
 		rt   verifyingRuntime
 	}{
-		{"local", &Local{Dir: t.TempDir(), Grace: 100 * time.Millisecond}},
+		{"local", &Runtime{Dir: t.TempDir(), Grace: 100 * time.Millisecond}},
 		{"bwrap", needBwrap(t)},
 	}
 }
 
 // emptyWorkspace is a workspace with nothing in it, removed with the test.
-func emptyWorkspace(t *testing.T) *Workspace {
+func emptyWorkspace(t *testing.T) *harness.Workspace {
 	t.Helper()
-	ws, err := PrepareWorkspace(t.TempDir(), tasksets.Task{ID: "t"}, PrepareOptions{})
+	ws, err := harness.PrepareWorkspace(t.TempDir(), tasksets.Task{ID: "t"}, harness.PrepareOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, ws.Remove()) })
 	return ws
@@ -86,7 +87,7 @@ func TestVerifyReward(t *testing.T) {
 				if r.name == "local" {
 					script = strings.ReplaceAll(script, "/logs/verifier", "$EVALFLOW_VERIFIER_LOGS")
 				}
-				got, err := r.rt.Verify(context.Background(), VerifySpec{Key: "k", Workspace: ws, Command: "echo checking; " + script})
+				got, err := r.rt.Verify(context.Background(), harness.VerifySpec{Key: "k", Workspace: ws, Command: "echo checking; " + script})
 				require.NoError(t, err)
 				assert.Equal(t, tt.reward, got.Reward)
 				assert.Equal(t, tt.metrics, got.Metrics)
@@ -108,7 +109,7 @@ func TestVerifierEnv(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			ws := emptyWorkspace(t)
 			ws.Env = []string{"FROM_DOCKERFILE=yes"}
-			got, err := r.rt.Verify(context.Background(), VerifySpec{
+			got, err := r.rt.Verify(context.Background(), harness.VerifySpec{
 				Workspace: ws, Tests: tests, Env: map[string]string{"MODE": "strict"},
 				Command: `sh /tests/check.sh; echo "$PWD|$EVALFLOW_WORKSPACE|$EVALFLOW_TESTS|$EVALFLOW_VERIFIER_LOGS|$MODE|$FROM_DOCKERFILE|${EVALFLOW_TEST_API_KEY:-none}"; echo 1 > "$EVALFLOW_VERIFIER_LOGS/reward.txt"`,
 			})
@@ -144,8 +145,8 @@ func TestVerifierErrors(t *testing.T) {
 	for _, r := range runtimes(t) {
 		for _, tt := range tests {
 			t.Run(r.name+"/"+tt.name, func(t *testing.T) {
-				_, err := r.rt.Verify(context.Background(), VerifySpec{Workspace: emptyWorkspace(t), Command: tt.script})
-				var ve *VerifierError
+				_, err := r.rt.Verify(context.Background(), harness.VerifySpec{Workspace: emptyWorkspace(t), Command: tt.script})
+				var ve *harness.VerifierError
 				require.ErrorAs(t, err, &ve, "Verify(%q)", tt.script)
 				assert.Equal(t, tt.reason, ve.Reason)
 				assert.Less(t, len(ve.Error()), 100, "the reason is a short line")
@@ -162,13 +163,13 @@ func TestVerifierIgnoresAgentReward(t *testing.T) {
 	for _, r := range runtimes(t) {
 		t.Run(r.name, func(t *testing.T) {
 			ws := emptyWorkspace(t)
-			res, err := r.rt.Run(context.Background(), Spec{Key: "k", Workspace: ws,
+			res, err := r.rt.Run(context.Background(), harness.Spec{Key: "k", Workspace: ws,
 				Command: []string{"sh", "-c", `echo 1 > "$EVALFLOW_LOGS/verifier/reward.txt"`}})
 			require.NoError(t, err)
 			require.Equal(t, 0, res.ExitCode, res.Stderr)
 			require.FileExists(t, filepath.Join(ws.Logs, "verifier", "reward.txt"))
-			_, err = r.rt.Verify(context.Background(), VerifySpec{Workspace: ws, Command: "true"})
-			var ve *VerifierError
+			_, err = r.rt.Verify(context.Background(), harness.VerifySpec{Workspace: ws, Command: "true"})
+			var ve *harness.VerifierError
 			require.ErrorAs(t, err, &ve)
 			assert.Equal(t, "wrote no reward", ve.Reason)
 		})
@@ -176,17 +177,17 @@ func TestVerifierIgnoresAgentReward(t *testing.T) {
 }
 
 // TestVerifierTimeoutKillsItsProcesses: a verifier that hangs is killed at
-// its timeout, its children too, and that is a *VerifierError.
+// its timeout, its children too, and that is a *harness.VerifierError.
 func TestVerifierTimeoutKillsItsProcesses(t *testing.T) {
 	for _, r := range runtimes(t) {
 		t.Run(r.name, func(t *testing.T) {
 			marker := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1_000_000)
 			start := time.Now()
-			_, err := r.rt.Verify(context.Background(), VerifySpec{
+			_, err := r.rt.Verify(context.Background(), harness.VerifySpec{
 				Workspace: emptyWorkspace(t), Timeout: time.Second,
 				Command: fmt.Sprintf(`echo started; (trap '' TERM; exec sleep %s) & sleep %s; echo 1 > "$EVALFLOW_VERIFIER_LOGS/reward.txt"`, marker, marker),
 			})
-			var ve *VerifierError
+			var ve *harness.VerifierError
 			require.ErrorAs(t, err, &ve)
 			assert.Equal(t, "timed out after 1s", ve.Reason)
 			assert.Equal(t, "started\n", ve.Stdout)
@@ -216,11 +217,11 @@ func processesWith(s string) []int {
 
 func TestVerifySpecErrors(t *testing.T) {
 	for _, r := range runtimes(t) {
-		_, err := r.rt.Verify(context.Background(), VerifySpec{Command: "true"})
+		_, err := r.rt.Verify(context.Background(), harness.VerifySpec{Command: "true"})
 		assert.ErrorContains(t, err, "no workspace", r.name)
-		_, err = r.rt.Verify(context.Background(), VerifySpec{Workspace: emptyWorkspace(t)})
+		_, err = r.rt.Verify(context.Background(), harness.VerifySpec{Workspace: emptyWorkspace(t)})
 		assert.ErrorContains(t, err, "no command", r.name)
-		var ve *VerifierError
+		var ve *harness.VerifierError
 		assert.False(t, errors.As(err, &ve), "a bad spec is not the verifier's fault")
 	}
 }
@@ -228,8 +229,11 @@ func TestVerifySpecErrors(t *testing.T) {
 // TestLocalRunInWorkspace: with a workspace the harness works in it, its
 // task and answer files live outside it, and it stays for the verifier.
 func TestLocalRunInWorkspace(t *testing.T) {
-	ctx := buildContext(t, "FROM x\nENV GREETING=hi\nWORKDIR /app/src\nCOPY src/ ./\n")
-	ws, err := PrepareWorkspace(t.TempDir(), tasksets.Task{ID: "t", Environment: ctx}, PrepareOptions{})
+	ctx := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(ctx, "src"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ctx, "src", "main.sh"), []byte("echo main\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte("FROM x\nENV GREETING=hi\nWORKDIR /app/src\nCOPY src/ ./\n"), 0o644))
+	ws, err := harness.PrepareWorkspace(t.TempDir(), tasksets.Task{ID: "t", Environment: ctx}, harness.PrepareOptions{})
 	require.NoError(t, err)
 	defer ws.Remove()
 	solution := t.TempDir()
@@ -237,7 +241,7 @@ func TestLocalRunInWorkspace(t *testing.T) {
 		`cat "$EVALFLOW_TASK_FILE" > /dev/null && echo made > made.txt && echo 42 > "$EVALFLOW_ANSWER_FILE"; dirname "$EVALFLOW_TASK_FILE"`)
 	spec.Workspace, spec.Solution = ws, solution
 
-	res, err := (&Local{Dir: t.TempDir()}).Run(context.Background(), spec)
+	res, err := (&Runtime{Dir: t.TempDir()}).Run(context.Background(), spec)
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode, res.Stderr)
 	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
@@ -311,16 +315,16 @@ func TestBwrapHidesTestsAndSolution(t *testing.T) {
 		return fmt.Sprintf(`if cat %s 2>/dev/null; then echo "read %s"; else echo "no %s"; fi; `, path, path, path)
 	}
 	agent := look("/tests/test.sh") + look("/solution/solve.sh") + look(filepath.Join(tests, "test.sh")) + look(filepath.Join(solution, "solve.sh"))
-	res, err := b.Run(context.Background(), Spec{Key: "k", Workspace: ws, Command: []string{"sh", "-c", agent}})
+	res, err := b.Run(context.Background(), harness.Spec{Key: "k", Workspace: ws, Command: []string{"sh", "-c", agent}})
 	require.NoError(t, err)
 	assert.Equal(t, fmt.Sprintf("no /tests/test.sh\nno /solution/solve.sh\nno %s/test.sh\nno %s/solve.sh\n", tests, solution), res.Stdout)
 
-	res, err = b.Run(context.Background(), Spec{Key: "k", Workspace: ws, Solution: solution, Command: []string{"sh", "-c", agent + `echo "$EVALFLOW_SOLUTION"`}})
+	res, err = b.Run(context.Background(), harness.Spec{Key: "k", Workspace: ws, Solution: solution, Command: []string{"sh", "-c", agent + `echo "$EVALFLOW_SOLUTION"`}})
 	require.NoError(t, err)
 	assert.Equal(t, fmt.Sprintf("no /tests/test.sh\necho solved\nread /solution/solve.sh\nno %s/test.sh\nno %s/solve.sh\n/solution\n", tests, solution), res.Stdout,
 		"the oracle sees /solution, still no tests")
 
-	got, err := b.Verify(context.Background(), VerifySpec{Workspace: ws, Tests: tests, Command: "test ! -e /solution && bash /tests/test.sh"})
+	got, err := b.Verify(context.Background(), harness.VerifySpec{Workspace: ws, Tests: tests, Command: "test ! -e /solution && bash /tests/test.sh"})
 	require.NoError(t, err)
 	assert.Equal(t, 1.0, got.Reward)
 }
@@ -367,9 +371,9 @@ try "$0"; h=${EVALFLOW_BASE_URL#http://}; try "${h%%/*}"`
 		t.Run(tt.name, func(t *testing.T) {
 			b := needBwrap(t)
 			b.IsolateNet, b.HostNet = tt.isolate, tt.hostNet
-			assert.Equal(t, tt.remote, IsRemote(b))
+			assert.Equal(t, tt.remote, harness.IsRemote(b))
 			o, i := otherHits.Load(), icptHits.Load()
-			res, err := b.Run(context.Background(), Spec{Key: "k", BaseURL: "http://" + icpt,
+			res, err := b.Run(context.Background(), harness.Spec{Key: "k", BaseURL: "http://" + icpt,
 				Command: []string{"bash", "-c", script, other}})
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, res.Stdout, res.Stderr)
@@ -380,12 +384,12 @@ try "$0"; h=${EVALFLOW_BASE_URL#http://}; try "${h%%/*}"`
 
 	// A verifier has no way out at all.
 	b := needBwrap(t)
-	ws, err := PrepareWorkspace(b.Local.Dir, tasksets.Task{ID: "net"}, PrepareOptions{})
+	ws, err := harness.PrepareWorkspace(b.Local.Dir, tasksets.Task{ID: "net"}, harness.PrepareOptions{})
 	require.NoError(t, err)
 	defer ws.Remove()
 	o := otherHits.Load()
 	host, port, _ := net.SplitHostPort(other)
-	v, err := b.Verify(context.Background(), VerifySpec{Workspace: ws, Command: fmt.Sprintf("bash -c 'exec 3<>/dev/tcp/%s/%s' 2>/dev/null; echo 1 > $EVALFLOW_VERIFIER_LOGS/reward.txt", host, port)})
+	v, err := b.Verify(context.Background(), harness.VerifySpec{Workspace: ws, Command: fmt.Sprintf("bash -c 'exec 3<>/dev/tcp/%s/%s' 2>/dev/null; echo 1 > $EVALFLOW_VERIFIER_LOGS/reward.txt", host, port)})
 	require.NoError(t, err)
 	assert.Equal(t, 1.0, v.Reward)
 	assert.Equal(t, o, otherHits.Load(), "the verifier reached the host's loopback")
@@ -409,16 +413,16 @@ func TestBwrapHarnessProgram(t *testing.T) {
 		{filepath.Join(bin, "evalflow-test-helper"), "helper ran\n"},
 	}
 	for _, tt := range tests {
-		res, err := b.Run(context.Background(), Spec{Key: "k", Command: []string{tt.command}})
+		res, err := b.Run(context.Background(), harness.Spec{Key: "k", Command: []string{tt.command}})
 		require.NoError(t, err, tt.command)
 		assert.Equal(t, tt.want, res.Stdout, "%s: %s", tt.command, res.Stderr)
 	}
 	// A file given by path binds that file only.
-	res, err := b.Run(context.Background(), Spec{Key: "k", Command: []string{filepath.Join(bin, "evalflow-test-agent")}})
+	res, err := b.Run(context.Background(), harness.Spec{Key: "k", Command: []string{filepath.Join(bin, "evalflow-test-agent")}})
 	require.NoError(t, err)
 	assert.Contains(t, res.Stderr, "evalflow-test-helper: not found")
 
-	_, err = b.Run(context.Background(), Spec{Key: "k", Command: []string{"evalflow-no-such-program"}})
+	_, err = b.Run(context.Background(), harness.Spec{Key: "k", Command: []string{"evalflow-no-such-program"}})
 	assert.ErrorIs(t, err, exec.ErrNotFound)
 	entries, err := os.ReadDir(b.Local.Dir)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package harness
+package local
 
 import (
 	"os/exec"

@@ -1,4 +1,4 @@
-package harness_test
+package local_test
 
 import (
 	"context"
@@ -13,17 +13,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/tasksets"
 )
 
-func newNetns(t *testing.T, subnet string) *harness.Netns {
+func newNetns(t *testing.T, subnet string) *local.Netns {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("network namespaces need root")
 	}
 	_, err := exec.LookPath("ip")
 	require.NoError(t, err, "network namespaces need iproute2 (make setup installs it)")
-	n, err := harness.NewNetns(context.Background(), subnet, harness.Local{})
+	n, err := local.NewNetns(context.Background(), subnet, local.Runtime{})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, n.Close()) })
 	return n
@@ -63,14 +64,14 @@ func TestNetnsCloseRemovesNamespace(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("network namespaces need root")
 	}
-	n, err := harness.NewNetns(context.Background(), "10.213.251.0", harness.Local{})
+	n, err := local.NewNetns(context.Background(), "10.213.251.0", local.Runtime{})
 	require.NoError(t, err)
 	require.NoError(t, n.Close())
 	out, err := exec.Command("ip", "netns", "list").Output()
 	require.NoError(t, err)
 	assert.NotContains(t, string(out), n.Name)
 
-	_, err = harness.NewNetns(context.Background(), "10.213.251.1", harness.Local{})
+	_, err = local.NewNetns(context.Background(), "10.213.251.1", local.Runtime{})
 	assert.Error(t, err, "a subnet not on a /30 boundary")
 }
 
@@ -93,7 +94,7 @@ func TestNetnsVerify(t *testing.T) {
 // harnesses' packets would go to the first one's link and time out.
 func TestNetnsRefusesASubnetInUse(t *testing.T) {
 	newNetns(t, "10.213.77.0")
-	_, err := harness.NewNetns(context.Background(), "10.213.77.0", harness.Local{})
+	_, err := local.NewNetns(context.Background(), "10.213.77.0", local.Runtime{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "10.213.77.0/30 is in use by interface")
 }
