@@ -162,20 +162,9 @@ func (a *Activities) Acquire(ctx context.Context, in rollout.AcquireInput) (roll
 	} else if ok {
 		return rollout.AcquireResult{Done: &s}, nil
 	}
-	// A stopping worker takes nothing more: what waits here goes to
-	// another worker at once.
-	ctx, end := a.untilStopped(ctx, 0)
-	defer end()
-	if err := a.Capacity.Take(ctx, key, func() { activity.RecordHeartbeat(ctx, "waiting for capacity") }); err != nil {
-		if stoppedBy(ctx) {
-			return rollout.AcquireResult{}, handedBack("the rollout had a slot")
-		}
-		return rollout.AcquireResult{}, err
-	}
 	h := in.Rollout.Harness
 	policy, err := a.route(rollout.RolePolicy, h.Roles.Policy)
 	if err != nil {
-		a.Capacity.Give(key)
 		return rollout.AcquireResult{}, err
 	}
 	user, err := a.route(rollout.RoleUser, h.Roles.User)
@@ -185,15 +174,25 @@ func (a *Activities) Acquire(ctx context.Context, in rollout.AcquireInput) (roll
 		_, err = a.route(rollout.RoleJudge, h.Roles.Judge)
 	}
 	if err != nil {
-		a.Capacity.Give(key)
 		return rollout.AcquireResult{}, err
 	}
-	slot, err := a.Pool.Acquire(ctx, interception.Rollout{Key: key, Model: in.Rollout.Model, Sampling: dialects.Sampling(in.Rollout.Sampling),
+	// A stopping worker takes nothing more: what waits here goes to
+	// another worker at once.
+	ctx, end := a.untilStopped(ctx, 0)
+	defer end()
+	l, err := a.openLease(ctx, key, func() { activity.RecordHeartbeat(ctx, "waiting for capacity") })
+	if err != nil {
+		if stoppedBy(ctx) {
+			return rollout.AcquireResult{}, handedBack("the rollout had a slot")
+		}
+		return rollout.AcquireResult{}, err
+	}
+	reg, err := l.register(ctx, a.Pool, interception.Rollout{Key: key, Model: in.Rollout.Model, Sampling: dialects.Sampling(in.Rollout.Sampling),
 		Limits: interception.Limits{Turns: h.MaxTurns, Tokens: h.MaxTokensTotal, ModelTime: h.MaxModelTime, CostUSD: h.MaxCostUSD},
 		Tokens: tokenRequest(h), TokenIn: h.TokenIn, PolicyVersion: in.Rollout.PolicyVersion, PolicyVersionHeader: h.PolicyVersionHeader,
 		Policy: policy, User: user})
 	if err != nil {
-		a.Capacity.Give(key)
+		l.Close()
 		var re *interception.RouteError
 		if errors.As(err, &re) {
 			return rollout.AcquireResult{}, configErr(err)
@@ -203,36 +202,34 @@ func (a *Activities) Acquire(ctx context.Context, in rollout.AcquireInput) (roll
 		}
 		return rollout.AcquireResult{}, fmt.Errorf("acquire slot: %w", err)
 	}
-	a.openLease(key)
-	res := rollout.AcquireResult{HostQueue: a.HostQueue, Server: slot.Server}
+	res := rollout.AcquireResult{HostQueue: a.HostQueue, Server: reg.Server}
 	if in.Hold == "" {
 		return res, nil
 	}
-	return res, a.hold(ctx, in, slot)
+	return res, a.hold(ctx, in, l, reg)
 }
 
 // hold tells the workflow where the slot is and waits, heartbeating, until
 // the rollout's Run starts here or the slot is given back. When the
 // workflow cancels the hold (the rollout will not run here), or the signal
-// cannot be sent, the slot is released.
-func (a *Activities) hold(ctx context.Context, in rollout.AcquireInput, slot interception.Slot) error {
-	key := slot.Key
-	started := a.Capacity.Hold(key)
-	defer a.Capacity.Unhold(key)
-	sig := rollout.Slot{Token: in.Hold, Key: key, HostQueue: a.HostQueue, Server: slot.Server}
+// cannot be sent, the lease is closed.
+func (a *Activities) hold(ctx context.Context, in rollout.AcquireInput, l *lease, reg *interception.Registration) error {
+	started := l.unit.Hold()
+	defer l.unit.Unhold()
+	sig := rollout.Slot{Token: in.Hold, Key: l.key, HostQueue: a.HostQueue, Server: reg.Server}
 	if a.Pool.Loopback() {
 		// Nothing to expose: the harness reaches the server on this host.
-		url, err := a.Pool.Expose(ctx, key)
+		url, err := reg.Expose(ctx)
 		if err != nil {
-			a.release(key)
+			l.Close()
 			return temporal.NewApplicationErrorWithCause("expose interception server", rollout.ErrTypeTunnel, err)
 		}
 		sig.BaseURL = url
 	}
 	info := activity.GetInfo(ctx)
 	if err := a.signal(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, rollout.SignalSlot, sig); err != nil {
-		a.release(key)
-		return fmt.Errorf("tell the workflow where slot %s is: %w", key, err)
+		l.Close()
+		return fmt.Errorf("tell the workflow where slot %s is: %w", l.key, err)
 	}
 	stop := heartbeat(ctx, "holding the slot until the rollout runs")
 	defer stop()
@@ -245,7 +242,7 @@ func (a *Activities) hold(ctx context.Context, in rollout.AcquireInput, slot int
 			return nil
 		default:
 		}
-		a.release(key)
+		l.Close()
 		if stoppedBy(ctx) {
 			return handedBack("the rollout's run started")
 		}
@@ -260,24 +257,15 @@ func (a *Activities) signal(ctx context.Context, workflowID, runID, name string,
 	return activity.GetClient(ctx).SignalWorkflow(ctx, workflowID, runID, name, arg)
 }
 
-// release closes key's lease: its slot and its capacity unit.
-func (a *Activities) release(key string) {
-	if l := a.lease(key); l != nil {
-		l.Close()
-		return
-	}
-	a.Pool.Release(key)
-	a.Capacity.Give(key)
-}
-
 // Expose makes the slot's interception server reachable and returns its URL.
 // Tunnel failures are retryable TunnelErrors, visible as retries in the UI.
 func (a *Activities) Expose(ctx context.Context, in rollout.ExposeInput) (rollout.ExposeResult, error) {
-	if _, ok := a.Pool.Slot(in.Key); !ok {
-		return rollout.ExposeResult{}, temporal.NewNonRetryableApplicationError("slot "+in.Key+" is not held by this worker", rollout.ErrTypeSlotLost, nil)
+	reg := a.lease(in.Key).registration()
+	if reg == nil {
+		return rollout.ExposeResult{}, slotLost(in.Key)
 	}
 	stop := heartbeat(ctx, "exposing the interception server")
-	url, err := a.Pool.Expose(ctx, in.Key)
+	url, err := reg.Expose(ctx)
 	stop()
 	if err != nil {
 		return rollout.ExposeResult{}, temporal.NewApplicationErrorWithCause("expose interception server", rollout.ErrTypeTunnel, err)
@@ -285,9 +273,14 @@ func (a *Activities) Expose(ctx context.Context, in rollout.ExposeInput) (rollou
 	return rollout.ExposeResult{BaseURL: url}, nil
 }
 
+// slotLost is the error of a step whose slot this worker does not hold.
+func slotLost(key string) error {
+	return temporal.NewNonRetryableApplicationError("slot "+key+" is not held by this worker", rollout.ErrTypeSlotLost, nil)
+}
+
 // Release frees a slot whose rollout will not run.
 func (a *Activities) Release(ctx context.Context, in rollout.ReleaseInput) error {
-	a.release(in.Key)
+	a.lease(in.Key).Close()
 	return nil
 }
 

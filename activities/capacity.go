@@ -6,17 +6,19 @@ import (
 	"time"
 )
 
-// Capacity bounds how many rollouts one worker holds. A rollout takes a unit
-// in Acquire and gives it back when Run ends or the slot is released; a key
-// taken twice (a retried Acquire) holds one unit.
+// Capacity bounds how many rollouts one worker holds. A rollout's lease
+// takes a Unit in Acquire and gives it back when it closes.
 type Capacity struct {
 	free chan struct{}
-	mu   sync.Mutex
-	held map[string]hold
 }
 
-type hold struct {
-	since   time.Time
+// Unit is one rollout's share of a Capacity, from Take to Give.
+type Unit struct {
+	c     *Capacity
+	since time.Time
+
+	mu      sync.Mutex
+	given   bool
 	running bool
 	// holding is set while a holding Acquire waits for the rollout's Run
 	// (Hold): the unit is in use, whatever its age.
@@ -25,136 +27,113 @@ type hold struct {
 	started chan struct{}
 }
 
-// end marks h as started or gone: a holding Acquire waiting on it returns.
-func (h *hold) end() {
-	select {
-	case <-h.started:
-	default:
-		close(h.started)
-	}
-}
-
 // NewCapacity allows n rollouts at once.
 func NewCapacity(n int) *Capacity {
-	c := &Capacity{free: make(chan struct{}, n), held: make(map[string]hold)}
+	c := &Capacity{free: make(chan struct{}, n)}
 	for range n {
 		c.free <- struct{}{}
 	}
 	return c
 }
 
-// Take waits for a unit for key, calling wait every second while it waits.
-func (c *Capacity) Take(ctx context.Context, key string, wait func()) error {
-	c.mu.Lock()
-	_, ok := c.held[key]
-	c.mu.Unlock()
-	if ok {
-		return nil
-	}
+// Take waits for a unit, calling wait every second while it waits.
+func (c *Capacity) Take(ctx context.Context, wait func()) (*Unit, error) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-c.free:
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if _, ok := c.held[key]; ok { // a concurrent Take of the same key won
-				c.free <- struct{}{}
-				return nil
-			}
-			c.held[key] = hold{since: time.Now(), started: make(chan struct{})}
-			return nil
+			return c.unit(), nil
 		case <-t.C:
 			wait()
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 }
 
-// Give returns key's unit, if it holds one.
-func (c *Capacity) Give(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if h, ok := c.held[key]; ok {
-		h.end()
-		delete(c.held, key)
-		c.free <- struct{}{}
-	}
-}
-
-// Running marks key's unit as in use by a running rollout, so Sweep keeps it.
-func (c *Capacity) Running(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if h, ok := c.held[key]; ok {
-		h.running = true
-		h.end()
-		c.held[key] = h
-	}
-}
-
-// Hold marks key's unit as held by a live Acquire until the returned channel
-// is closed: when the rollout's Run starts or the unit is given back. Sweep
-// keeps a held unit. A key without a unit gets a closed channel.
-func (c *Capacity) Hold(key string) <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	h, ok := c.held[key]
-	if !ok {
-		done := make(chan struct{})
-		close(done)
-		return done
-	}
-	h.holding = true
-	c.held[key] = h
-	return h.started
-}
-
-// Unhold says the Acquire holding key's unit has stopped waiting.
-func (c *Capacity) Unhold(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if h, ok := c.held[key]; ok {
-		h.holding = false
-		c.held[key] = h
-	}
-}
-
-// Sweep gives back the units taken more than age ago by rollouts that never
-// started running (their workflow moved on) and returns their keys.
-func (c *Capacity) Sweep(age time.Duration) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var keys []string
-	for k, h := range c.held {
-		if !h.running && !h.holding && time.Since(h.since) > age {
-			h.end()
-			keys = append(keys, k)
-			delete(c.held, k)
-			c.free <- struct{}{}
-		}
-	}
-	return keys
-}
-
-// TryTake takes a unit for key at once, or reports that none is free,
-// without waiting: for the rollout gateway's registrations
-// (gateway.SlotCounter), whose trainer is told the worker is full.
-// The unit counts as running, so Sweep keeps it until Give.
-func (c *Capacity) TryTake(key string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.held[key]; ok {
-		return false
-	}
+// TryTake takes a unit at once and returns the function that gives it
+// back, or reports that none is free, without waiting: for the rollout
+// gateway's registrations (gateway.SlotCounter), whose trainer is told the
+// worker is full.
+func (c *Capacity) TryTake() (give func(), ok bool) {
 	select {
 	case <-c.free:
-		h := hold{since: time.Now(), running: true, started: make(chan struct{})}
-		h.end()
-		c.held[key] = h
-		return true
+		u := c.unit()
+		u.Running()
+		return u.Give, true
 	default:
+		return nil, false
+	}
+}
+
+func (c *Capacity) unit() *Unit {
+	return &Unit{c: c, since: time.Now(), started: make(chan struct{})}
+}
+
+// end marks u as started or gone: a holding Acquire waiting on it returns.
+// Called with u.mu held.
+func (u *Unit) end() {
+	select {
+	case <-u.started:
+	default:
+		close(u.started)
+	}
+}
+
+// Give gives the unit back to its Capacity. Later calls do nothing.
+func (u *Unit) Give() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.give()
+}
+
+// give gives u back, once. Called with u.mu held.
+func (u *Unit) give() {
+	if u.given {
+		return
+	}
+	u.given = true
+	u.end()
+	u.c.free <- struct{}{}
+}
+
+// Running marks the unit as in use by a running rollout, so Sweep keeps
+// it, and reports whether it is still held (not given back).
+func (u *Unit) Running() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.running = true
+	u.end()
+	return !u.given
+}
+
+// Hold marks the unit as held by a live Acquire until the returned channel
+// is closed: when the rollout's Run starts or the unit is given back.
+// Sweep keeps a held unit.
+func (u *Unit) Hold() <-chan struct{} {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.holding = true
+	return u.started
+}
+
+// Unhold says the Acquire holding the unit has stopped waiting.
+func (u *Unit) Unhold() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.holding = false
+}
+
+// Sweep gives the unit back when it was taken more than age ago by a
+// rollout that never started running (its workflow moved on) and no
+// Acquire holds it, and reports whether it did.
+func (u *Unit) Sweep(age time.Duration) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.given || u.running || u.holding || time.Since(u.since) <= age {
 		return false
 	}
+	u.give()
+	return true
 }

@@ -9,46 +9,73 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestCapacityBoundsAndIsIdempotentPerKey(t *testing.T) {
+func TestCapacityBoundsItsUnits(t *testing.T) {
 	c := NewCapacity(2)
 	ctx := context.Background()
-	require.NoError(t, c.Take(ctx, "a", func() {}))
-	require.NoError(t, c.Take(ctx, "a", func() {}), "a retried Acquire of the same key holds one unit")
-	require.NoError(t, c.Take(ctx, "b", func() {}))
+	a, err := c.Take(ctx, func() {})
+	require.NoError(t, err)
+	_, err = c.Take(ctx, func() {})
+	require.NoError(t, err)
 
 	full, cancel := context.WithCancel(ctx)
 	waited := make(chan struct{}, 1)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- c.Take(full, "c", func() {
+		_, err := c.Take(full, func() {
 			select {
 			case waited <- struct{}{}:
 			default:
 			}
 		})
+		errc <- err
 	}()
-	<-waited // "c" is waiting for a unit: the worker is full
+	<-waited // a third Take waits for a unit: the worker is full
 	cancel()
 	require.ErrorIs(t, <-errc, context.Canceled)
+	_, ok := c.TryTake()
+	assert.False(t, ok, "none is free")
 
-	c.Give("a")
-	c.Give("a") // giving twice frees one unit
-	require.NoError(t, c.Take(ctx, "c", func() {}))
-	ctx2, cancel2 := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel2()
-	assert.Error(t, c.Take(ctx2, "d", func() {}), "b and c hold both units")
+	a.Give()
+	a.Give() // giving twice frees one unit
+	give, ok := c.TryTake()
+	require.True(t, ok, "the unit given back")
+	_, ok = c.TryTake()
+	assert.False(t, ok, "one unit was given back, not two")
+	give()
+	_, err = c.Take(ctx, func() {})
+	require.NoError(t, err)
 }
 
-func TestCapacitySweepsOnlyRolloutsThatNeverRan(t *testing.T) {
+func TestUnitSweptOnlyWhenItNeverRan(t *testing.T) {
 	c := NewCapacity(3)
 	ctx := context.Background()
-	for _, k := range []string{"idle", "running"} {
-		require.NoError(t, c.Take(ctx, k, func() {}))
+	idle, err := c.Take(ctx, func() {})
+	require.NoError(t, err)
+	running, err := c.Take(ctx, func() {})
+	require.NoError(t, err)
+	held, err := c.Take(ctx, func() {})
+	require.NoError(t, err)
+	assert.True(t, running.Running(), "a unit not given back is held")
+	started := held.Hold()
+
+	assert.False(t, idle.Sweep(time.Hour), "nothing is old enough")
+	assert.False(t, running.Sweep(0), "a running rollout keeps its unit")
+	assert.False(t, held.Sweep(0), "a holding Acquire keeps its unit")
+	assert.True(t, idle.Sweep(0))
+	assert.False(t, idle.Sweep(0), "a swept unit is given back once")
+	assert.False(t, idle.Running(), "a swept unit is not held")
+
+	held.Unhold()
+	assert.True(t, held.Sweep(0), "held no more, it is swept")
+	select {
+	case <-started:
+	default:
+		t.Fatal("a unit given back ends its hold")
 	}
-	c.Running("running")
-	assert.Empty(t, c.Sweep(time.Hour), "nothing is old enough")
-	assert.Equal(t, []string{"idle"}, c.Sweep(0))
-	assert.Empty(t, c.Sweep(0), "a swept unit is given back once")
-	require.NoError(t, c.Take(ctx, "x", func() {}))
-	require.NoError(t, c.Take(ctx, "y", func() {}), "the swept unit is free again")
+	for range 2 {
+		_, ok := c.TryTake()
+		require.True(t, ok, "the swept units are free again")
+	}
+	_, ok := c.TryTake()
+	assert.False(t, ok)
 }

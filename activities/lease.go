@@ -1,31 +1,41 @@
 package activities
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"time"
+
+	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/interception"
 )
 
 // lease is one rollout attempt's hold on this worker, from Acquire to the
 // end of its last step: the capacity unit and the interception
-// registration (with its tunnel) that Acquire took, and, once Run hands
-// them over, the workspace (with its sandbox) and what the Run saw, until
-// Verify. Acquire opens it, Run and Verify find it by the rollout's key,
-// and Close releases all it holds, once, on every path: a Run that ends
-// the rollout, a Verify, a hold given up, a Verify that never comes, a
-// worker that stops.
+// registration (with its tunnel) that Acquire took, and the workspace
+// (with its sandbox) of its Run and what the Run saw, until Verify.
+// Acquire opens it, Run and Verify find it by the rollout's key, and Close
+// releases all it holds, once, on every path: a Run that ends the
+// rollout, a Verify, a hold given up, a Verify that never comes, a worker
+// that stops. A nil lease (a key this worker does not hold) holds nothing.
 type lease struct {
-	a   *Activities
-	key string
+	a    *Activities
+	key  string
+	unit *Unit
 
 	mu      sync.Mutex
-	pending *pendingVerify // the workspace waiting for Verify
+	reg     *interception.Registration
+	ws      *harness.Workspace
+	pending *pendingVerify // what waits for Verify
 	closed  bool
 }
 
+// errLeaseClosed is an Acquire's whose lease was closed under it.
+var errLeaseClosed = errors.New("the rollout's slot was released while it was acquired")
+
 // Close releases everything the lease holds: the workspace and its
 // sandbox, the interception registration, the capacity unit. Later calls
-// do nothing. A nil lease (a key this worker never acquired) releases
-// nothing.
+// do nothing.
 func (l *lease) Close() {
 	if l == nil {
 		return
@@ -36,21 +46,117 @@ func (l *lease) Close() {
 		return
 	}
 	l.closed = true
-	p := l.pending
-	l.pending = nil
+	reg, ws, p := l.reg, l.ws, l.pending
+	l.reg, l.ws, l.pending = nil, nil, nil
 	l.mu.Unlock()
 	if p != nil {
 		p.expire.Stop()
-		l.a.removeWorkspace(l.key, p.ws)
 	}
-	l.a.Pool.Release(l.key)
-	l.a.Capacity.Give(l.key)
+	if ws != nil {
+		l.a.removeWorkspace(l.key, ws)
+	}
+	if reg != nil {
+		reg.Release()
+	}
+	l.unit.Give()
 	l.a.leases.forget(l)
 }
 
-// handOver keeps p for the rollout's Verify; when Verify has not taken it
-// within, plus the worker's grace, the lease is closed (the workflow moved
-// on).
+// register gives the lease the registration pool hands out for r, or
+// returns the one it holds (a retried Acquire). A lease that closed takes
+// none.
+func (l *lease) register(ctx context.Context, pool *interception.Pool, r interception.Rollout) (*interception.Registration, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return nil, errLeaseClosed
+	case l.reg != nil:
+		return l.reg, nil
+	}
+	reg, err := pool.Acquire(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	l.reg = reg
+	return reg, nil
+}
+
+// registration is the lease's registration, nil once released.
+func (l *lease) registration() *interception.Registration {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reg
+}
+
+// start begins the lease's Run: its unit counts as running (a holding
+// Acquire returns), and what an earlier Run left for a Verify that never
+// came is removed. It returns the registration the Run calls the model
+// through, or nil when the lease holds none (the slot is not here).
+func (l *lease) start() *interception.Registration {
+	if l == nil {
+		return nil
+	}
+	held := l.unit.Running()
+	l.mu.Lock()
+	ws, p := l.ws, l.pending
+	l.ws, l.pending = nil, nil
+	reg := l.reg
+	l.mu.Unlock()
+	if p != nil {
+		p.expire.Stop()
+	}
+	if ws != nil {
+		l.a.removeWorkspace(l.key, ws)
+	}
+	if !held {
+		return nil
+	}
+	return reg
+}
+
+// keep gives the lease the workspace of its Run, to remove when it
+// closes; one that closed already removes it now.
+func (l *lease) keep(ws *harness.Workspace) {
+	if ws == nil {
+		return
+	}
+	l.mu.Lock()
+	closed := l.closed
+	if !closed {
+		l.ws = ws
+	}
+	l.mu.Unlock()
+	if closed {
+		l.a.removeWorkspace(l.key, ws)
+	}
+}
+
+// endRun ends the lease's Run: the model calls end with the harness, so
+// the registration is released; the rest goes with the lease, now, unless
+// the Run handed it over to Verify.
+func (l *lease) endRun() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	reg, handedOver := l.reg, l.pending != nil
+	l.reg = nil
+	l.mu.Unlock()
+	if reg != nil {
+		reg.Release()
+	}
+	if !handedOver {
+		l.Close()
+	}
+}
+
+// handOver keeps what the Run saw (and its workspace) for the rollout's
+// Verify; when Verify has not taken it within, plus the worker's grace,
+// the lease is closed (the workflow moved on).
 func (l *lease) handOver(p pendingVerify, within time.Duration) {
 	grace := l.a.VerifyGrace
 	if grace <= 0 {
@@ -60,21 +166,16 @@ func (l *lease) handOver(p pendingVerify, within time.Duration) {
 	pp.expire = time.AfterFunc(within+grace, func() {
 		if l.takePending() == pp {
 			l.a.logger().Warn("a rollout's Verify never started; its workspace is removed", "key", l.key)
-			l.a.removeWorkspace(l.key, pp.ws)
 			l.Close()
 		}
 	})
 	l.mu.Lock()
-	old := l.pending
 	l.pending = pp
 	l.mu.Unlock()
-	if old != nil { // an earlier attempt's, never verified
-		old.expire.Stop()
-		l.a.removeWorkspace(l.key, old.ws)
-	}
 }
 
-// takePending removes and returns what waits for Verify, or nil.
+// takePending removes and returns what waits for Verify, with the
+// workspace (which the lease still holds, until it closes), or nil.
 func (l *lease) takePending() *pendingVerify {
 	if l == nil {
 		return nil
@@ -85,6 +186,7 @@ func (l *lease) takePending() *pendingVerify {
 	l.pending = nil
 	if p != nil {
 		p.expire.Stop()
+		p.ws = l.ws
 	}
 	return p
 }
@@ -95,21 +197,30 @@ type leases struct {
 	m  map[string]*lease
 }
 
-// open returns key's lease, opening one when there is none: a retried
-// Acquire of the same key holds the same lease.
-func (a *Activities) openLease(key string) *lease {
+// openLease returns key's open lease: a retried Acquire of the same key
+// holds the same lease. Without one, it takes a capacity unit, calling
+// wait every second while it waits, and opens a lease holding it.
+func (a *Activities) openLease(ctx context.Context, key string, wait func()) (*lease, error) {
+	if l := a.lease(key); l != nil {
+		return l, nil
+	}
+	u, err := a.Capacity.Take(ctx, wait)
+	if err != nil {
+		return nil, err
+	}
 	ls := &a.leases
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if l, ok := ls.m[key]; ok {
-		return l
+	if l, ok := ls.m[key]; ok { // a concurrent Acquire of the same key won
+		u.Give()
+		return l, nil
 	}
 	if ls.m == nil {
 		ls.m = map[string]*lease{}
 	}
-	l := &lease{a: a, key: key}
+	l := &lease{a: a, key: key, unit: u}
 	ls.m[key] = l
-	return l
+	return l, nil
 }
 
 // lease is key's open lease, or nil.
@@ -118,6 +229,17 @@ func (a *Activities) lease(key string) *lease {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	return ls.m[key]
+}
+
+// open is every open lease.
+func (ls *leases) open() []*lease {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	open := make([]*lease, 0, len(ls.m))
+	for _, l := range ls.m {
+		open = append(open, l)
+	}
+	return open
 }
 
 // forget drops l from the open leases, unless another took its key.
@@ -135,14 +257,7 @@ func (ls *leases) forget(l *lease) {
 // activity runs. (A function, not a method: every method of Activities is
 // an activity.)
 func CloseLeases(a *Activities) {
-	ls := &a.leases
-	ls.mu.Lock()
-	open := make([]*lease, 0, len(ls.m))
-	for _, l := range ls.m {
-		open = append(open, l)
-	}
-	ls.mu.Unlock()
-	for _, l := range open {
+	for _, l := range a.leases.open() {
 		l.Close()
 	}
 }
@@ -151,12 +266,11 @@ func CloseLeases(a *Activities) {
 // than age ago and never started running (their workflow moved on), and
 // returns their keys.
 func Sweep(a *Activities, age time.Duration) []string {
-	keys := a.Capacity.Sweep(age)
-	for _, k := range keys {
-		if l := a.lease(k); l != nil {
+	var keys []string
+	for _, l := range a.leases.open() {
+		if l.unit.Sweep(age) {
 			l.Close()
-		} else {
-			a.Pool.Release(k)
+			keys = append(keys, l.key)
 		}
 	}
 	return keys

@@ -19,8 +19,7 @@ func requireReleased(t *testing.T, r *rig, key string) {
 	t.Helper()
 	assert.Zero(t, activities.OpenLeases(r.acts), "every lease is closed")
 	assert.True(t, capacityFree(r.acts.Capacity), "the capacity is given back")
-	_, held := r.acts.Pool.Slot(key)
-	assert.False(t, held, "the interception registration is released")
+	assert.Zero(t, r.acts.Pool.Rollouts(), "the interception registration is released")
 }
 
 // A Run that ends its rollout, well or as the agent's failure, closes the
@@ -92,5 +91,23 @@ func TestLeaseSwept(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, activities.Sweep(r.acts, time.Hour), "a young unit stays")
 	assert.Equal(t, []string{ref(1).Key()}, activities.Sweep(r.acts, 0))
+	requireReleased(t, r, ref(1).Key())
+	_, err = r.env.ExecuteActivity(r.acts.Run, rollout.RunInput{Rollout: ref(1)})
+	require.ErrorContains(t, err, "is not held by this worker", "a swept rollout runs again from its Acquire")
+}
+
+// A retried Acquire of a rollout holds the lease the first one opened:
+// one capacity unit, one registration, on a worker with room for one.
+func TestLeaseHeldOnceByARetriedAcquire(t *testing.T) {
+	r := newRig(t, nil)
+	r.acts.Capacity = activities.NewCapacity(1)
+	for range 2 {
+		_, err := r.env.ExecuteActivity(r.acts.Acquire, rollout.AcquireInput{Rollout: ref(1)})
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 1, activities.OpenLeases(r.acts))
+	assert.Equal(t, 1, r.acts.Pool.Rollouts())
+	_, err := r.env.ExecuteActivity(r.acts.Release, rollout.ReleaseInput{Key: ref(1).Key()})
+	require.NoError(t, err)
 	requireReleased(t, r, ref(1).Key())
 }

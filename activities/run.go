@@ -34,14 +34,11 @@ import (
 func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (sum rollout.Summary, err error) {
 	ref := in.Rollout
 	key := ref.Key()
-	a.Capacity.Running(key)
 	l := a.lease(key)
-	handedOver := false // to Verify, which closes the lease
-	defer func() {
-		if !handedOver {
-			a.release(key)
-		}
-	}()
+	reg := l.start()
+	// The model calls end with the harness: the registration goes then,
+	// the rest with the lease, unless it is handed over to Verify.
+	defer l.endRun()
 	prior, found, err := a.storedRecord(ctx, ref)
 	if err != nil {
 		return rollout.Summary{}, err
@@ -49,16 +46,9 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (sum rollout.
 	if found && reusable(ref, prior) {
 		return a.withTokens(ctx, ref, reused(prior))
 	}
-	slot, ok := a.Pool.Slot(key)
-	if !ok {
-		return rollout.Summary{}, temporal.NewNonRetryableApplicationError("slot "+key+" is not held by this worker", rollout.ErrTypeSlotLost, nil)
+	if reg == nil {
+		return rollout.Summary{}, slotLost(key)
 	}
-	if l == nil { // the slot is here: its lease must be
-		l = a.openLease(key)
-	}
-	// The model calls end with the harness: the registration goes now,
-	// the workspace and the capacity with the lease.
-	defer a.Pool.Release(key)
 	a.Metrics.RolloutStarted()
 	defer func() { a.Metrics.RolloutFinished(outcomeOf(sum, err)) }()
 
@@ -70,12 +60,8 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (sum rollout.
 	if err != nil {
 		return rollout.Summary{}, err
 	}
-	defer func() {
-		if !handedOver {
-			a.removeWorkspace(key, ws)
-		}
-	}()
-	out := a.runHarness(ctx, j, slot, in.BaseURL, ws)
+	l.keep(ws)
+	out := a.runHarness(ctx, j, reg, in.BaseURL, ws)
 	if err := infraError(ctx, j, out); err != nil {
 		if retryable(err) {
 			a.keepAttempt(ctx, j, out, err)
@@ -84,8 +70,7 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (sum rollout.
 	}
 	if j.task.Verified() && in.VerifyWithin > 0 {
 		if kind, _ := classify(out.res, out.turns, ref.Harness.MaxTurns); kind == "" {
-			l.handOver(pendingVerify{job: j, out: out, ws: ws, rerun: found}, in.VerifyWithin)
-			handedOver = true
+			l.handOver(pendingVerify{job: j, out: out, rerun: found}, in.VerifyWithin)
 			return rollout.Summary{
 				Key: key, Index: ref.Index, K: ref.K, Status: rollout.StatusOK,
 				Verify: &rollout.VerifyPlan{Timeout: j.verifierTimeout()},
@@ -234,15 +219,15 @@ type outcome struct {
 	side sidecar.Side
 }
 
-// runHarness runs the harness against the slot's server, heartbeating, and
-// collects what the interception server recorded. The slot's secret is
-// taken out of the harness's output.
-func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Slot, baseURL string, ws *harness.Workspace) outcome {
+// runHarness runs the harness against the registration's server,
+// heartbeating, and collects what the interception server recorded. The
+// rollout's secret is taken out of the harness's output.
+func (a *Activities) runHarness(ctx context.Context, j job, reg *interception.Registration, baseURL string, ws *harness.Workspace) outcome {
 	out := outcome{started: time.Now()}
 	if ws != nil {
 		out.notes = ws.Notes
 	}
-	a.shareTask(j)
+	a.shareTask(j, reg)
 	stop := heartbeat(ctx, "harness running")
 	// A harness whose tunnel the pool finds dead is stopped at once: it has
 	// lost its way to the model and would otherwise run until its timeout.
@@ -261,7 +246,7 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 		case <-runCtx.Done():
 		}
 	}()
-	if lost := a.Pool.Lost(j.key); lost != nil {
+	if lost := reg.Lost(); lost != nil {
 		go func() {
 			select {
 			case <-lost:
@@ -275,7 +260,7 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 		Attempt:  j.ref.Attempt,
 		Command:  j.command,
 		BaseURL:  baseURL,
-		Secret:   slot.Secret,
+		Secret:   reg.Secret,
 		Model:    j.ref.Model,
 		Task:     j.task,
 		MaxTurns: j.ref.Harness.MaxTurns,
@@ -297,17 +282,20 @@ func (a *Activities) runHarness(ctx context.Context, j job, slot interception.Sl
 		out.handedBack = true
 		a.logger().Warn("the worker stopped before the rollout ended; handed back", "key", j.key)
 	case errors.Is(context.Cause(runCtx), errTunnelLost):
-		if out.tunnel = a.Pool.CheckTunnel(ctx, j.key); out.tunnel == nil {
+		if out.tunnel = reg.CheckTunnel(ctx); out.tunnel == nil {
 			out.tunnel = errTunnelLost
 		}
 		a.logger().Warn("the rollout's tunnel died; its harness was stopped", "key", j.key, "error", out.tunnel)
 	case out.err == nil && (out.res.ExitCode != 0 || out.res.TimedOut):
-		out.tunnel = a.Pool.CheckTunnel(ctx, j.key)
+		out.tunnel = reg.CheckTunnel(ctx)
 	}
-	out.turns = a.releaseTurns(j.key)
-	out.side = a.sideOf(j.key, slot.Secret)
+	// The rollout's calls end (its secret stops working) once the calls
+	// whose caller has its answer are recorded; the registration itself
+	// is released when Run returns.
+	out.turns, _ = reg.Finish()
+	out.side = a.sideOf(reg)
 	out.stopped = time.Now()
-	out.res = redacted(out.res, slot.Secret)
+	out.res = redacted(out.res, reg.Secret)
 	return out
 }
 
@@ -317,14 +305,6 @@ var (
 	errTunnelLost   = errors.New("the tunnel was found dead while the harness ran")
 	errHarnessEnded = errors.New("the harness ended")
 )
-
-// releaseTurns ends the rollout's model calls (its secret stops working)
-// and returns the turns recorded for it, once the calls whose caller has
-// its answer are recorded. The slot itself is released when Run returns.
-func (a *Activities) releaseTurns(key string) []trace.Turn {
-	turns, _ := a.Pool.Finish(key)
-	return turns
-}
 
 // infraError is the error a run that failed for reasons of the
 // infrastructure (not of the agent) ends with, or nil: a missing harness

@@ -219,8 +219,7 @@ func TestRunStoresASuccess(t *testing.T) {
 	assert.Equal(t, "mock", tr.Turns[0].Request.Model, "the provider was asked for the run's model")
 	assert.Equal(t, answeringModel, tr.Turns[1].Response.Model)
 	assert.Equal(t, "done\n", tr.Harness.Stdout)
-	_, held := r.acts.Pool.Slot(key)
-	assert.False(t, held, "the slot is released")
+	assert.Zero(t, r.acts.Pool.Rollouts(), "the slot is released")
 
 	// The same rollout again: the stored success is reused, nothing runs.
 	calls := r.up.calls.Load()
@@ -351,8 +350,7 @@ func TestRunTunnelLostIsRetriedNotScored(t *testing.T) {
 	assert.Contains(t, all[0].Error, "tunnel lost")
 	assert.Len(t, all[0].Turns, 1, "the turns before the tunnel died are kept")
 	assert.Contains(t, all[0].Harness.Stderr, "APIConnectionError")
-	_, held := r.acts.Pool.Slot(ref(1).Key())
-	assert.False(t, held, "the slot is released")
+	assert.Zero(t, r.acts.Pool.Rollouts(), "the slot is released")
 }
 
 // A provider that kept failing is an infrastructure failure, retried, with
@@ -425,8 +423,7 @@ func TestRunStoreFailureIsRetriedAndLosesNothing(t *testing.T) {
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
 	assert.False(t, appErr.NonRetryable(), "a store failure is retried")
-	_, held := r.acts.Pool.Slot(ref(1).Key())
-	assert.False(t, held, "the slot is released")
+	assert.Zero(t, r.acts.Pool.Rollouts(), "the slot is released")
 
 	require.NoError(t, os.Remove(blocker))
 	s, err := r.rollout(t, ref(2))
@@ -494,10 +491,12 @@ func TestAcquireFixedPortInUseIsAConfigError(t *testing.T) {
 	assert.Equal(t, rollout.ErrTypeConfig, appErr.Type())
 	assert.True(t, appErr.NonRetryable())
 	assert.Contains(t, err.Error(), fmt.Sprintf("port %d is in use", port))
+	assert.Zero(t, activities.OpenLeases(acts), "its lease is closed")
 	// The capacity it took is given back.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	require.NoError(t, acts.Capacity.Take(ctx, "other", func() {}))
+	_, err = acts.Capacity.Take(ctx, func() {})
+	require.NoError(t, err)
 }
 
 // A harness's session logs are stored with its trace, without the rollout

@@ -31,13 +31,15 @@ const TestsMetric = "tests"
 const defaultVerifyGrace = time.Minute
 
 // pendingVerify is a rollout whose agent is done and whose Verify has not
-// started: its workspace and what its Run saw.
+// started: what its Run saw.
 type pendingVerify struct {
-	job   job
-	out   outcome
+	job job
+	out outcome
+	// ws is the workspace, which the lease holds: set when Verify takes
+	// what waits for it.
 	ws    *harness.Workspace
 	rerun bool // a stored failure, run again
-	// expire removes the workspace and gives the capacity back when Verify
+	// expire closes the lease (the workspace, the capacity) when Verify
 	// never comes.
 	expire *time.Timer
 }
@@ -58,7 +60,6 @@ func (a *Activities) Verify(ctx context.Context, in rollout.VerifyInput) (rollou
 		return rollout.Summary{}, temporal.NewNonRetryableApplicationError("the workspace of "+key+" is not on this worker", rollout.ErrTypeSlotLost, nil)
 	}
 	defer l.Close()
-	defer a.removeWorkspace(key, p.ws)
 	j := p.job
 	verifier, ok := a.Runtime.(harness.Verifier)
 	if !ok {

@@ -38,9 +38,9 @@ func BenchmarkConversationTokenIn(b *testing.B) {
 				ro := interception.Rollout{Key: key, Model: "mock", Tokens: &dialects.TokenRequest{}, TokenIn: mode == "token-in"}
 				s, err := pool.Acquire(context.Background(), ro)
 				require.NoError(b, err)
-				converse4(b, s)
-				turns, _ := pool.Finish(key)
-				pool.Release(key)
+				converse4(b, s.Slot)
+				turns, _ := s.Finish()
+				s.Release()
 				if mode == "token-in" {
 					require.True(b, turns[len(turns)-1].TokenIn, "the last turn went in as tokens")
 				}

@@ -142,7 +142,8 @@ func TestCostLimitInEveryDialect(t *testing.T) {
 				f := dialectFixture(t, dialects.NameChat, countedMock(t, &calls), func(c *interception.Config) {
 					c.Prices = prices.Table{runModel: costPrice}
 				})
-				secret := limitedRollout(t, f, interception.Limits{CostUSD: 1e-9})
+				limited := limitedRollout(t, f, interception.Limits{CostUSD: 1e-9})
+				secret := limited.Secret
 				usageCall(t, caller, f.slot.LocalURL, secret, stream)
 				<-f.recorded // the next call is admitted once this one's cost is in
 				status, body := refusal(t, callers[caller](f.slot.LocalURL, secret))
@@ -151,7 +152,7 @@ func TestCostLimitInEveryDialect(t *testing.T) {
 				assert.Contains(t, body, "(--max-cost 1e-09)")
 				assert.Equal(t, int32(1), calls.Load(), "the upstream is not called past the limit")
 				<-f.recorded
-				turns, ok := f.pool.Turns(limitedKey)
+				turns, ok := limited.Turns()
 				require.True(t, ok)
 				require.Len(t, turns, 2)
 				require.NotNil(t, turns[0].CostUSD)

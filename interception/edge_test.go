@@ -325,7 +325,7 @@ func TestAnthropicAuxRoutes(t *testing.T) {
 			require.ErrorAs(t, err, &apiErr)
 			assert.Equal(t, http.StatusUnauthorized, apiErr.StatusCode)
 			assert.Contains(t, apiErr.RawJSON(), `"authentication_error"`)
-			turns, _ := f.pool.Turns(f.slot.Key)
+			turns, _ := f.slot.Turns()
 			assert.Empty(t, turns, "count_tokens is not a model turn")
 		})
 	}

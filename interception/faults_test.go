@@ -460,7 +460,7 @@ func TestFinishReportsACallStillWaitingOnTheProvider(t *testing.T) {
 	}()
 	<-arrived
 
-	turns, ok := f.pool.Finish(f.slot.Key)
+	turns, ok := f.slot.Finish()
 	require.True(t, ok)
 	require.Len(t, turns, 1, "the call still waiting is a turn")
 	assert.Equal(t, 499, turns[0].Status)

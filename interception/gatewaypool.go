@@ -2,16 +2,18 @@ package interception
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/interception/gateway"
+	"github.com/evalflow/evalflow/trace"
 )
 
-// gatewayPool is a pool as its gateway sees it: Expose, Turns, Finish and
-// Release are the pool's own.
+// gatewayPool is a pool as its gateway sees it: the gateway's rollouts
+// are found by key among the pool's registrations.
 type gatewayPool struct{ *Pool }
 
 var _ gateway.Pool = gatewayPool{}
@@ -24,14 +26,45 @@ func (p gatewayPool) Acquire(ctx context.Context, key string, req gateway.Regist
 	if req.TraceTokens {
 		ro.Tokens = &dialects.TokenRequest{TopLogprobs: req.TopLogprobs}
 	}
-	slot, err := p.Pool.Acquire(ctx, ro)
-	return slot.Secret, err
+	reg, err := p.Pool.Acquire(ctx, ro)
+	if err != nil {
+		return "", err
+	}
+	return reg.Secret, nil
 }
 
-// Held reports whether a rollout holds a slot.
-func (p gatewayPool) Held(key string) bool {
-	_, ok := p.Slot(key)
-	return ok
+// Expose exposes a gateway rollout's server (Registration.Expose).
+func (p gatewayPool) Expose(ctx context.Context, key string) (string, error) {
+	reg, ok := p.registered(key)
+	if !ok {
+		return "", fmt.Errorf("expose %s: %w", key, ErrUnknownRollout)
+	}
+	return reg.Expose(ctx)
+}
+
+// Turns returns a gateway rollout's turns so far (Registration.Turns).
+func (p gatewayPool) Turns(key string) ([]trace.Turn, bool) {
+	reg, ok := p.registered(key)
+	if !ok {
+		return nil, false
+	}
+	return reg.Turns()
+}
+
+// Finish ends a gateway rollout's calls (Registration.Finish).
+func (p gatewayPool) Finish(key string) ([]trace.Turn, bool) {
+	reg, ok := p.registered(key)
+	if !ok {
+		return nil, false
+	}
+	return reg.Finish()
+}
+
+// Release releases a gateway rollout (Registration.Release).
+func (p gatewayPool) Release(key string) {
+	if reg, ok := p.registered(key); ok {
+		reg.Release()
+	}
 }
 
 // ReadBody reads a body within the pool's body read timeout.
@@ -42,13 +75,13 @@ func (p gatewayPool) ReadBody(w http.ResponseWriter, r *http.Request, limit int6
 // ServeModel serves a model call of a gateway rollout on its own server,
 // authenticated by the rollout's secret and recorded alike.
 func (p gatewayPool) ServeModel(w http.ResponseWriter, r *http.Request, key string) {
-	m, ok := p.member(key)
+	reg, ok := p.registered(key)
 	if !ok {
 		id := strings.TrimPrefix(key, gateway.KeyPrefix)
 		callerDialect(r.Header).WriteError(w, http.StatusNotFound, "unknown_rollout", "rollout "+id+" is not registered")
 		return
 	}
-	m.srv.ServeHTTP(w, r)
+	reg.m.srv.ServeHTTP(w, r)
 }
 
 // modelPaths are the model routes of the route table as paths below /v1,

@@ -32,7 +32,7 @@ func ptr[T any](v T) *T { return &v }
 // rollout acquired.
 type fixture struct {
 	pool     *interception.Pool
-	slot     interception.Slot
+	slot     *interception.Registration
 	recorded chan trace.Turn
 }
 
@@ -73,7 +73,7 @@ func (f fixture) client(secret string) *openai.Client {
 func (f fixture) turn(t *testing.T) trace.Turn {
 	t.Helper()
 	turn := <-f.recorded
-	turns, ok := f.pool.Turns(f.slot.Key)
+	turns, ok := f.slot.Turns()
 	require.True(t, ok)
 	require.NotEmpty(t, turns)
 	assert.Equal(t, turn, turns[len(turns)-1], "the turn is kept for the rollout")
@@ -159,12 +159,13 @@ func TestChatNonStreaming(t *testing.T) {
 	assert.Positive(t, turn.TTFT)
 	assert.LessOrEqual(t, turn.TTFT, turn.Latency)
 
-	turns, ok := f.pool.Finish(f.slot.Key)
+	turns, ok := f.slot.Finish()
 	assert.True(t, ok)
 	assert.Equal(t, []trace.Turn{turn}, turns, "Finish returns the recorded turns")
-	f.pool.Release(f.slot.Key)
-	_, ok = f.pool.Slot(f.slot.Key)
-	assert.False(t, ok)
+	f.slot.Release()
+	assert.Zero(t, f.pool.Rollouts())
+	_, ok = f.slot.Turns()
+	assert.False(t, ok, "a released registration has no turns")
 }
 
 func TestRelayKeepsUnknownRequestFieldsByteExact(t *testing.T) {
@@ -329,7 +330,7 @@ func TestBadSecret(t *testing.T) {
 		assert.NotContains(t, apiErr.Message, f.slot.Secret)
 	}
 	assert.Zero(t, calls.Load(), "no unauthenticated call reaches the upstream")
-	turns, _ := f.pool.Turns(f.slot.Key)
+	turns, _ := f.slot.Turns()
 	assert.Empty(t, turns, "unauthenticated calls are not recorded")
 }
 

@@ -62,13 +62,12 @@ func countedMock(t *testing.T, calls *atomic.Int32) string {
 	}).URL + "/v1"
 }
 
-// limitedRollout acquires a rollout under limits l in f's pool and
-// returns its secret.
-func limitedRollout(t *testing.T, f fixture, l interception.Limits) string {
+// limitedRollout acquires a rollout under limits l in f's pool.
+func limitedRollout(t *testing.T, f fixture, l interception.Limits) *interception.Registration {
 	t.Helper()
-	slot, err := f.pool.Acquire(context.Background(), interception.Rollout{Key: limitedKey, Model: runModel, Limits: l})
+	reg, err := f.pool.Acquire(context.Background(), interception.Rollout{Key: limitedKey, Model: runModel, Limits: l})
 	require.NoError(t, err)
-	return slot.Secret
+	return reg
 }
 
 // refusal is the status and JSON body of an SDK's error, of either SDK.
@@ -102,7 +101,8 @@ func TestTurnLimitInEveryDialect(t *testing.T) {
 		t.Run(caller, func(t *testing.T) {
 			var calls atomic.Int32
 			f := dialectFixture(t, dialects.NameChat, countedMock(t, &calls), nil)
-			secret := limitedRollout(t, f, interception.Limits{Turns: 2})
+			limited := limitedRollout(t, f, interception.Limits{Turns: 2})
+			secret := limited.Secret
 			call := callers[caller]
 			require.NoError(t, call(f.slot.LocalURL, secret))
 			require.NoError(t, call(f.slot.LocalURL, secret))
@@ -116,7 +116,7 @@ func TestTurnLimitInEveryDialect(t *testing.T) {
 			for range 4 {
 				<-f.recorded
 			}
-			turns, ok := f.pool.Turns(limitedKey)
+			turns, ok := limited.Turns()
 			require.True(t, ok)
 			require.Len(t, turns, 4, "the SDK did not retry a refusal")
 			for i, turn := range turns {
@@ -156,7 +156,8 @@ func TestTokenAndModelTimeLimits(t *testing.T) {
 				writeJSON(w, http.StatusOK, toolCompletion)
 			})
 			f := newFixture(t, up.URL, nil)
-			secret := limitedRollout(t, f, tt.limits)
+			limited := limitedRollout(t, f, tt.limits)
+			secret := limited.Secret
 			call := callers[tt.caller]
 			allowed := 2
 			if tt.limits.ModelTime > 0 {
@@ -171,7 +172,7 @@ func TestTokenAndModelTimeLimits(t *testing.T) {
 			assert.Contains(t, body, tt.msg)
 			assert.Equal(t, int32(allowed), calls.Load(), "the upstream is not called past the limit")
 			<-f.recorded
-			turns, ok := f.pool.Turns(limitedKey)
+			turns, ok := limited.Turns()
 			require.True(t, ok)
 			require.Len(t, turns, allowed+1)
 			assert.Equal(t, tt.which, turns[allowed].Limit)
@@ -185,7 +186,8 @@ func TestTokenAndModelTimeLimits(t *testing.T) {
 func TestRefusedBodiesCostNoTurn(t *testing.T) {
 	var calls atomic.Int32
 	f := dialectFixture(t, dialects.NameChat, countedMock(t, &calls), nil)
-	secret := limitedRollout(t, f, interception.Limits{Turns: 2})
+	limited := limitedRollout(t, f, interception.Limits{Turns: 2})
+	secret := limited.Secret
 	for range 3 {
 		req, err := http.NewRequest(http.MethodPost, f.slot.LocalURL+"/v1/chat/completions", strings.NewReader("not json {"))
 		require.NoError(t, err)

@@ -29,11 +29,10 @@ func TestPoolLostSaysWhenTheMonitorFindsATunnelDead(t *testing.T) {
 			slots := acquireAll(t, p, 3)
 			exposeAll(t, p, slots[:2])
 
-			lost := p.Lost(slots[0].Key)
+			lost := slots[0].Lost()
 			require.NotNil(t, lost)
 			assert.False(t, closed(lost), "a working tunnel is not lost")
-			assert.Nil(t, p.Lost(slots[2].Key), "a rollout never exposed has no tunnel to lose")
-			assert.Nil(t, p.Lost("run/9/9/9"), "an unknown rollout")
+			assert.Nil(t, slots[2].Lost(), "a rollout never exposed has no tunnel to lose")
 
 			p.CheckTunnels(context.Background())
 			assert.False(t, closed(lost), "a check of a working tunnel loses nothing")
@@ -41,9 +40,12 @@ func TestPoolLostSaysWhenTheMonitorFindsATunnelDead(t *testing.T) {
 			kill()
 			p.CheckTunnels(context.Background())
 			<-lost // closed by the check that found the tunnel dead
-			assert.True(t, closed(p.Lost(slots[1].Key)), "every rollout on the tunnel lost it")
-			assert.True(t, closed(p.Lost(slots[0].Key)), "asked again, still lost")
-			assert.ErrorIs(t, p.CheckTunnel(context.Background(), slots[0].Key), tunnel.ErrDead)
+			assert.True(t, closed(slots[1].Lost()), "every rollout on the tunnel lost it")
+			assert.True(t, closed(slots[0].Lost()), "asked again, still lost")
+			assert.ErrorIs(t, slots[0].CheckTunnel(context.Background()), tunnel.ErrDead)
+			slots[1].Release()
+			assert.Nil(t, slots[1].Lost(), "a released rollout has no tunnel to lose")
+			assert.NoError(t, slots[1].CheckTunnel(context.Background()), "nor to check")
 		})
 	}
 }
@@ -54,13 +56,13 @@ func TestPoolLostAfterExposingAgain(t *testing.T) {
 	p := newPool(t, tun)
 	slots := acquireAll(t, p, 1)
 	exposeAll(t, p, slots)
-	first := p.Lost(slots[0].Key)
+	first := slots[0].Lost()
 
 	restart()
 	p.CheckTunnels(context.Background()) // finds it dead and re-creates it
 	<-first
 	exposeAll(t, p, slots)
-	again := p.Lost(slots[0].Key)
+	again := slots[0].Lost()
 	require.NotNil(t, again)
 	assert.False(t, closed(again), "exposed again, the rollout has a live tunnel")
 }
@@ -69,5 +71,5 @@ func TestPoolLostIsNilOnLoopback(t *testing.T) {
 	p := newPool(t, tunnel.Local{})
 	slots := acquireAll(t, p, 1)
 	exposeAll(t, p, slots)
-	assert.Nil(t, p.Lost(slots[0].Key), "a loopback server has no tunnel to lose")
+	assert.Nil(t, slots[0].Lost(), "a loopback server has no tunnel to lose")
 }

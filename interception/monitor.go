@@ -108,22 +108,17 @@ func (p *Pool) restore(idx int, m *member) {
 	p.cfg.Logger.Info("tunnel re-created", "server", idx, "tunnel", p.name)
 }
 
-// CheckTunnel tells whether the tunnel a rollout was given by Expose still
-// works. It returns a *tunnel.Error when that tunnel died since (the monitor
-// replaced it) or fails a check now; a tunnel failing now is closed and
-// created anew in the background. A rollout never exposed returns nil.
-func (p *Pool) CheckTunnel(ctx context.Context, key string) error {
-	p.mu.Lock()
-	s, ok := p.slots[key]
-	gen, exposed := p.exposedAt[key]
-	var m *member
-	if ok {
-		m = p.servers[s.Server]
-	}
-	p.mu.Unlock()
-	if !ok || !exposed {
+// CheckTunnel tells whether the tunnel the rollout was given by Expose
+// still works. It returns a *tunnel.Error when that tunnel died since (the
+// monitor replaced it) or fails a check now; a tunnel failing now is
+// closed and created anew in the background. A rollout never exposed, or
+// released, returns nil.
+func (r *Registration) CheckTunnel(ctx context.Context) error {
+	gen, ok := r.exposure()
+	if !ok {
 		return nil
 	}
+	p, m := r.p, r.m
 	m.mu.Lock()
 	cur, exp := m.gen, m.exposure
 	m.mu.Unlock()
@@ -134,13 +129,13 @@ func (p *Pool) CheckTunnel(ctx context.Context, key string) error {
 	if err == nil {
 		return nil
 	}
-	p.lost(s.Server, m, gen, err)
+	p.lost(r.Server, m, gen, err)
 	p.mu.Lock()
 	if !p.closed {
 		p.bg.Add(1)
 		go func() {
 			defer p.bg.Done()
-			p.restore(s.Server, m)
+			p.restore(r.Server, m)
 		}()
 	}
 	p.mu.Unlock()

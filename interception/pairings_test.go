@@ -70,7 +70,7 @@ func (f fixture) turns(t *testing.T, n int) []trace.Turn {
 	for range n {
 		<-f.recorded
 	}
-	turns, ok := f.pool.Turns(f.slot.Key)
+	turns, ok := f.slot.Turns()
 	require.True(t, ok)
 	require.Len(t, turns, n)
 	return turns

@@ -22,13 +22,14 @@ func TestPersonaCallIsPricedButNotCountedAgainstMaxCost(t *testing.T) {
 	f := dialectFixture(t, dialects.NameChat, mockUpstream(t), func(c *interception.Config) {
 		c.Prices = prices.Table{runModel: costPrice}
 	})
-	secret := limitedRollout(t, f, interception.Limits{CostUSD: 1e-9})
-	require.True(t, f.pool.SetTask(limitedKey, json.RawMessage(`{"id":"t","prompt":"What is 2+2?","user":{"persona":"You are a student. {{prompt}}","max_turns":3}}`)))
+	limited := limitedRollout(t, f, interception.Limits{CostUSD: 1e-9})
+	secret := limited.Secret
+	require.True(t, limited.SetTask(json.RawMessage(`{"id":"t","prompt":"What is 2+2?","user":{"persona":"You are a student. {{prompt}}","max_turns":3}}`)))
 	for i := range 2 {
 		status, body := sideCall(t, http.MethodPost, f.slot.LocalURL+"/user", secret, `{"messages":[{"role":"user","content":"What is 2+2?"},{"role":"assistant","content":"4"}]}`)
 		require.Equal(t, http.StatusOK, status, "user turn %d: %s", i+1, body)
 	}
-	side, ok := f.pool.Side(limitedKey)
+	side, ok := limited.Side()
 	require.True(t, ok)
 	require.Len(t, side.Users, 2)
 	var personaUSD float64
@@ -52,7 +53,7 @@ func TestPersonaCallIsPricedButNotCountedAgainstMaxCost(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.Contains(t, body, "(--max-cost 1e-09)")
 	<-f.recorded
-	turns, ok := f.pool.Turns(limitedKey)
+	turns, ok := limited.Turns()
 	require.True(t, ok)
 	require.Len(t, turns, 2)
 	assert.Empty(t, turns[0].Limit)
@@ -65,10 +66,10 @@ func TestPersonaCallOfAnUnpricedModelHasNoCost(t *testing.T) {
 	f := dialectFixture(t, dialects.NameChat, mockUpstream(t), func(c *interception.Config) {
 		c.Prices = prices.Table{"another-model": costPrice}
 	})
-	require.True(t, f.pool.SetTask(f.slot.Key, json.RawMessage(`{"id":"t","prompt":"What is 2+2?","user":{"persona":"You are a student. {{prompt}}"}}`)))
+	require.True(t, f.slot.SetTask(json.RawMessage(`{"id":"t","prompt":"What is 2+2?","user":{"persona":"You are a student. {{prompt}}"}}`)))
 	status, body := sideCall(t, http.MethodPost, f.slot.LocalURL+"/user", f.slot.Secret, `{"messages":[{"role":"user","content":"What is 2+2?"},{"role":"assistant","content":"4"}]}`)
 	require.Equal(t, http.StatusOK, status, body)
-	side, _ := f.pool.Side(f.slot.Key)
+	side, _ := f.slot.Side()
 	require.Len(t, side.Users, 1)
 	call := side.Users[0].Call
 	require.NotNil(t, call)

@@ -30,10 +30,11 @@ type Slot struct {
 	LocalURL string
 }
 
-// Pool hands out slots on interception servers, Multiplex rollouts to a
-// server, starting servers as needed. Each server gets at most one tunnel,
-// created on the first Expose and re-created by the health monitor when it
-// dies. A Fixed tunnel (custom) gets a single server shared by every rollout.
+// Pool hands out registrations on interception servers, Multiplex
+// rollouts to a server, starting servers as needed. Each server gets at
+// most one tunnel, created on the first Expose and re-created by the
+// health monitor when it dies. A Fixed tunnel (custom) gets a single
+// server shared by every rollout.
 type Pool struct {
 	cfg    Config
 	name   string // the tunnel's kind, for errors and logs
@@ -47,9 +48,9 @@ type Pool struct {
 	closed    bool
 	monitored bool
 	servers   []*member
-	slots     map[string]Slot
-	// exposedAt is the tunnel generation each rollout was given by Expose.
-	exposedAt map[string]uint64
+	// regs are the registrations held, by rollout key: a retried Acquire
+	// finds its own, and the gateway its rollouts (gatewaypool.go).
+	regs map[string]*Registration
 
 	gw *gateway.Gateway // the rollout gateway over the pool (gatewaypool.go)
 }
@@ -77,7 +78,7 @@ func NewPool(cfg Config) *Pool {
 	_, single := cfg.Tunnel.(tunnel.Fixed)
 	p := &Pool{
 		name: tunnelName(cfg.Tunnel), single: single, ctx: ctx, cancel: cancel,
-		slots: make(map[string]Slot), exposedAt: make(map[string]uint64),
+		regs: make(map[string]*Registration),
 	}
 	p.gw = gateway.New(gatewayPool{p}, gateway.Config{Token: cfg.GatewayToken, TTL: cfg.GatewayTTL,
 		Slots: cfg.GatewaySlots, ModelPaths: modelPaths(), Now: cfg.Now, Logger: cfg.Logger})
@@ -111,23 +112,40 @@ func tunnelName(t tunnel.Tunnel) string {
 	}
 }
 
+// Registration is a rollout's place on a pool's server, from Acquire to
+// Release: its slot, the tunnel Expose gave it, and what its calls left.
+// After Release it holds nothing: its methods answer as for a rollout that
+// is not registered.
+type Registration struct {
+	Slot
+
+	p   *Pool
+	m   *member
+	key string // Slot.Key, which a caller may overwrite
+
+	// Under p.mu.
+	released bool
+	exposed  bool
+	gen      uint64 // the tunnel generation Expose gave it
+}
+
 // Acquire registers a rollout on a server with a free slot, starting a new
 // server when all are full. Acquiring a key already registered returns its
-// existing slot.
-func (p *Pool) Acquire(ctx context.Context, r Rollout) (Slot, error) {
+// registration.
+func (p *Pool) Acquire(ctx context.Context, r Rollout) (*Registration, error) {
 	if err := ctx.Err(); err != nil {
-		return Slot{}, fmt.Errorf("acquire %s: %w", r.Key, err)
+		return nil, fmt.Errorf("acquire %s: %w", r.Key, err)
 	}
 	if r.Key == "" {
-		return Slot{}, errors.New("acquire: empty rollout key")
+		return nil, errors.New("acquire: empty rollout key")
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return Slot{}, fmt.Errorf("acquire %s: %w", r.Key, ErrPoolClosed)
+		return nil, fmt.Errorf("acquire %s: %w", r.Key, ErrPoolClosed)
 	}
-	if s, ok := p.slots[r.Key]; ok {
-		return s, nil
+	if reg, ok := p.regs[r.Key]; ok {
+		return reg, nil
 	}
 	idx := -1
 	for i, m := range p.servers {
@@ -139,80 +157,78 @@ func (p *Pool) Acquire(ctx context.Context, r Rollout) (Slot, error) {
 	if idx < 0 {
 		srv, err := Listen(p.cfg)
 		if err != nil {
-			return Slot{}, fmt.Errorf("acquire %s: %w", r.Key, err)
+			return nil, fmt.Errorf("acquire %s: %w", r.Key, err)
 		}
 		p.servers = append(p.servers, &member{srv: srv})
 		idx = len(p.servers) - 1
 		p.cfg.Logger.Info("interception server started", "server", idx, "url", srv.LocalURL())
 	}
-	srv := p.servers[idx].srv
-	secret, err := srv.Register(r)
+	m := p.servers[idx]
+	secret, err := m.srv.Register(r)
 	if err != nil {
-		return Slot{}, fmt.Errorf("acquire %s: %w", r.Key, err)
+		return nil, fmt.Errorf("acquire %s: %w", r.Key, err)
 	}
-	s := Slot{Key: r.Key, Server: idx, Secret: secret, LocalURL: srv.LocalURL()}
-	p.slots[r.Key] = s
-	return s, nil
+	reg := &Registration{Slot: Slot{Key: r.Key, Server: idx, Secret: secret, LocalURL: m.srv.LocalURL()}, p: p, m: m, key: r.Key}
+	p.regs[r.Key] = reg
+	return reg, nil
+}
+
+// registered returns the registration of key, if it is held.
+func (p *Pool) registered(key string) (*Registration, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	reg, ok := p.regs[key]
+	return reg, ok
+}
+
+// Rollouts is how many rollouts hold a registration.
+func (p *Pool) Rollouts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.regs)
 }
 
 // Loopback reports whether the pool's servers are reached on this host as
 // they are (a local tunnel): Expose then only names the loopback URL.
 func (p *Pool) Loopback() bool { return p.name == "local" }
 
-// Slot returns a registered rollout's slot.
-func (p *Pool) Slot(key string) (Slot, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s, ok := p.slots[key]
-	return s, ok
+// live reports whether r is still held: not released.
+func (r *Registration) live() bool {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	return !r.released
 }
 
-// Turns returns the turns recorded so far for a registered rollout.
-func (p *Pool) Turns(key string) ([]trace.Turn, bool) {
-	m, ok := p.member(key)
-	if !ok {
+// Turns returns the turns recorded so far for the rollout.
+func (r *Registration) Turns() ([]trace.Turn, bool) {
+	if !r.live() {
 		return nil, false
 	}
-	return m.srv.Turns(key)
-}
-
-// member is the server holding a rollout's slot.
-func (p *Pool) member(key string) (*member, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s, ok := p.slots[key]
-	if !ok {
-		return nil, false
-	}
-	return p.servers[s.Server], true
+	return r.m.srv.Turns(r.key)
 }
 
 // Expose returns the base URL (without /v1) of the rollout's server through
 // the tunnel. The tunnel is created once per server; concurrent callers wait
 // for one creation. A failed creation is not cached, so a later call retries.
 // Tunnel failures are *tunnel.Error values.
-func (p *Pool) Expose(ctx context.Context, key string) (string, error) {
+func (r *Registration) Expose(ctx context.Context) (string, error) {
+	p := r.p
 	p.mu.Lock()
-	s, ok := p.slots[key]
-	var m *member
-	if ok {
-		m = p.servers[s.Server]
-	}
-	closed := p.closed
+	closed, released := p.closed, r.released
 	p.mu.Unlock()
 	switch {
 	case closed:
-		return "", fmt.Errorf("expose %s: %w", key, ErrPoolClosed)
-	case !ok:
-		return "", fmt.Errorf("expose %s: %w", key, ErrUnknownRollout)
+		return "", fmt.Errorf("expose %s: %w", r.key, ErrPoolClosed)
+	case released:
+		return "", fmt.Errorf("expose %s: %w", r.key, ErrUnknownRollout)
 	}
-	u, gen, err := m.expose(ctx, p.cfg.Tunnel)
+	u, gen, err := r.m.expose(ctx, p.cfg.Tunnel)
 	if err != nil {
-		return "", fmt.Errorf("expose %s: %w", key, err)
+		return "", fmt.Errorf("expose %s: %w", r.key, err)
 	}
 	p.mu.Lock()
-	if _, ok := p.slots[key]; ok {
-		p.exposedAt[key] = gen
+	if !r.released {
+		r.exposed, r.gen = true, gen
 	}
 	p.mu.Unlock()
 	return u, nil
@@ -287,24 +303,26 @@ var closedChan = func() chan struct{} {
 	return c
 }()
 
-// Lost returns a channel closed when the tunnel a rollout was given by
+// exposure is the tunnel generation Expose gave r, and whether it gave
+// one to a registration still held.
+func (r *Registration) exposure() (gen uint64, ok bool) {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	return r.gen, r.exposed && !r.released
+}
+
+// Lost returns a channel closed when the tunnel the rollout was given by
 // Expose is found dead (by the monitor or CheckTunnel), so that its
 // harness can be stopped at once rather than run on with no way to its
 // model. It is closed already when the tunnel died before the call, and
-// nil (never ready) for a rollout that was never exposed or has no tunnel
-// of its own to lose (a local pool).
-func (p *Pool) Lost(key string) <-chan struct{} {
-	p.mu.Lock()
-	s, ok := p.slots[key]
-	gen, exposed := p.exposedAt[key]
-	var m *member
-	if ok {
-		m = p.servers[s.Server]
-	}
-	p.mu.Unlock()
-	if !ok || !exposed || p.Loopback() {
+// nil (never ready) for a rollout that was never exposed, is released or
+// has no tunnel of its own to lose (a local pool).
+func (r *Registration) Lost() <-chan struct{} {
+	gen, ok := r.exposure()
+	if !ok || r.p.Loopback() {
 		return nil
 	}
+	m := r.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.gen != gen || m.dead == nil {
@@ -332,30 +350,31 @@ func (m *member) close() error {
 	return errors.Join(errs...)
 }
 
-// Finish ends a rollout's calls and returns its turns: its secret stops
+// Finish ends the rollout's calls and returns its turns: its secret stops
 // working, and the calls whose caller already has its answer are recorded
-// first. The slot stays held until Release.
-func (p *Pool) Finish(key string) ([]trace.Turn, bool) {
-	m, ok := p.member(key)
-	if !ok {
+// first. The registration stays held until Release.
+func (r *Registration) Finish() ([]trace.Turn, bool) {
+	if !r.live() {
 		return nil, false
 	}
-	return m.srv.Finish(key)
+	return r.m.srv.Finish(r.key)
 }
 
-// Release frees a rollout's slot for another rollout; its secret stops
-// working and its turns are let go (read them with Finish first). An
-// unknown key is ignored.
-func (p *Pool) Release(key string) {
+// Release frees the rollout's slot for another rollout; its secret stops
+// working and its turns are let go (read them with Finish first). Later
+// calls do nothing.
+func (r *Registration) Release() {
+	p := r.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s, ok := p.slots[key]
-	if !ok {
+	if r.released {
 		return
 	}
-	delete(p.slots, key)
-	delete(p.exposedAt, key)
-	p.servers[s.Server].srv.Unregister(key)
+	r.released = true
+	if p.regs[r.key] == r {
+		delete(p.regs, r.key)
+	}
+	r.m.srv.Unregister(r.key)
 }
 
 // Servers is how many servers the pool has started.

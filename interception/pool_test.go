@@ -74,9 +74,9 @@ func (noUpstream) Relay(context.Context, string, http.Header, dialects.Body) (*h
 	return nil, 0, errors.New("no upstream in this test")
 }
 
-func acquireAll(t *testing.T, p *interception.Pool, n int) []interception.Slot {
+func acquireAll(t *testing.T, p *interception.Pool, n int) []*interception.Registration {
 	t.Helper()
-	slots := make([]interception.Slot, n)
+	slots := make([]*interception.Registration, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -120,10 +120,8 @@ func TestPoolAcquireIsIdempotent(t *testing.T) {
 	require.NoError(t, err)
 	again, err := p.Acquire(context.Background(), r)
 	require.NoError(t, err)
-	assert.Equal(t, first, again)
-	got, ok := p.Slot(r.Key)
-	assert.True(t, ok)
-	assert.Equal(t, first, got)
+	assert.Same(t, first, again)
+	assert.Equal(t, 1, p.Rollouts())
 }
 
 func TestPoolReleaseFreesSlot(t *testing.T) {
@@ -131,21 +129,21 @@ func TestPoolReleaseFreesSlot(t *testing.T) {
 	slots := acquireAll(t, p, 64)
 	require.Equal(t, 2, p.Servers())
 
-	var victim interception.Slot
+	var victim *interception.Registration
 	for _, s := range slots {
 		if s.Server == 0 {
 			victim = s
 			break
 		}
 	}
-	turns, ok := p.Finish(victim.Key)
+	turns, ok := victim.Finish()
 	assert.True(t, ok)
 	assert.Empty(t, turns, "no calls were made")
-	p.Release(victim.Key)
-	_, ok = p.Slot(victim.Key)
-	assert.False(t, ok)
-	p.Release(victim.Key) // releasing twice does nothing
-	turns, ok = p.Finish(victim.Key)
+	victim.Release()
+	assert.Equal(t, 63, p.Rollouts())
+	victim.Release() // releasing twice does nothing
+	assert.Equal(t, 63, p.Rollouts())
+	turns, ok = victim.Finish()
 	assert.False(t, ok)
 	assert.Nil(t, turns, "a released rollout has no turns to read")
 
@@ -181,18 +179,16 @@ func TestPoolFinishKeepsSlot(t *testing.T) {
 	}
 	require.Equal(t, http.StatusOK, models())
 
-	turns, ok := p.Finish(slot.Key)
+	turns, ok := slot.Finish()
 	require.True(t, ok)
 	assert.Empty(t, turns)
 	assert.Equal(t, http.StatusUnauthorized, models(), "the finished rollout's secret")
-	got, ok := p.Slot(slot.Key)
-	assert.True(t, ok, "the slot is held until Release")
-	assert.Equal(t, slot, got)
-	_, ok = p.Turns(slot.Key)
+	assert.Equal(t, 1, p.Rollouts(), "the slot is held until Release")
+	_, ok = slot.Turns()
 	assert.True(t, ok, "the turns are readable until Release")
 
-	p.Release(slot.Key)
-	_, ok = p.Turns(slot.Key)
+	slot.Release()
+	_, ok = slot.Turns()
 	assert.False(t, ok)
 }
 
@@ -205,7 +201,7 @@ func TestPoolExposeOncePerServer(t *testing.T) {
 	errs := make([]error, len(slots))
 	var wg sync.WaitGroup
 	for i, s := range slots {
-		wg.Go(func() { urls[i], errs[i] = p.Expose(context.Background(), s.Key) })
+		wg.Go(func() { urls[i], errs[i] = s.Expose(context.Background()) })
 	}
 	close(tun.hold)
 	wg.Wait()
@@ -216,8 +212,9 @@ func TestPoolExposeOncePerServer(t *testing.T) {
 	}
 	assert.Equal(t, int32(2), tun.exposed.Load(), "one tunnel per server")
 
-	_, err := p.Expose(context.Background(), "run/none")
-	assert.ErrorIs(t, err, interception.ErrUnknownRollout)
+	slots[0].Release()
+	_, err := slots[0].Expose(context.Background())
+	assert.ErrorIs(t, err, interception.ErrUnknownRollout, "a released rollout")
 }
 
 func TestPoolExposeFailureNotCached(t *testing.T) {
@@ -227,10 +224,10 @@ func TestPoolExposeFailureNotCached(t *testing.T) {
 	s, err := p.Acquire(context.Background(), interception.Rollout{Key: "k", Model: "m"})
 	require.NoError(t, err)
 
-	_, err = p.Expose(context.Background(), s.Key)
+	_, err = s.Expose(context.Background())
 	require.Error(t, err)
 	tun.fail.Store(false)
-	u, err := p.Expose(context.Background(), s.Key)
+	u, err := s.Expose(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, s.LocalURL, u)
 	assert.Equal(t, int32(2), tun.exposed.Load())
@@ -241,13 +238,13 @@ func TestPoolClose(t *testing.T) {
 	p := newPool(t, tun)
 	slots := acquireAll(t, p, 33)
 	for _, s := range slots {
-		_, err := p.Expose(context.Background(), s.Key)
+		_, err := s.Expose(context.Background())
 		require.NoError(t, err)
 	}
 	require.NoError(t, p.Close())
 
 	assert.Equal(t, int32(2), tun.closed.Load(), "every tunnel is closed")
-	for _, s := range []interception.Slot{slots[0], slots[32]} {
+	for _, s := range []*interception.Registration{slots[0], slots[32]} {
 		u, err := url.Parse(s.LocalURL)
 		require.NoError(t, err)
 		conn, err := net.Dial("tcp", u.Host)

@@ -51,13 +51,13 @@ func remotes() []remote {
 }
 
 // exposeAll exposes every slot concurrently and returns the URLs.
-func exposeAll(t *testing.T, p *interception.Pool, slots []interception.Slot) []string {
+func exposeAll(t *testing.T, p *interception.Pool, slots []*interception.Registration) []string {
 	t.Helper()
 	urls := make([]string, len(slots))
 	errs := make([]error, len(slots))
 	var wg sync.WaitGroup
 	for i, s := range slots {
-		wg.Go(func() { urls[i], errs[i] = p.Expose(context.Background(), s.Key) })
+		wg.Go(func() { urls[i], errs[i] = s.Expose(context.Background()) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -135,20 +135,20 @@ func TestPoolMonitorRecreatesDeadTunnel(t *testing.T) {
 			p := newPool(t, tun)
 			slots := acquireAll(t, p, 2)
 			before := exposeAll(t, p, slots)[0]
-			require.NoError(t, p.CheckTunnel(context.Background(), slots[0].Key))
+			require.NoError(t, slots[0].CheckTunnel(context.Background()))
 
 			restart() // the server side dies and comes back empty
 			p.CheckTunnels(context.Background())
 
 			assert.Equal(t, 1, p.Tunnels(), "the monitor re-created the tunnel")
 			var te *tunnel.Error
-			require.ErrorAs(t, p.CheckTunnel(context.Background(), slots[0].Key), &te, "a rollout exposed before the loss lost its tunnel")
+			require.ErrorAs(t, slots[0].CheckTunnel(context.Background()), &te, "a rollout exposed before the loss lost its tunnel")
 			assert.ErrorIs(t, te, tunnel.ErrDead)
 
-			after, err := p.Expose(context.Background(), slots[0].Key)
+			after, err := slots[0].Expose(context.Background())
 			require.NoError(t, err)
 			assert.True(t, healthy(after), "GET %s/healthz through the new tunnel", after)
-			require.NoError(t, p.CheckTunnel(context.Background(), slots[0].Key), "exposed again, the rollout has a working tunnel")
+			require.NoError(t, slots[0].CheckTunnel(context.Background()), "exposed again, the rollout has a working tunnel")
 			if held != nil {
 				assert.Equal(t, 1, held())
 			}
@@ -167,9 +167,9 @@ func TestPoolCheckTunnelNoticesLossBeforeMonitor(t *testing.T) {
 
 			kill()
 			require.Eventually(t, func() bool {
-				return p.CheckTunnel(context.Background(), slots[0].Key) != nil
+				return slots[0].CheckTunnel(context.Background()) != nil
 			}, waitFor, tick)
-			assert.Error(t, p.CheckTunnel(context.Background(), slots[0].Key), "still lost")
+			assert.Error(t, slots[0].CheckTunnel(context.Background()), "still lost")
 		})
 	}
 }
@@ -188,8 +188,8 @@ func TestPoolStartMonitorRestoresOnItsOwn(t *testing.T) {
 	// Only the monitor touches the pool; the fresh frps holds a proxy only
 	// once the monitor has re-created the tunnel.
 	require.Eventually(t, func() bool { return held() == 1 && p.Tunnels() == 1 }, waitFor, tick, "the monitor re-creates the tunnel")
-	assert.ErrorIs(t, p.CheckTunnel(context.Background(), slots[0].Key), tunnel.ErrDead, "the rollout exposed before the loss lost its tunnel")
-	after, err := p.Expose(context.Background(), slots[0].Key)
+	assert.ErrorIs(t, slots[0].CheckTunnel(context.Background()), tunnel.ErrDead, "the rollout exposed before the loss lost its tunnel")
+	after, err := slots[0].Expose(context.Background())
 	require.NoError(t, err)
 	assert.NotEqual(t, before, after)
 	assert.True(t, healthy(after))

@@ -62,7 +62,7 @@ func client(url, key string) *providers.Client {
 // routed is a pool whose rollout has a policy and a user route.
 type routed struct {
 	pool *interception.Pool
-	slot interception.Slot
+	slot *interception.Registration
 	log  *syncBuffer
 	turn chan trace.Turn
 }
@@ -115,7 +115,7 @@ func TestPolicyFallsBackWhenItsProviderIsDown(t *testing.T) {
 	assert.Empty(t, turn.UpstreamFailure, "the call was answered")
 	assert.Equal(t, providers.DefaultMaxAttempts+1, turn.Attempts, "the primary's attempts, then the backup's one")
 
-	turns, ok := f.pool.Turns(f.slot.Key)
+	turns, ok := f.slot.Turns()
 	require.True(t, ok)
 	b, err := json.Marshal(turns)
 	require.NoError(t, err)
@@ -222,10 +222,10 @@ func TestUserRoleAsksItsProvider(t *testing.T) {
 		{Name: "down", Upstream: client(closedURL(t), "")},
 		{Name: "persona-host", Upstream: client(persona.URL+"/v1", ""), Model: "persona-model"},
 	}})
-	require.True(t, f.pool.SetTask(f.slot.Key, json.RawMessage(`{"id":"t","prompt":"What is 2+2?","user":{"persona":"You are a student. {{prompt}}"}}`)))
+	require.True(t, f.slot.SetTask(json.RawMessage(`{"id":"t","prompt":"What is 2+2?","user":{"persona":"You are a student. {{prompt}}"}}`)))
 	status, body := sideCall(t, http.MethodPost, f.slot.LocalURL+"/user", f.slot.Secret, `{"messages":[{"role":"user","content":"What is 2+2?"},{"role":"assistant","content":"4"}]}`)
 	require.Equal(t, http.StatusOK, status, body)
-	side, _ := f.pool.Side(f.slot.Key)
+	side, _ := f.slot.Side()
 	require.Len(t, side.Users, 1)
 	call := side.Users[0].Call
 	require.NotNil(t, call)

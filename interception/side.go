@@ -71,18 +71,17 @@ func (s *Server) entry(key string) *entry {
 	return s.byKey[key]
 }
 
-// SetTask sets what a held rollout's /task answers (Server.SetTask).
-func (p *Pool) SetTask(key string, task json.RawMessage) bool {
-	m, ok := p.member(key)
-	return ok && m.srv.SetTask(key, task)
+// SetTask sets what the rollout's /task answers (Server.SetTask); false
+// once it is released.
+func (r *Registration) SetTask(task json.RawMessage) bool {
+	return r.live() && r.m.srv.SetTask(r.key, task)
 }
 
-// Side returns what a held rollout's tool servers and user left
+// Side returns what the rollout's tool servers and user left
 // (Server.Side). Read it before Release.
-func (p *Pool) Side(key string) (sidecar.Side, bool) {
-	m, ok := p.member(key)
-	if !ok {
+func (r *Registration) Side() (sidecar.Side, bool) {
+	if !r.live() {
 		return sidecar.Side{}, false
 	}
-	return m.srv.Side(key)
+	return r.m.srv.Side(r.key)
 }

@@ -56,7 +56,7 @@ func TestStateGetPutPatch(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, status, "PUT %q", bad)
 		assert.Contains(t, body, `"error"`, "PUT %q answers in the OpenAI shape", bad)
 	}
-	side, ok := f.pool.Side(f.slot.Key)
+	side, ok := f.slot.Side()
 	require.True(t, ok)
 	assert.JSONEq(t, `{"counter":2,"notes":{"b":2,"c":3},"new":"x"}`, string(side.State), "the state the trace keeps")
 
@@ -85,7 +85,7 @@ func TestStatePatchesAreAtomic(t *testing.T) {
 
 func TestSideRoutesNeedTheSecret(t *testing.T) {
 	f := newFixture(t, strings.TrimSuffix(mockUpstream(t), "/v1"), nil)
-	require.True(t, f.pool.SetTask(f.slot.Key, json.RawMessage(`{"id":"t1","prompt":"count"}`)))
+	require.True(t, f.slot.SetTask(json.RawMessage(`{"id":"t1","prompt":"count"}`)))
 	for _, tt := range []struct{ method, path, body string }{
 		{http.MethodGet, "/state", ""},
 		{http.MethodPut, "/state", `{"counter":99}`},
@@ -103,7 +103,7 @@ func TestSideRoutesNeedTheSecret(t *testing.T) {
 		assert.Equal(t, http.StatusUnauthorized, status)
 		assert.Contains(t, body, `"type":"error"`, "%s %s: Anthropic's error shape", tt.method, tt.path)
 	}
-	side, _ := f.pool.Side(f.slot.Key)
+	side, _ := f.slot.Side()
 	assert.Nil(t, side.State, "no unauthenticated write reached the state")
 	assert.Empty(t, side.Users)
 }
@@ -113,7 +113,7 @@ func TestTaskAndUserTurns(t *testing.T) {
 	status, body := sideCall(t, http.MethodGet, f.slot.LocalURL+"/task", f.slot.Secret, "")
 	assert.Equal(t, http.StatusNotFound, status, "no task before the rollout's is set: %s", body)
 
-	require.True(t, f.pool.SetTask(f.slot.Key, json.RawMessage(`{"id":"t1","prompt":"count to three"}`)))
+	require.True(t, f.slot.SetTask(json.RawMessage(`{"id":"t1","prompt":"count to three"}`)))
 	status, body = sideCall(t, http.MethodGet, f.slot.LocalURL+"/task", f.slot.Secret, "")
 	require.Equal(t, http.StatusOK, status)
 	assert.JSONEq(t, `{"id":"t1","prompt":"count to three"}`, body)
@@ -128,7 +128,7 @@ func TestTaskAndUserTurns(t *testing.T) {
 	status, _ = sideCall(t, http.MethodPost, f.slot.LocalURL+"/user", f.slot.Secret, `{"done":true}`)
 	assert.Equal(t, http.StatusBadRequest, status, "a user turn without content")
 
-	side, ok := f.pool.Side(f.slot.Key)
+	side, ok := f.slot.Side()
 	require.True(t, ok)
 	require.Len(t, side.Users, 2)
 	assert.Equal(t, "and now four?", side.Users[0].Content)
@@ -145,14 +145,14 @@ func TestPersonaTurnsAreBounded(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, status, "no persona before the task names one: %s", body)
 	assert.Contains(t, body, "no_persona")
 
-	require.True(t, f.pool.SetTask(f.slot.Key, json.RawMessage(`{"id":"t","prompt":"What is 2+2?","user":{"persona":"You are a student. {{prompt}}","max_turns":2}}`)))
+	require.True(t, f.slot.SetTask(json.RawMessage(`{"id":"t","prompt":"What is 2+2?","user":{"persona":"You are a student. {{prompt}}","max_turns":2}}`)))
 	for i := range 2 {
 		status, body = sideCall(t, http.MethodPost, f.slot.LocalURL+"/user", f.slot.Secret, `{"messages":[{"role":"user","content":"What is 2+2?"},{"role":"assistant","content":"4"}]}`)
 		require.Equal(t, http.StatusOK, status, "turn %d: %s", i+1, body)
 	}
 	status, body = sideCall(t, http.MethodPost, f.slot.LocalURL+"/user", f.slot.Secret, `{"messages":[]}`)
 	assert.Equal(t, http.StatusTooManyRequests, status, body)
-	side, _ := f.pool.Side(f.slot.Key)
+	side, _ := f.slot.Side()
 	require.Len(t, side.Users, 2)
 	for _, u := range side.Users {
 		require.NotNil(t, u.Call)

@@ -107,7 +107,7 @@ func newTokenInRig(t *testing.T, status map[string]int, mutate ...func(*intercep
 	return tokenInRig{pool: pool, up: up}
 }
 
-func (r tokenInRig) acquire(t *testing.T, key string, tokenIn bool) interception.Slot {
+func (r tokenInRig) acquire(t *testing.T, key string, tokenIn bool) *interception.Registration {
 	t.Helper()
 	ro := interception.Rollout{Key: key, Model: "mock", TokenIn: tokenIn}
 	if !tokenIn {
@@ -121,7 +121,7 @@ func (r tokenInRig) acquire(t *testing.T, key string, tokenIn bool) interception
 // converse makes a three-turn calculator conversation through s with
 // openai-go: the model calls the tool, answers from its result (streamed),
 // then calls the tool again for the user's next question.
-func converse(t *testing.T, s interception.Slot) []string {
+func converse(t *testing.T, s *interception.Registration) []string {
 	t.Helper()
 	ctx := context.Background()
 	c := openai.NewClient(optionsFor(s)...)
@@ -179,7 +179,7 @@ func TestTokenInExactPrefix(t *testing.T) {
 	r := newTokenInRig(t, nil)
 	plain := r.acquire(t, "run/0/0/0", false)
 	converse(t, plain)
-	turns, ok := r.pool.Finish(plain.Key)
+	turns, ok := plain.Finish()
 	require.True(t, ok)
 	require.Len(t, turns, 3)
 	for i, turn := range turns {
@@ -190,7 +190,7 @@ func TestTokenInExactPrefix(t *testing.T) {
 
 	in := r.acquire(t, "run/0/1/0", true)
 	added := converse(t, in)
-	turns, ok = r.pool.Finish(in.Key)
+	turns, ok = in.Finish()
 	require.True(t, ok)
 	require.Len(t, turns, 3)
 	assert.False(t, turns[0].TokenIn, "the first turn goes as text")
@@ -242,7 +242,7 @@ func TestTokenInRewrittenHistoryGoesAsText(t *testing.T) {
 	_, err = c.Chat.Completions.New(ctx, p)
 	require.NoError(t, err)
 
-	turns, ok := r.pool.Finish(s.Key)
+	turns, ok := s.Finish()
 	require.True(t, ok)
 	require.Len(t, turns, 3)
 	for i, turn := range turns {
@@ -296,7 +296,7 @@ func TestTokenInTokenizeUnavailable(t *testing.T) {
 			require.NoError(t, err)
 			p.Messages = append(p.Messages, first.Choices[0].Message.ToParam(), openai.UserMessage("And 4 * 6?"))
 			second, err := c.Chat.Completions.New(ctx, p)
-			turns, ok := r.pool.Finish(s.Key)
+			turns, ok := s.Finish()
 			require.True(t, ok)
 			require.Len(t, turns, 2)
 			assert.False(t, turns[1].TokenIn)
@@ -329,7 +329,7 @@ func TestTokenInTranslated(t *testing.T) {
 	second, err := c.Messages.New(ctx, anthropic.MessageNewParams{Model: "mock", MaxTokens: 256, Messages: msgs})
 	require.NoError(t, err)
 	assert.Equal(t, "The answer is 24.", second.Content[0].Text)
-	turns, ok := r.pool.Finish(s.Key)
+	turns, ok := s.Finish()
 	require.True(t, ok)
 	require.Len(t, turns, 2)
 	assert.False(t, turns[0].TokenIn)
@@ -355,7 +355,7 @@ func TestTokenInBranchesFromEarlierTurn(t *testing.T) {
 		_, err = c.Chat.Completions.New(ctx, p)
 		require.NoError(t, err)
 	}
-	turns, ok := r.pool.Finish(s.Key)
+	turns, ok := s.Finish()
 	require.True(t, ok)
 	require.Len(t, turns, 3)
 	assert.True(t, turns[2].TokenIn)
@@ -429,7 +429,7 @@ func TestTokenInTemplateMismatchGoesAsText(t *testing.T) {
 	p.Messages = append(p.Messages, first.Choices[0].Message.ToParam(), openai.UserMessage("And 4 * 6?"))
 	_, err = c.Chat.Completions.New(context.Background(), p)
 	require.NoError(t, err)
-	turns, ok := pool.Finish(s.Key)
+	turns, ok := s.Finish()
 	require.True(t, ok)
 	require.Len(t, turns, 2)
 	assert.False(t, turns[1].TokenIn)

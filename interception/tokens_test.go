@@ -54,7 +54,7 @@ func (b *bodies) last() []byte {
 // rollout that traces tokens and one that does not.
 type tokenRig struct {
 	pool          *interception.Pool
-	traced, plain interception.Slot
+	traced, plain *interception.Registration
 	up            *bodies
 }
 
@@ -116,7 +116,7 @@ func TestTraceTokensRelayed(t *testing.T) {
 	require.NoError(t, stream.Err())
 	assert.Equal(t, content, acc.Choices[0].Message.Content, "the caller's answer is whole")
 
-	turns, ok := r.pool.Finish(r.traced.Key)
+	turns, ok := r.traced.Finish()
 	require.True(t, ok)
 	require.Len(t, turns, 2)
 	assertTokens(t, turns[0], "What is 2 + 3?", content)
@@ -139,7 +139,7 @@ func TestTraceTokensTranslated(t *testing.T) {
 	var sent map[string]any
 	require.NoError(t, json.Unmarshal(r.up.last(), &sent))
 	assert.Equal(t, true, sent["return_token_ids"])
-	turns, ok := r.pool.Finish(r.traced.Key)
+	turns, ok := r.traced.Finish()
 	require.True(t, ok)
 	require.Len(t, turns, 1)
 	assertTokens(t, turns[0], "What is 4 + 4?", msg.Content[0].Text)
@@ -161,7 +161,7 @@ func TestWithoutTraceTokensRequestUnchanged(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(answer))
 	assert.Equal(t, body, string(r.up.last()), "the upstream got the caller's bytes")
 	assert.NotContains(t, string(answer), "logprobs")
-	turns, ok := r.pool.Finish(r.plain.Key)
+	turns, ok := r.plain.Finish()
 	require.True(t, ok)
 	require.Len(t, turns, 1)
 	assert.Nil(t, turns[0].Tokens)
@@ -194,10 +194,10 @@ func TestTokensJSONIsPacked(t *testing.T) {
 	assert.Error(t, json.Unmarshal([]byte(`{"prompt_ids":"AAA="}`), &back), "not whole int32s")
 }
 
-func optionsFor(s interception.Slot) []option.RequestOption {
+func optionsFor(s *interception.Registration) []option.RequestOption {
 	return []option.RequestOption{option.WithBaseURL(s.LocalURL + "/v1/"), option.WithAPIKey(s.Secret), option.WithMaxRetries(0)}
 }
 
-func anthropicOptionsFor(s interception.Slot) []aoption.RequestOption {
+func anthropicOptionsFor(s *interception.Registration) []aoption.RequestOption {
 	return []aoption.RequestOption{aoption.WithBaseURL(s.LocalURL), aoption.WithAPIKey(s.Secret), aoption.WithMaxRetries(0)}
 }

@@ -348,8 +348,7 @@ func TestTranslatedStreamTokenLimit(t *testing.T) {
 			require.NoError(t, err)
 			u := newStreamingUpstream(t, d, streamAnswer(up), 0, 0)
 			f := dialectFixture(t, up, u.url, nil)
-			f.slot.Secret = limitedRollout(t, f, interception.Limits{Tokens: 150}) // an answer uses 160 or more
-			f.slot.Key = limitedKey
+			f.slot = limitedRollout(t, f, interception.Limits{Tokens: 150}) // an answer uses 160 or more
 			got := streamCall(context.Background(), t, f, caller, func() {})
 			require.NoError(t, got.err)
 			turn := f.turn(t)

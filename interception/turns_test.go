@@ -54,10 +54,10 @@ func TestRelayTurnsParsedWhenRead(t *testing.T) {
 			want.Model, want.Sampling.Temperature = runModel, ptr(0.25)
 
 			onTurn := <-f.recorded
-			turns, ok := f.pool.Turns(f.slot.Key)
+			turns, ok := f.slot.Turns()
 			require.True(t, ok)
 			require.Len(t, turns, 1)
-			finished, ok := f.pool.Finish(f.slot.Key)
+			finished, ok := f.slot.Finish()
 			require.True(t, ok)
 			require.Len(t, finished, 1)
 			assert.Equal(t, onTurn, turns[0], "OnTurn and Turns")
@@ -98,7 +98,7 @@ func TestTurnsReadWhileCalling(t *testing.T) {
 		seen[r] = make(map[int]trace.Turn)
 		readers.Go(func() {
 			for {
-				turns, ok := f.pool.Turns(f.slot.Key)
+				turns, ok := f.slot.Turns()
 				require.True(t, ok)
 				for _, turn := range turns {
 					if prev, ok := seen[r][turn.Index]; ok {
@@ -130,7 +130,7 @@ func TestTurnsReadWhileCalling(t *testing.T) {
 	close(done)
 	readers.Wait()
 
-	turns, ok := f.pool.Finish(f.slot.Key)
+	turns, ok := f.slot.Finish()
 	require.True(t, ok)
 	require.Len(t, turns, callers*calls)
 	for i, turn := range turns {

@@ -67,22 +67,30 @@ func (p *fakePool) ServeModel(w http.ResponseWriter, r *http.Request, key string
 // slots is a capacity of n units.
 type slots struct {
 	mu    sync.Mutex
-	taken map[string]bool
+	taken int
 	n     int
 }
 
-func (s *slots) TryTake(key string) bool {
+func (s *slots) TryTake() (func(), bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.taken) >= s.n {
-		return false
+	if s.taken >= s.n {
+		return nil, false
 	}
-	s.taken[key] = true
-	return true
+	s.taken++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.taken--
+		})
+	}, true
 }
 
-func (s *slots) Give(key string) {
+// held is how many units are taken.
+func (s *slots) held() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.taken, key)
+	return s.taken
 }

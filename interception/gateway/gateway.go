@@ -65,8 +65,6 @@ type Pool interface {
 	Acquire(ctx context.Context, key string, req RegisterRequest) (secret string, err error)
 	// Expose returns the base URL (without /v1) of the rollout's server.
 	Expose(ctx context.Context, key string) (string, error)
-	// Held reports whether a rollout holds a slot.
-	Held(key string) bool
 	// Turns returns the turns recorded so far for a rollout.
 	Turns(key string) ([]trace.Turn, bool)
 	// Finish ends a rollout's calls and returns its turns.
@@ -83,11 +81,12 @@ type Pool interface {
 }
 
 // SlotCounter is the worker's capacity as the gateway uses it: a
-// registration takes a unit for its key, or is refused when none is free,
-// and gives it back when it ends.
+// registration takes a unit, or is refused when none is free, and gives it
+// back when it ends.
 type SlotCounter interface {
-	TryTake(key string) bool
-	Give(key string)
+	// TryTake takes a unit at once and returns the function that gives it
+	// back, or false when none is free.
+	TryTake() (give func(), ok bool)
 }
 
 // Config configures a Gateway. Zero fields take defaults.
@@ -122,7 +121,12 @@ type Gateway struct {
 
 // registration is what the gateway keeps of a registered rollout.
 type registration struct {
-	expires time.Time
+	// registering is set while its register call takes the slot: the id
+	// is taken, the rollout not registered yet.
+	registering bool
+	expires     time.Time
+	// give gives its unit of the worker's capacity back (Config.Slots).
+	give func()
 	// secret is the rollout's, which a model call presenting the gateway
 	// token is served with.
 	secret string
@@ -311,7 +315,7 @@ func (g *Gateway) Sweep() []string {
 	g.mu.Lock()
 	var expired []string
 	for id, reg := range g.regs {
-		if !now.Before(reg.expires) {
+		if !reg.registering && !now.Before(reg.expires) {
 			expired = append(expired, id)
 		}
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -195,19 +197,39 @@ func TestTrajectoryStaleness(t *testing.T) {
 
 func TestRegisterGivesTheUnitBack(t *testing.T) {
 	pool := &fakePool{held: map[string]gateway.RegisterRequest{}, exposeErr: errors.New("tunnel down")}
-	capacity := &slots{taken: map[string]bool{}, n: 1}
+	capacity := &slots{n: 1}
 	g := gateway.New(pool, gateway.Config{Token: token, Slots: capacity})
 
 	w := call(t, g.Handler(), http.MethodPost, "/v1/rollouts/r1/register", `{"model":"m"}`)
 	assert.Equal(t, http.StatusBadGateway, w.Code, w.Body.String())
-	assert.Empty(t, capacity.taken, "the unit of capacity is given back")
+	assert.Zero(t, capacity.held(), "the unit of capacity is given back")
 	assert.False(t, pool.Held(gateway.KeyPrefix+"r1"), "the slot is released")
 
 	pool.exposeErr = nil
 	assert.Equal(t, http.StatusOK, call(t, g.Handler(), http.MethodPost, "/v1/rollouts/r1/register", `{"model":"m"}`).Code)
 	assert.Equal(t, http.StatusServiceUnavailable, call(t, g.Handler(), http.MethodPost, "/v1/rollouts/r2/register", `{"model":"m"}`).Code, "at capacity")
 	assert.Equal(t, http.StatusOK, call(t, g.Handler(), http.MethodPost, "/v1/rollouts/r1/unregister", "").Code)
-	assert.Empty(t, capacity.taken, "unregister gives the unit back")
+	assert.Zero(t, capacity.held(), "unregister gives the unit back")
+}
+
+// Register calls of one id at once register it once: one takes the slot
+// and a unit of capacity, the others are told it is taken.
+func TestConcurrentRegistersOfOneIDTakeOneUnit(t *testing.T) {
+	pool := &fakePool{held: map[string]gateway.RegisterRequest{}}
+	capacity := &slots{n: 8}
+	g := gateway.New(pool, gateway.Config{Token: token, Slots: capacity})
+	codes := make([]int, 8)
+	var wg sync.WaitGroup
+	for i := range codes {
+		wg.Go(func() { codes[i] = call(t, g.Handler(), http.MethodPost, "/v1/rollouts/r/register", `{"model":"m"}`).Code })
+	}
+	wg.Wait()
+	slices.Sort(codes)
+	c := http.StatusConflict
+	assert.Equal(t, []int{http.StatusOK, c, c, c, c, c, c, c}, codes)
+	assert.Equal(t, 1, capacity.held(), "one unit for the one registration")
+	assert.Equal(t, http.StatusOK, call(t, g.Handler(), http.MethodPost, "/v1/rollouts/r/unregister", "").Code)
+	assert.Zero(t, capacity.held())
 }
 
 func TestSweepEndsExpiredRegistrations(t *testing.T) {

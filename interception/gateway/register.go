@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,30 +103,13 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request, id string, st
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	key := KeyPrefix + id
-	if g.pool.Held(key) {
-		writeError(w, http.StatusConflict, "rollout "+id+" is already registered")
-		return
-	}
-	if g.cfg.Slots != nil && !g.cfg.Slots.TryTake(key) {
-		writeError(w, http.StatusServiceUnavailable, "register: the worker is at capacity")
-		return
-	}
 	if req.MaxSeqLen > 0 && (req.Sampling.MaxTokens == nil || *req.Sampling.MaxTokens > req.MaxSeqLen) {
 		capped := req.MaxSeqLen
 		req.Sampling.MaxTokens = &capped
 	}
-	secret, err := g.pool.Acquire(r.Context(), key, req)
+	reg, base, status, err := g.open(r.Context(), id, req)
 	if err != nil {
-		g.giveSlot(key)
-		writeError(w, http.StatusServiceUnavailable, "register: "+err.Error())
-		return
-	}
-	base, err := g.pool.Expose(r.Context(), key)
-	if err != nil {
-		g.pool.Release(key)
-		g.giveSlot(key)
-		writeError(w, http.StatusBadGateway, "register: "+err.Error())
+		writeError(w, status, err.Error())
 		return
 	}
 	if standalone {
@@ -136,11 +120,45 @@ func (g *Gateway) register(w http.ResponseWriter, r *http.Request, id string, st
 		ttl = g.cfg.TTL
 	}
 	expires := g.cfg.Now().Add(ttl)
+	reg.expires, reg.maxOffPolicy = expires, req.MaxOffPolicySteps
 	g.mu.Lock()
-	g.regs[id] = registration{expires: expires, secret: secret, maxOffPolicy: req.MaxOffPolicySteps}
+	g.regs[id] = reg
 	g.mu.Unlock()
 	writeJSON(w, http.StatusOK, Registration{RolloutID: id, BaseURL: base, OpenAIBaseURL: base + "/v1",
-		APIKey: secret, ExpiresAt: expires.UTC()})
+		APIKey: reg.secret, ExpiresAt: expires.UTC()})
+}
+
+// open takes what rollout id needs as req registers it: the id, a unit of
+// the worker's capacity, a slot, its server exposed. It returns what the
+// gateway keeps of it, but its expiry, and the server's base URL; or it
+// gives back what it took and says how to answer.
+func (g *Gateway) open(ctx context.Context, id string, req RegisterRequest) (reg registration, base string, status int, err error) {
+	if !g.reserve(id) {
+		return reg, "", http.StatusConflict, fmt.Errorf("rollout %s is already registered", id)
+	}
+	key := KeyPrefix + id
+	reg.give = func() {}
+	defer func() {
+		if err != nil {
+			g.pool.Release(key)
+			reg.give()
+			g.forget(id)
+		}
+	}()
+	if g.cfg.Slots != nil {
+		give, ok := g.cfg.Slots.TryTake()
+		if !ok {
+			return reg, "", http.StatusServiceUnavailable, errors.New("register: the worker is at capacity")
+		}
+		reg.give = give
+	}
+	if reg.secret, err = g.pool.Acquire(ctx, key, req); err != nil {
+		return reg, "", http.StatusServiceUnavailable, fmt.Errorf("register: %w", err)
+	}
+	if base, err = g.pool.Expose(ctx, key); err != nil {
+		return reg, "", http.StatusBadGateway, fmt.Errorf("register: %w", err)
+	}
+	return reg, base, 0, nil
 }
 
 // decodeRegister reads and checks a register call's body. Unknown fields
@@ -194,24 +212,40 @@ func decodeRegister(body []byte) (RegisterRequest, error) {
 	return req, nil
 }
 
-func (g *Gateway) giveSlot(key string) {
-	if g.cfg.Slots != nil {
-		g.cfg.Slots.Give(key)
+// reserve takes id for a register call, unless another holds it.
+func (g *Gateway) reserve(id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.regs[id]; ok {
+		return false
 	}
+	g.regs[id] = registration{registering: true}
+	return true
+}
+
+// forget lets go of the id a failed register call reserved.
+func (g *Gateway) forget(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.regs, id)
 }
 
 // end ends a gateway rollout: its calls stop, its slot and its unit of
-// capacity are given back, and its turns are returned.
+// capacity are given back, and its turns are returned. A rollout still
+// registering is not registered yet.
 func (g *Gateway) end(id string) ([]trace.Turn, bool) {
 	key := KeyPrefix + id
 	g.mu.Lock()
-	delete(g.regs, id)
+	reg, ok := g.regs[id]
+	if ok && !reg.registering {
+		delete(g.regs, id)
+	}
 	g.mu.Unlock()
-	turns, ok := g.pool.Finish(key)
-	if !ok {
+	if !ok || reg.registering {
 		return nil, false
 	}
+	turns, ok := g.pool.Finish(key)
 	g.pool.Release(key)
-	g.giveSlot(key)
-	return turns, true
+	reg.give()
+	return turns, ok
 }

@@ -195,7 +195,7 @@ func TestInterceptionEnforcesTheTurnLimit(t *testing.T) {
 			assert.NotContains(t, stderr, slot.Secret)
 			assert.Len(t, rec.requests(), 3, "the provider is called up to the limit, not past it")
 			assert.NoFileExists(t, answerFile)
-			turns, ok := pool.Finish(key)
+			turns, ok := slot.Finish()
 			require.True(t, ok)
 			require.Len(t, turns, 4)
 			assert.Equal(t, trace.LimitTurns, turns[3].Limit)
