@@ -221,7 +221,9 @@ func TestConcurrentRegistersOfOneIDTakeOneUnit(t *testing.T) {
 	codes := make([]int, 8)
 	var wg sync.WaitGroup
 	for i := range codes {
-		wg.Go(func() { codes[i] = call(t, g.Handler(), http.MethodPost, "/v1/rollouts/r/register", `{"model":"m"}`).Code })
+		wg.Go(func() {
+			codes[i] = call(t, g.Handler(), http.MethodPost, "/v1/rollouts/r/register", `{"model":"m"}`).Code
+		})
 	}
 	wg.Wait()
 	slices.Sort(codes)
