@@ -123,10 +123,7 @@ var allowed = map[string][]string{
 	"bench":                {"*"},
 	"bench/cmd/bench":      {"*"},
 	"bench/cmd/storebench": {"*"},
-	"bench/loadgen":        {"*"},
 	"bench/orchestration":  {"*"},
-	"bench/targets":        {"*"},
-	"bench/upstream":       {"*"},
 	"tunnel/tunneltest":    {"tunnel"},
 	"e2e":                  {},
 	"faults":               {},
@@ -138,6 +135,12 @@ var allowed = map[string][]string{
 	"":                    {},
 
 	"cmd/evalflow-mcp-counter": {"*"},
+
+	// The benchmarks' own libraries: the load generator, the targets and
+	// the mock model, internal to bench.
+	"bench/internal/loadgen":  {"*"},
+	"bench/internal/targets":  {"*"},
+	"bench/internal/upstream": {"*"},
 }
 
 // top are the packages nothing else may import.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/evalflow/evalflow/bench/targets"
-	"github.com/evalflow/evalflow/bench/upstream"
+	"github.com/evalflow/evalflow/bench/internal/targets"
+	"github.com/evalflow/evalflow/bench/internal/upstream"
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/interception"
 )

@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/evalflow/evalflow/activities"
-	"github.com/evalflow/evalflow/bench/loadgen"
-	"github.com/evalflow/evalflow/bench/upstream"
+	"github.com/evalflow/evalflow/bench/internal/loadgen"
+	"github.com/evalflow/evalflow/bench/internal/upstream"
 	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/providers"

@@ -9,7 +9,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/evalflow/evalflow/bench/loadgen"
+	"github.com/evalflow/evalflow/bench/internal/loadgen"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/workflows"

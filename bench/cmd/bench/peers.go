@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/evalflow/evalflow/bench/loadgen"
-	"github.com/evalflow/evalflow/bench/targets"
-	"github.com/evalflow/evalflow/bench/upstream"
+	"github.com/evalflow/evalflow/bench/internal/loadgen"
+	"github.com/evalflow/evalflow/bench/internal/targets"
+	"github.com/evalflow/evalflow/bench/internal/upstream"
 )
 
 // tPortkey names the Portkey gateway's target.

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/evalflow/evalflow/bench/loadgen"
-	"github.com/evalflow/evalflow/bench/targets"
-	"github.com/evalflow/evalflow/bench/upstream"
+	"github.com/evalflow/evalflow/bench/internal/loadgen"
+	"github.com/evalflow/evalflow/bench/internal/targets"
+	"github.com/evalflow/evalflow/bench/internal/upstream"
 )
 
 // arms are the endpoints in front of one mock: the mock itself, a bare

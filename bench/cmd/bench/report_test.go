@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/evalflow/evalflow/bench/loadgen"
+	"github.com/evalflow/evalflow/bench/internal/loadgen"
 )
 
 func TestReadGoBench(t *testing.T) {

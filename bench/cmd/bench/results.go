@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/evalflow/evalflow/bench/loadgen"
+	"github.com/evalflow/evalflow/bench/internal/loadgen"
 	"github.com/evalflow/evalflow/bench/orchestration"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/evalflow/evalflow/bench/loadgen"
-	"github.com/evalflow/evalflow/bench/upstream"
+	"github.com/evalflow/evalflow/bench/internal/loadgen"
+	"github.com/evalflow/evalflow/bench/internal/upstream"
 )
 
 func TestSummarize(t *testing.T) {

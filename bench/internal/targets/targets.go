@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/evalflow/evalflow/bench/loadgen"
-	"github.com/evalflow/evalflow/bench/upstream"
+	"github.com/evalflow/evalflow/bench/internal/loadgen"
+	"github.com/evalflow/evalflow/bench/internal/upstream"
 	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/providers"
 )

@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/evalflow/evalflow/bench/loadgen"
-	"github.com/evalflow/evalflow/bench/targets"
-	"github.com/evalflow/evalflow/bench/upstream"
+	"github.com/evalflow/evalflow/bench/internal/loadgen"
+	"github.com/evalflow/evalflow/bench/internal/targets"
+	"github.com/evalflow/evalflow/bench/internal/upstream"
 )
 
 // mock starts the benchmark mock and returns its base URL.

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/evalflow/evalflow/bench/loadgen"
+	"github.com/evalflow/evalflow/bench/internal/loadgen"
 )
 
 // PortkeyPackage is the npm package of the Portkey AI gateway the bench

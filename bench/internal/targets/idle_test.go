@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/evalflow/evalflow/bench/loadgen"
-	"github.com/evalflow/evalflow/bench/targets"
-	"github.com/evalflow/evalflow/bench/upstream"
+	"github.com/evalflow/evalflow/bench/internal/loadgen"
+	"github.com/evalflow/evalflow/bench/internal/targets"
+	"github.com/evalflow/evalflow/bench/internal/upstream"
 )
 
 // Every client of the bench's servers drops an idle connection before the

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/evalflow/evalflow/bench/upstream"
+	"github.com/evalflow/evalflow/bench/internal/upstream"
 )
 
 // StreamResult is one SSE stream as the client saw it. Content events carry
