@@ -114,19 +114,7 @@ type Wrapper interface {
 }
 
 // PreparerOf is the WorkspacePreparer of rt, looking through wrappers.
-func PreparerOf(rt Runtime) (WorkspacePreparer, bool) {
-	for rt != nil {
-		if p, ok := rt.(WorkspacePreparer); ok {
-			return p, true
-		}
-		w, ok := rt.(Wrapper)
-		if !ok {
-			return nil, false
-		}
-		rt = w.Unwrap()
-	}
-	return nil, false
-}
+func PreparerOf(rt Runtime) (WorkspacePreparer, bool) { return ability[WorkspacePreparer](rt) }
 
 // TaskPreparer is a runtime that can make a task's system ready ahead of
 // its rollouts: the container runtime builds its image.
@@ -143,16 +131,20 @@ type TaskChecker interface {
 }
 
 // CheckerOf is the TaskChecker of rt, looking through wrappers.
-func CheckerOf(rt Runtime) (TaskChecker, bool) {
+func CheckerOf(rt Runtime) (TaskChecker, bool) { return ability[TaskChecker](rt) }
+
+// ability is the first of rt and the runtimes it wraps that is a T.
+func ability[T any](rt Runtime) (T, bool) {
 	for rt != nil {
-		if c, ok := rt.(TaskChecker); ok {
-			return c, true
+		if a, ok := rt.(T); ok {
+			return a, true
 		}
-		u, ok := rt.(Wrapper)
+		w, ok := rt.(Wrapper)
 		if !ok {
-			return nil, false
+			break
 		}
-		rt = u.Unwrap()
+		rt = w.Unwrap()
 	}
-	return nil, false
+	var none T
+	return none, false
 }
