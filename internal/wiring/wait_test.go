@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
+	"github.com/evalflow/evalflow/internal/logtest"
 	"github.com/evalflow/evalflow/internal/results/postgres/pgtest"
 )
 
@@ -51,7 +51,7 @@ func TestWaitForStoreNamesWhatNeverAnswered(t *testing.T) {
 // A stop signal during the wait ends it at once with ErrStopped.
 func TestWaitForTemporalStopped(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var logs syncBuffer
+	var logs logtest.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	done := make(chan error, 1)
 	go func() {
@@ -103,22 +103,4 @@ func TestServiceTimeouts(t *testing.T) {
 		assert.Equal(t, tc.start, start, "start of %q", tc.args)
 		assert.Equal(t, tc.drain, drain, "drain of %q", tc.args)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

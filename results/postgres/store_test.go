@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/evalflow/evalflow/internal/logtest"
 	"github.com/evalflow/evalflow/internal/results/postgres/pgtest"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/results/postgres"
@@ -133,7 +134,7 @@ func TestTwoWorkersWriteOneKey(t *testing.T) {
 // and go on once it is back; nothing is lost or stored twice.
 func TestDatabaseRestartMidWrites(t *testing.T) {
 	cluster := pgtest.StartCluster(t)
-	var logs syncBuffer
+	var logs logtest.Buffer
 	s, err := postgres.Open(context.Background(), cluster.URL, postgres.Options{
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)), MaxConns: 8})
 	require.NoError(t, err)
@@ -178,27 +179,10 @@ func TestDatabaseRestartMidWrites(t *testing.T) {
 	assert.Contains(t, logs.String(), "run store reachable again")
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // The password is in no error and no log line, whatever fails.
 func TestPasswordNeverShown(t *testing.T) {
 	url, password := pgtest.URLWithOwnRole(t)
-	var logs syncBuffer
+	var logs logtest.Buffer
 	s, err := postgres.Open(context.Background(), url, postgres.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	require.NoError(t, err)
 	defer s.Close()
