@@ -3,12 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"go.temporal.io/server/common/authorization"
 
 	"github.com/evalflow/evalflow/internal/devserver"
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/namespace"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/workflows"
@@ -27,21 +26,7 @@ import (
 // evalflow can tell.
 func startBareServer(t *testing.T, authorizer authorization.Authorizer) *devserver.Server {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var srv *devserver.Server
-	var err error
-	for range 5 {
-		port, perr := devserver.FreePort("127.0.0.1")
-		require.NoError(t, perr)
-		srv, err = devserver.Start(ctx, devserver.Config{DataDir: t.TempDir(), Port: port, UIPort: -1, Authorizer: authorizer})
-		if !errors.Is(err, syscall.EADDRINUSE) && !errors.Is(err, devserver.ErrStartFailed) {
-			break
-		}
-	}
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Stop() })
-	return srv
+	return devtest.Start(t, devserver.Config{Authorizer: authorizer})
 }
 
 // runStarter runs the starter's command line and returns what it wrote.

@@ -12,7 +12,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/evalflow/evalflow/bench/loadgen"
+	"github.com/evalflow/evalflow/bench/internal/loadgen"
 	"github.com/evalflow/evalflow/internal/devserver"
 	"github.com/evalflow/evalflow/internal/namespace"
 	"github.com/evalflow/evalflow/internal/wiring"
@@ -70,12 +70,8 @@ type Server struct {
 
 // StartServer starts an embedded server persisted in dir on free ports.
 func StartServer(ctx context.Context, dir string) (*Server, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	srv, err := devserver.Start(ctx, devserver.Config{
-		DataDir: dir, Port: port, UIPort: -1,
+	srv, err := devserver.StartOnFreePort(ctx, devserver.Config{
+		DataDir: dir, UIPort: -1,
 		SearchAttributes: namespace.Attributes(),
 	})
 	if err != nil {
@@ -93,16 +89,6 @@ func StartServer(ctx context.Context, dir string) (*Server, error) {
 func (s *Server) Close() error {
 	s.Client.Close()
 	return s.Srv.Stop()
-}
-
-// freePort is a free loopback port below the ephemeral range, which no
-// other program's connection takes before the server binds it.
-func freePort() (int, error) {
-	port, err := devserver.FreePort("127.0.0.1")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	return port, nil
 }
 
 // RunConfig is the eval both systems run: cfg.Rollouts tasks of the

@@ -203,6 +203,31 @@ func startTemporal(cfg Config, p ports, logger log.Logger) (srv temporal.Server,
 	return srv, nil
 }
 
+// startTries bounds the starts of StartOnFreePort.
+const startTries = 5
+
+// StartOnFreePort is Start with the frontend on a free port of cfg.IP
+// (FreePort) in place of cfg.Port. Another program may take the port, or
+// one picked for an internal service, between the pick and the server's
+// bind, which fails the start (ErrStartFailed): it then starts again on
+// other ports, startTries times in all. For tests and benchmarks, whose
+// servers start beside others.
+func StartOnFreePort(ctx context.Context, cfg Config) (*Server, error) {
+	ip := cfg.withDefaults().IP
+	var err error
+	for range startTries {
+		if cfg.Port, err = FreePort(ip); err != nil {
+			return nil, fmt.Errorf("pick a free port on %s: %w", ip, err)
+		}
+		var srv *Server
+		srv, err = Start(ctx, cfg)
+		if !errors.Is(err, errAddrInUse) && !errors.Is(err, ErrStartFailed) {
+			return srv, err
+		}
+	}
+	return nil, err
+}
+
 // Address returns the frontend's host:port for SDK clients.
 func (s *Server) Address() string { return s.address }
 

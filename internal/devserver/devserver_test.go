@@ -29,15 +29,6 @@ const runIDAttr = "EvalflowRunId"
 
 var runIDKey = temporal.NewSearchAttributeKeyKeyword(runIDAttr)
 
-// freePort returns a port the OS reports free on loopback.
-func freePort(t *testing.T) int {
-	t.Helper()
-	// Below the ephemeral range: no connection takes it before the server binds.
-	port, err := FreePort("127.0.0.1")
-	require.NoError(t, err)
-	return port
-}
-
 // occupy listens on port until the test ends.
 func occupy(t *testing.T, port int) {
 	t.Helper()
@@ -48,10 +39,15 @@ func occupy(t *testing.T, port int) {
 
 func testConfig(t *testing.T, dataDir string) Config {
 	t.Helper()
+	// Below the ephemeral range: no connection takes them before the server binds.
+	port, err := FreePort(DefaultIP)
+	require.NoError(t, err)
+	uiPort, err := FreePort(DefaultIP)
+	require.NoError(t, err)
 	return Config{
 		DataDir:          dataDir,
-		Port:             freePort(t),
-		UIPort:           freePort(t),
+		Port:             port,
+		UIPort:           uiPort,
 		SearchAttributes: map[string]enumspb.IndexedValueType{runIDAttr: enumspb.INDEXED_VALUE_TYPE_KEYWORD},
 		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
@@ -119,23 +115,33 @@ func TestWorkflowSurvivesRestart(t *testing.T) {
 
 	// Visibility is written asynchronously: poll until the row shows up.
 	query := fmt.Sprintf("%s = 'run-1'", runIDAttr)
-	var ids []string
-	for {
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
-		require.NoError(t, err)
+		require.NoError(ct, err)
+		var ids []string
 		for _, e := range resp.GetExecutions() {
 			ids = append(ids, e.GetExecution().GetWorkflowId())
 		}
-		if len(ids) > 0 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			require.FailNow(t, "visibility never listed the workflow", "ListWorkflow(%q): %v", query, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	assert.Equal(t, []string{"greet-1"}, ids, "ListWorkflow(%q)", query)
+		assert.Equal(ct, []string{"greet-1"}, ids, "ListWorkflow(%q)", query)
+	}, time.Minute, 50*time.Millisecond, "visibility lists the workflow")
+}
+
+// StartOnFreePort picks the frontend's port itself, below the ephemeral
+// range, and the server answers there.
+func TestStartOnFreePort(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := StartOnFreePort(ctx, Config{DataDir: t.TempDir(), Port: 1, UIPort: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Stop() })
+	_, port, err := net.SplitHostPort(s.Address())
+	require.NoError(t, err)
+	p, err := strconv.Atoi(port)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, p, staticLow, "Address() = %s", s.Address())
+	assert.Less(t, p, ephemeralLow(), "Address() = %s", s.Address())
+	_, err = dial(t, s).CheckHealth(ctx, &client.CheckHealthRequest{})
+	require.NoError(t, err)
 }
 
 func TestSearchAttributesOnRestart(t *testing.T) {

@@ -3,11 +3,9 @@ package wiring
 import (
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"go.temporal.io/server/common/authorization"
 
 	"github.com/evalflow/evalflow/internal/devserver"
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/namespace"
 	"github.com/evalflow/evalflow/internal/testca"
 )
@@ -38,21 +37,7 @@ func startTLSServer(t *testing.T, mutual bool, auth *keyAuth) (*devserver.Server
 	if auth != nil {
 		cfg.Authorizer, cfg.ClaimMapper = auth, auth
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var srv *devserver.Server
-	for range 5 {
-		port, perr := devserver.FreePort("127.0.0.1")
-		require.NoError(t, perr)
-		cfg.DataDir, cfg.Port = t.TempDir(), port
-		srv, err = devserver.Start(ctx, cfg)
-		if !errors.Is(err, syscall.EADDRINUSE) && !errors.Is(err, devserver.ErrStartFailed) {
-			break
-		}
-	}
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Stop() })
-	return srv, ca
+	return devtest.Start(t, cfg), ca
 }
 
 func TestDialMutualTLS(t *testing.T) {

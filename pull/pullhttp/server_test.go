@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,8 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,7 +22,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/internal/devserver"
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/harness/agent"
+	"github.com/evalflow/evalflow/internal/logtest"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/pull"
 	"github.com/evalflow/evalflow/pull/pullhttp"
@@ -61,22 +60,7 @@ func newCluster(t *testing.T) *cluster {
 // empty: the worker's own offline mock.
 func newClusterOn(t *testing.T, baseURL string) *cluster {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var srv *devserver.Server
-	var err error
-	// A free port may be taken again before the server binds it.
-	for range 5 {
-		srv, err = devserver.Start(ctx, devserver.Config{DataDir: t.TempDir(), Port: freePort(t), UIPort: -1})
-		if !errors.Is(err, syscall.EADDRINUSE) && !errors.Is(err, devserver.ErrStartFailed) {
-			break
-		}
-	}
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Stop() })
-	c, err := wiring.Dial(ctx, srv.Address(), "default", slog.New(slog.DiscardHandler), time.Minute)
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
+	c := devtest.Dial(t, devtest.Start(t, devserver.Config{}))
 	cl := &cluster{c: c, runsDir: t.TempDir()}
 	w, err := wiring.NewWorker(c, wiring.Config{
 		TaskQueue: queue, RunsDir: cl.runsDir, MaxRollouts: 16, BaseURL: baseURL,
@@ -87,14 +71,6 @@ func newClusterOn(t *testing.T, baseURL string) *cluster {
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	return cl
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	// Below the ephemeral range: no connection takes it before the server binds.
-	port, err := devserver.FreePort("127.0.0.1")
-	require.NoError(t, err)
-	return port
 }
 
 // startRun starts a pull run of tasks sample tasks, run by harness (nil:
@@ -429,7 +405,7 @@ func TestPullAPIHoldsLongCalls(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "open")
 	cl.startRun(t, "held", 4, []string{"sh", "-c",
 		fmt.Sprintf(`while [ ! -e %q ]; do sleep 0.05; done; echo 7 > "$EVALFLOW_ANSWER_FILE"`, gate)})
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	srv := cl.serve(t, pullhttp.Config{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	short := cl.serve(t, pullhttp.Config{CallTimeout: 2 * time.Second})
 	for range 2 {
@@ -489,7 +465,7 @@ func TestPullAPIHoldsLongCalls(t *testing.T) {
 // TestPullAPIWithoutTemporal answers 503 with a retry hint when Temporal
 // cannot be reached.
 func TestPullAPIWithoutTemporal(t *testing.T) {
-	c, err := client.NewLazyClient(client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", freePort(t)), Logger: nil})
+	c, err := client.NewLazyClient(client.Options{HostPort: devtest.FreeAddr(t), Logger: nil})
 	require.NoError(t, err)
 	defer c.Close()
 	h, err := pullhttp.New(c, pullhttp.Config{Token: token, ReachTimeout: 500 * time.Millisecond})
@@ -574,24 +550,6 @@ func progressOf(url string) func() (workflows.PullProgress, error) {
 		}
 		return pr, json.NewDecoder(resp.Body).Decode(&pr)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // The GRPO-shaped trainer of examples/ runs against a pull run that traces
