@@ -3,30 +3,15 @@ package main
 import (
 	"bytes"
 	"slices"
-	"sort"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
+	"github.com/evalflow/evalflow/internal/docscheck"
 	"github.com/evalflow/evalflow/internal/wiring"
 )
-
-// names lists flags by name and aliases, with their env vars.
-func names(flags []cli.Flag) []string {
-	var out []string
-	for _, f := range flags {
-		line := strings.Join(f.Names(), ",")
-		if e, ok := f.(interface{ GetEnvVars() []string }); ok {
-			line += " " + strings.Join(e.GetEnvVars(), ",")
-		}
-		out = append(out, line)
-	}
-	sort.Strings(out)
-	return out
-}
 
 // Every command that runs a worker takes the worker binary's flags
 // (wiring.WorkerFlags, the worker's TestFlagsAreTheSharedSet) with the same
@@ -48,7 +33,7 @@ func TestWorkerFlagsAreShared(t *testing.T) {
 				workerPart = append(workerPart, f)
 			}
 		}
-		assert.Equal(t, names(wiring.WorkerFlags()), names(workerPart), "%s: the worker flags", cmd.Name)
+		assert.Equal(t, docscheck.FlagNames(wiring.WorkerFlags()), docscheck.FlagNames(workerPart), "%s: the worker flags", cmd.Name)
 	}
 	// Commands that read runs take the worker's flags that locate them, and
 	// only their own output options beside.
@@ -59,15 +44,6 @@ func TestWorkerFlagsAreShared(t *testing.T) {
 			assert.True(t, shared[n] || slices.Contains(own[cmd.Name], n), "%s: --%s is not a worker flag of the same name", cmd.Name, n)
 		}
 	}
-}
-
-func TestVersionFlag(t *testing.T) {
-	var out bytes.Buffer
-	app := newApp()
-	app.Writer = &out
-	require.NoError(t, app.Run([]string{"starter", "--version"}))
-	assert.Regexp(t, `^starter version \S.*\n$`, out.String())
-	assert.NotContains(t, out.String(), "devel", "a test binary has no VCS stamp: it names its build")
 }
 
 // urfave/cli stops reading flags at the first argument: a flag after the

@@ -2,45 +2,21 @@ package main
 
 import (
 	"bytes"
-	"sort"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
+	"github.com/evalflow/evalflow/internal/docscheck"
 	"github.com/evalflow/evalflow/internal/wiring"
 )
-
-// names lists flags by name and aliases, with their env vars.
-func names(flags []cli.Flag) []string {
-	var out []string
-	for _, f := range flags {
-		line := strings.Join(f.Names(), ",")
-		if e, ok := f.(interface{ GetEnvVars() []string }); ok {
-			line += " " + strings.Join(e.GetEnvVars(), ",")
-		}
-		out = append(out, line)
-	}
-	sort.Strings(out)
-	return out
-}
 
 // The worker binary takes the shared worker flags, the same set as the
 // starter's in-process worker (starter's TestWorkerFlagsAreShared), and
 // its own flags for how it starts and stops.
 func TestFlagsAreTheSharedSet(t *testing.T) {
-	assert.Equal(t, names(append(wiring.WorkerFlags(), wiring.ServiceFlags()...)), names(newApp().Flags))
-}
-
-func TestVersionFlag(t *testing.T) {
-	var out bytes.Buffer
-	app := newApp()
-	app.Writer = &out
-	require.NoError(t, app.Run([]string{"worker", "--version"}))
-	assert.Regexp(t, `^worker version \S.*\n$`, out.String())
-	assert.NotContains(t, out.String(), "devel", "a test binary has no VCS stamp: it names its build")
+	assert.Equal(t, docscheck.FlagNames(append(wiring.WorkerFlags(), wiring.ServiceFlags()...)), docscheck.FlagNames(newApp().Flags))
 }
 
 func TestRefusesArguments(t *testing.T) {

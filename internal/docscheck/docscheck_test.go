@@ -91,3 +91,26 @@ func TestUnknownTests(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"TestMadeUp"}, got)
 }
+
+// A program whose docs name its flags and whose version names its build
+// passes every check of Binary.
+func TestBinary(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "docs"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "docs", "usage.md"), []byte(
+		"Run `starter eval --tasks 3 --shuffle`, with --viewer-addr, --interception.frp.server or `starter status --address x`.\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "README.md"), []byte("```sh\nstarter eval --tasks 1\n```\n"), 0o644))
+	Binary(t, root, func() *cli.App {
+		app := testApp()
+		app.Version = "v1.2.3"
+		return app
+	})
+}
+
+func TestFlagNames(t *testing.T) {
+	got := FlagNames([]cli.Flag{
+		&cli.StringFlag{Name: "runs-dir", Aliases: []string{"r"}, EnvVars: []string{"EVALFLOW_RUNS_DIR"}},
+		&cli.BoolFlag{Name: "debug"},
+	})
+	assert.Equal(t, []string{"debug ", "runs-dir,r EVALFLOW_RUNS_DIR"}, got)
+}
