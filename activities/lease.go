@@ -143,13 +143,13 @@ func (l *lease) endRun() {
 		return
 	}
 	l.mu.Lock()
-	reg, handedOver := l.reg, l.pending != nil
+	reg, verifying := l.reg, l.pending != nil
 	l.reg = nil
 	l.mu.Unlock()
 	if reg != nil {
 		reg.Release()
 	}
-	if !handedOver {
+	if !verifying {
 		l.Close()
 	}
 }
