@@ -183,106 +183,100 @@ const oracleHarness = "oracle"
 // default, in a sweep's list of harnesses.
 const builtinHarness = "agent"
 
-// runConfig turns flags into the workflow input.
+// runConfig maps the run flags onto the workflow input, and refuses what
+// the input's Validate refuses, naming the flag.
 func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
+	harnesses, models, err := matrix(cctx)
+	if err != nil {
+		return workflows.RunConfig{}, err
+	}
 	cfg := workflows.RunConfig{
 		RunID: cctx.String("run-id"),
 		Taskset: tables.WithFields(cctx.String("taskset"), tables.Fields{
 			Prompt: cctx.String("taskset.prompt-field"), Answer: cctx.String("taskset.answer-field"), ID: cctx.String("taskset.id-field"),
 		}),
 		Tasks:           cctx.Int64("tasks"),
-		RolloutsPerTask: groupSize(cctx),
+		RolloutsPerTask: cctx.Int(rolloutsFlag(cctx)),
 		MaxConcurrent:   cctx.Int("max-concurrent"),
 		Seed:            cctx.Uint64("seed"),
 		Shuffle:         cctx.Bool("shuffle"),
-		Model:           cctx.String("model"),
+		Model:           models[0],
+		Sampling:        sampling(cctx),
 		Rubric:          cctx.String("rubric"),
 		RetryFailed:     cctx.Bool("retry-failed"),
 		MaxFailures:     evalMaxFailures(cctx),
 		MaxRunCostUSD:   cctx.Float64("max-run-cost"),
-		Harness: rollout.HarnessConfig{
-			Timeout:             cctx.Duration("harness-timeout"),
-			TimeoutGiven:        cctx.IsSet("harness-timeout"),
-			MaxTurns:            cctx.Int("max-turns"),
-			MaxTokensTotal:      cctx.Int("max-tokens-total"),
-			MaxModelTime:        cctx.Duration("max-model-time"),
-			MaxCostUSD:          cctx.Float64("max-cost"),
-			TraceTokens:         cctx.Bool("trace-tokens"),
-			TopLogprobs:         cctx.Int("top-logprobs"),
-			PolicyVersionHeader: cctx.String("policy-version-header"),
-			TokenIn:             cctx.Bool("token-in"),
-			Dialect:             cctx.String("harness-dialect"),
-			Env:                 harnessEnv(cctx),
-		},
 		Limits: workflows.Limits{
 			MaxAttempts:        cctx.Int("max-attempts"),
 			ContinueAsNewAfter: cctx.Int("continue-as-new-after"),
 			HeartbeatTimeout:   cctx.Duration("heartbeat-timeout"),
 		},
 	}
-	if err := checkCounts(cctx); err != nil {
-		return cfg, err
-	}
-	var err error
-	if cfg.Taskset, err = resolveTaskset(cctx, cfg.Taskset); err != nil {
-		return cfg, err
-	}
-	if cfg.Harness.TokenIn {
-		cfg.Harness.TraceTokens = true // token-in builds on the turns' ids
-	}
 	if cfg.RunID == "" {
 		cfg.RunID = newRunID(cctx.Command.Name)
 	}
-	if err := results.ValidateRunID(cfg.RunID); err != nil {
-		return cfg, fmt.Errorf("--run-id: %w", err)
-	}
-	if _, err := rubrics.Compile(cfg.Rubric); err != nil {
-		return cfg, fmt.Errorf("--rubric: %w", err)
-	}
-	harnesses, models, err := matrix(cctx)
-	if err != nil {
+	if cfg.Harness, err = harnessConfig(cctx, harnesses[0]); err != nil {
 		return cfg, err
 	}
-	cfg.Model = models[0]
-	r, err := roles(cctx)
-	if err != nil {
+	if err := checkRunFlags(cctx, harnesses); err != nil {
 		return cfg, err
 	}
-	cfg.Harness.Roles = r
-	if err := harness.CheckRunEnv(cfg.Harness.Env); err != nil {
-		return cfg, fmt.Errorf("--harness-env: %w", err)
-	}
-	if h := cfg.Harness.PolicyVersionHeader; h != "" && !headerName(h) {
-		return cfg, fmt.Errorf("--policy-version-header %q is not an HTTP header name: letters, digits and !#$%%&'*+-.^_`|~ only, e.g. x-policy-version", h)
-	}
-	if d := cfg.Harness.Dialect; d != "" && d != "chat" && d != "responses" && d != "anthropic" {
-		return cfg, fmt.Errorf("--harness-dialect %q: want chat, responses or anthropic", d)
-	}
-	cfg.Harness.VerifierTimeout = cctx.Duration("verifier-timeout")
-	if v := cctx.String("harness-version"); v != "" {
-		for _, h := range harnesses {
-			if _, ok := packaged.Lookup(h); !ok {
-				return cfg, fmt.Errorf("--harness-version %s: only a packaged harness has a version (--harness %s)", v, strings.Join(packaged.Names(), " or --harness "))
-			}
-		}
-	}
-	if cfg.Harness, err = withHarness(cfg.Harness, harnesses[0], cctx.String("harness-version")); err != nil {
+	// Before the defaults: a 0 given is refused, not quietly the default
+	// (the flags carry the defaults).
+	if err := flagError(cctx, cfg.Validate()); err != nil {
 		return cfg, err
 	}
+	if err := checkNames(cfg); err != nil {
+		return cfg, err
+	}
+	if cfg.Taskset, err = resolveTaskset(cctx, cfg.Taskset); err != nil {
+		return cfg, err
+	}
+	return cfg.WithDefaults(), nil
+}
+
+// harnessConfig maps the harness flags, for the harness named (the first
+// of a sweep's).
+func harnessConfig(cctx *cli.Context, name string) (rollout.HarnessConfig, error) {
+	h := rollout.HarnessConfig{
+		Timeout:         cctx.Duration("harness-timeout"),
+		TimeoutGiven:    cctx.IsSet("harness-timeout"),
+		VerifierTimeout: cctx.Duration("verifier-timeout"),
+		MaxTurns:        cctx.Int("max-turns"),
+		MaxTokensTotal:  cctx.Int("max-tokens-total"),
+		MaxModelTime:    cctx.Duration("max-model-time"),
+		MaxCostUSD:      cctx.Float64("max-cost"),
+		// token-in builds on the turns' ids
+		TraceTokens:         cctx.Bool("trace-tokens") || cctx.Bool("token-in"),
+		TopLogprobs:         cctx.Int("top-logprobs"),
+		PolicyVersionHeader: cctx.String("policy-version-header"),
+		TokenIn:             cctx.Bool("token-in"),
+		Dialect:             cctx.String("harness-dialect"),
+		Env:                 harnessEnv(cctx),
+	}
+	var err error
+	if h.Roles, err = roles(cctx); err != nil {
+		return h, err
+	}
+	return withHarness(h, name, cctx.String("harness-version"))
+}
+
+// sampling is the sampling parameters given; those not given stay unset.
+func sampling(cctx *cli.Context) rollout.Sampling {
+	var s rollout.Sampling
 	if cctx.IsSet("temperature") {
 		v := cctx.Float64("temperature")
-		cfg.Sampling.Temperature = &v
+		s.Temperature = &v
 	}
 	if cctx.IsSet("top-p") {
 		v := cctx.Float64("top-p")
-		cfg.Sampling.TopP = &v
+		s.TopP = &v
 	}
 	if cctx.IsSet("max-tokens") {
 		v := cctx.Int("max-tokens")
-		cfg.Sampling.MaxTokens = &v
+		s.MaxTokens = &v
 	}
-	cfg = cfg.WithDefaults()
-	return cfg, cfg.Validate()
+	return s
 }
 
 // withHarness is h running the harness the --harness value name gives: a
@@ -312,69 +306,80 @@ func withHarness(h rollout.HarnessConfig, name, version string) (rollout.Harness
 	return h, nil
 }
 
-// counted are the numeric run flags, each with the least value it takes. A
-// value out of range is refused: the workflow would quietly use its default.
-var counted = []struct {
-	flag string
-	min  int64
-}{
-	{"tasks", 0}, {"rollouts-per-task", 1}, {"group-size", 1}, {"max-concurrent", 1},
-	{"max-tokens", 1}, {"max-turns", 1}, {"max-tokens-total", 0}, {"top-logprobs", 0}, {"max-attempts", 1}, {"continue-as-new-after", 1}, {"epochs", 0},
+// fieldFlags name the flag that sets each field of a run's configuration
+// (workflows.FieldError's Field) but rollouts_per_task (rolloutsFlag).
+var fieldFlags = map[string]string{
+	"run_id": "run-id", "taskset": "taskset", "model": "model", "tasks": "tasks",
+	"max_concurrent": "max-concurrent", "max_failures": "max-failures", "max_run_cost_usd": "max-run-cost",
+	"epochs": "epochs", "sampling.max_tokens": "max-tokens",
+	"harness.dialect": "harness-dialect", "harness.policy_version_header": "policy-version-header",
+	"harness.timeout": "harness-timeout", "harness.verifier_timeout": "verifier-timeout",
+	"harness.max_turns": "max-turns", "harness.max_tokens_total": "max-tokens-total",
+	"harness.max_model_time": "max-model-time", "harness.max_cost_usd": "max-cost",
+	"harness.top_logprobs": "top-logprobs", "limits.heartbeat_timeout": "heartbeat-timeout",
+	"limits.max_attempts": "max-attempts", "limits.continue_as_new_after": "continue-as-new-after",
 }
 
-// checkCounts refuses counts out of range, and negative durations and limits.
-func checkCounts(cctx *cli.Context) error {
-	for _, c := range counted {
-		if !cctx.IsSet(c.flag) {
-			continue // defaults are in range
-		}
-		var v int64
-		switch x := cctx.Value(c.flag).(type) {
-		case int:
-			v = int64(x)
-		case int64:
-			v = x
-		}
-		if v < c.min {
-			if v < 0 {
-				return fmt.Errorf("--%s %d is negative", c.flag, v)
-			}
-			return fmt.Errorf("--%s %d: must be at least %d", c.flag, v, c.min)
-		}
+// flagError words a *workflows.FieldError as the flag that gave the field
+// ("--max-concurrent 0: must be at least 1"); other errors pass as they are.
+func flagError(cctx *cli.Context, err error) error {
+	var fe *workflows.FieldError
+	if !errors.As(err, &fe) {
+		return err
 	}
-	if d := cctx.Duration("verifier-timeout"); cctx.IsSet("verifier-timeout") && d <= 0 {
-		return fmt.Errorf("--verifier-timeout %s: must be positive", d)
+	flag, ok := fieldFlags[fe.Field]
+	if fe.Field == "rollouts_per_task" {
+		flag, ok = rolloutsFlag(cctx), true
 	}
-	if d := cctx.Duration("harness-timeout"); cctx.IsSet("harness-timeout") && d <= 0 {
-		return fmt.Errorf("--harness-timeout %s: must be positive", d)
+	if !ok {
+		return err
 	}
-	if d := cctx.Duration("heartbeat-timeout"); cctx.IsSet("heartbeat-timeout") && d < time.Second {
-		return fmt.Errorf("--heartbeat-timeout %s: want at least 1s (a rollout's worker heartbeats every quarter of it)", d)
-	}
-	if d := cctx.Duration("max-model-time"); d < 0 {
-		return fmt.Errorf("--max-model-time %s is negative", d)
-	}
-	if f := cctx.Float64("max-cost"); f < 0 {
-		return fmt.Errorf("--max-cost %v is negative: give USD per rollout, or 0 for no limit", f)
-	}
-	if f := cctx.Float64("max-run-cost"); f < 0 {
-		return fmt.Errorf("--max-run-cost %v is negative: give USD per run, or 0 for no limit", f)
+	return fmt.Errorf("--%s %s", flag, fe.Problem)
+}
+
+// checkRunFlags refuses what only flags can get wrong: a zero given where
+// zero means none given, a version for a harness without versions, a bound
+// the command does not apply.
+func checkRunFlags(cctx *cli.Context, harnesses []string) error {
+	if cctx.IsSet("verifier-timeout") && cctx.Duration("verifier-timeout") == 0 {
+		return fmt.Errorf("--verifier-timeout 0s: must be positive")
 	}
 	if cctx.IsSet("max-run-cost") && cctx.Command != nil && cctx.Command.Name == "train" {
 		return fmt.Errorf("--max-run-cost bounds evaluations only; bound a training run's rollouts with --max-cost")
 	}
-	if f := cctx.Float64("max-failures"); cctx.IsSet("max-failures") && f < 0 {
-		return fmt.Errorf("--max-failures %v is negative", f)
+	v := cctx.String("harness-version")
+	for _, h := range harnesses {
+		if _, ok := packaged.Lookup(h); v != "" && !ok {
+			return fmt.Errorf("--harness-version %s: only a packaged harness has a version (--harness %s)", v, strings.Join(packaged.Names(), " or --harness "))
+		}
 	}
 	return nil
 }
 
-// groupSize is --rollouts-per-task for evals, --group-size for training.
-func groupSize(cctx *cli.Context) int {
-	if cctx.IsSet("group-size") || !cctx.IsSet("rollouts-per-task") && cctx.Int("group-size") > 0 {
-		return cctx.Int("group-size")
+// checkNames refuses a run id the run store would refuse, a rubric that
+// does not compile and a harness environment that carries a credential:
+// checks of packages the workflows do not import, made before the run
+// starts rather than in its first rollout.
+func checkNames(cfg workflows.RunConfig) error {
+	if err := results.ValidateRunID(cfg.RunID); err != nil {
+		return fmt.Errorf("--run-id: %w", err)
 	}
-	return cctx.Int("rollouts-per-task")
+	if _, err := rubrics.Compile(cfg.Rubric); err != nil {
+		return fmt.Errorf("--rubric: %w", err)
+	}
+	if err := harness.CheckRunEnv(cfg.Harness.Env); err != nil {
+		return fmt.Errorf("--harness-env: %w", err)
+	}
+	return nil
+}
+
+// rolloutsFlag is the flag that gives the rollouts per task:
+// --rollouts-per-task for evals, --group-size for training.
+func rolloutsFlag(cctx *cli.Context) string {
+	if cctx.IsSet("group-size") || !cctx.IsSet("rollouts-per-task") && cctx.Int("group-size") > 0 {
+		return "group-size"
+	}
+	return "rollouts-per-task"
 }
 
 func newRunID(kind string) string {
@@ -535,18 +540,4 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// headerName reports whether s is an HTTP header field name (RFC 9110's
-// token).
-func headerName(s string) bool {
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-		case strings.ContainsRune("!#$%&'*+-.^_`|~", r):
-		default:
-			return false
-		}
-	}
-	return s != ""
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/run"
-	"github.com/evalflow/evalflow/workflows"
 )
 
 // resumeSettings are the run settings given on resume's command line.
@@ -16,9 +15,13 @@ func resumeSettings(cctx *cli.Context) (run.Settings, error) {
 	if err != nil {
 		return run.Settings{}, err
 	}
+	train, err := trainConfig(cctx)
+	if err != nil {
+		return run.Settings{}, err
+	}
 	return run.Settings{
 		Config:    given,
-		Train:     workflows.TrainConfig{Epochs: cctx.Int("epochs"), MaxFailures: cctx.Float64("max-failures")},
+		Train:     train,
 		Given:     cctx.IsSet,
 		Retaskset: retaskset(cctx),
 	}, nil

@@ -29,6 +29,12 @@ func trainFlags() []cli.Flag {
 	), wiring.WorkerFlags()...)
 }
 
+// trainConfig maps the training flags onto a training run's settings.
+func trainConfig(cctx *cli.Context) (workflows.TrainConfig, error) {
+	t := workflows.TrainConfig{Epochs: cctx.Int("epochs"), MaxFailures: cctx.Float64("max-failures")}
+	return t, flagError(cctx, t.Validate())
+}
+
 func trainCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "train",
@@ -53,7 +59,10 @@ func trainCommand() *cli.Command {
 					return err
 				}
 			}
-			train := workflows.TrainConfig{Epochs: cctx.Int("epochs"), MaxFailures: cctx.Float64("max-failures")}
+			train, err := trainConfig(cctx)
+			if err != nil {
+				return err
+			}
 			s, err := connectForRun(cctx, &cfg)
 			if err != nil {
 				return err

@@ -5,6 +5,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -172,23 +173,118 @@ func (c RunConfig) WithDefaults() RunConfig {
 	return c
 }
 
-// Validate reports the first thing wrong with c, in flag terms.
+// FieldError is a field of a RunConfig or a TrainConfig whose value
+// Validate refuses. Field is its JSON name, dotted below the top
+// (harness.max_turns), for a front end to name its own option for it.
+type FieldError struct {
+	Field string
+	// Problem is what is wrong, beginning with the value when there is
+	// one: "-1 is negative", "0: must be at least 1", "is empty".
+	Problem string
+}
+
+func (e *FieldError) Error() string { return e.Field + " " + e.Problem }
+
+// Validate reports the first thing wrong with c, as a *FieldError. The
+// fields WithDefaults fills from zero are checked as they are: a caller
+// that refuses a zero given, rather than take the default, calls Validate
+// first.
 func (c RunConfig) Validate() error {
-	switch {
-	case c.RunID == "":
-		return fmt.Errorf("run id is empty")
-	case c.Taskset == "":
-		return fmt.Errorf("taskset is empty")
-	case c.Tasks < 0:
-		return fmt.Errorf("--tasks %d is negative", c.Tasks)
-	case c.Model == "":
-		return fmt.Errorf("model is empty")
-	case c.MaxFailures < 0:
-		return fmt.Errorf("--max-failures %v is negative", c.MaxFailures)
-	case c.MaxRunCostUSD < 0:
-		return fmt.Errorf("--max-run-cost %v is negative: give a bound in USD, or 0 for none", c.MaxRunCostUSD)
-	case c.Harness.MaxCostUSD < 0:
-		return fmt.Errorf("--max-cost %v is negative: give a bound in USD, or 0 for none", c.Harness.MaxCostUSD)
+	for _, f := range []struct{ name, value string }{{"run_id", c.RunID}, {"taskset", c.Taskset}, {"model", c.Model}} {
+		if f.value == "" {
+			return &FieldError{Field: f.name, Problem: "is empty"}
+		}
+	}
+	maxTokens := 1 // unset: the model's own
+	if c.Sampling.MaxTokens != nil {
+		maxTokens = *c.Sampling.MaxTokens
+	}
+	return firstError(
+		atLeast("tasks", c.Tasks, 0),
+		atLeast("rollouts_per_task", c.RolloutsPerTask, 1),
+		atLeast("max_concurrent", c.MaxConcurrent, 1),
+		notNegative("max_failures", c.MaxFailures, ""),
+		notNegative("max_run_cost_usd", c.MaxRunCostUSD, ": give USD per run, or 0 for no limit"),
+		atLeast("sampling.max_tokens", maxTokens, 1),
+		validateHarness(c.Harness),
+		c.Limits.validate(),
+	)
+}
+
+// validateHarness reports the first thing wrong with a run's harness
+// settings.
+func validateHarness(h rollout.HarnessConfig) error {
+	if !slices.Contains([]string{"", "chat", "responses", "anthropic"}, h.Dialect) {
+		return &FieldError{Field: "harness.dialect", Problem: fmt.Sprintf("%q: want chat, responses or anthropic", h.Dialect)}
+	}
+	if v := h.PolicyVersionHeader; v != "" && !headerName(v) {
+		return &FieldError{Field: "harness.policy_version_header",
+			Problem: fmt.Sprintf("%q is not an HTTP header name: letters, digits and !#$%%&'*+-.^_`|~ only, e.g. x-policy-version", v)}
+	}
+	if h.Timeout <= 0 {
+		return &FieldError{Field: "harness.timeout", Problem: h.Timeout.String() + ": must be positive"}
+	}
+	return firstError(
+		notNegative("harness.verifier_timeout", h.VerifierTimeout, ""),
+		atLeast("harness.max_turns", h.MaxTurns, 1),
+		atLeast("harness.max_tokens_total", h.MaxTokensTotal, 0),
+		notNegative("harness.max_model_time", h.MaxModelTime, ""),
+		notNegative("harness.max_cost_usd", h.MaxCostUSD, ": give USD per rollout, or 0 for no limit"),
+		atLeast("harness.top_logprobs", h.TopLogprobs, 0),
+	)
+}
+
+// validate reports the first thing wrong with l.
+func (l Limits) validate() error {
+	if l.HeartbeatTimeout < time.Second {
+		return &FieldError{Field: "limits.heartbeat_timeout",
+			Problem: l.HeartbeatTimeout.String() + ": want at least 1s (a rollout's worker heartbeats every quarter of it)"}
+	}
+	return firstError(
+		atLeast("limits.max_attempts", l.MaxAttempts, 1),
+		atLeast("limits.continue_as_new_after", l.ContinueAsNewAfter, 1),
+	)
+}
+
+// headerName reports whether s is an HTTP header field name (RFC 9110's
+// token).
+func headerName(s string) bool {
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("!#$%&'*+-.^_`|~", r):
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
+
+// notNegative refuses a negative v of field; hint ends the message.
+func notNegative[N ~int | ~int64 | ~float64](field string, v N, hint string) error {
+	if v < 0 {
+		return &FieldError{Field: field, Problem: fmt.Sprintf("%v is negative%s", v, hint)}
+	}
+	return nil
+}
+
+// atLeast refuses a v of field below least, a negative one as negative.
+func atLeast[N ~int | ~int64](field string, v, least N) error {
+	if err := notNegative(field, v, ""); err != nil {
+		return err
+	}
+	if v < least {
+		return &FieldError{Field: field, Problem: fmt.Sprintf("%d: must be at least %d", v, least)}
+	}
+	return nil
+}
+
+// firstError is the first of errs that is not nil.
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -27,6 +27,11 @@ type TrainConfig struct {
 	MaxFailures float64 `json:"max_failures"`
 }
 
+// Validate reports the first thing wrong with t, as a *FieldError.
+func (t TrainConfig) Validate() error {
+	return firstError(atLeast("epochs", t.Epochs, 0), notNegative("max_failures", t.MaxFailures, ""))
+}
+
 // failureLimit is the most failed rollouts an epoch of units rollouts may
 // have, or -1 for no limit.
 func (t TrainConfig) failureLimit(units int64) int64 {

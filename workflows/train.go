@@ -189,8 +189,8 @@ func startTrain(ctx workflow.Context, cfg RunConfig, train TrainConfig) (*TrainS
 	if err := cfg.Validate(); err != nil {
 		return nil, configError(err)
 	}
-	if train.Epochs < 0 {
-		return nil, configError(fmt.Errorf("--epochs %d is negative", train.Epochs))
+	if err := train.Validate(); err != nil {
+		return nil, configError(err)
 	}
 	actCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,

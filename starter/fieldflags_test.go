@@ -1,0 +1,36 @@
+package main
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/urfave/cli/v2"
+
+	"github.com/evalflow/evalflow/workflows"
+)
+
+// A field the run's Validate refuses is named as the flag that sets it,
+// and that flag is one the run commands have.
+func TestFieldFlagsAreFlags(t *testing.T) {
+	flags := map[string]bool{}
+	for _, cmd := range []*cli.Command{evalCommand(), trainCommand()} {
+		for _, f := range cmd.Flags {
+			for _, name := range f.Names() {
+				flags[name] = true
+			}
+		}
+	}
+	for field, flag := range fieldFlags {
+		assert.True(t, flags[flag], "field %s: the run commands have no --%s", field, flag)
+	}
+
+	cctx := resumeContext(t)
+	err := flagError(cctx, &workflows.FieldError{Field: "limits.max_attempts", Problem: "0: must be at least 1"})
+	assert.EqualError(t, err, "--max-attempts 0: must be at least 1")
+	err = flagError(cctx, &workflows.FieldError{Field: "rollouts_per_task", Problem: "0: must be at least 1"})
+	assert.EqualError(t, err, "--group-size 0: must be at least 1", "training's rollouts per task")
+	other := errors.New("other")
+	assert.Equal(t, other, flagError(cctx, other), "not a field's error: as it is")
+	assert.NoError(t, flagError(cctx, nil))
+}
