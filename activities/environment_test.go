@@ -107,7 +107,7 @@ func TestRunLeavesTheDockerfileToARuntimeThatBuildsIt(t *testing.T) {
 // /app and /logs, as Harbor tasks are written, run by the oracle.
 func harborAppRef() rollout.Ref {
 	return rollout.Ref{
-		RunID: "run", Taskset: "harbor:../../harness/testdata/harbor-app", Model: "mock", Rubric: "exact",
+		RunID: "run", Taskset: "harbor:../internal/harness/hostpaths/testdata/harbor-app", Model: "mock", Rubric: "exact",
 		Harness: rollout.HarnessConfig{Oracle: true, Timeout: time.Minute}, Attempt: 1,
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/evalflow/evalflow/activities"
-	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/tasksets"
 )
@@ -22,7 +22,7 @@ func verifiedRig(t *testing.T) (*rig, string) {
 	t.Helper()
 	r := newRig(t, nil)
 	workDir := t.TempDir()
-	r.acts.Runtime = &harness.Local{Dir: workDir}
+	r.acts.Runtime = &local.Runtime{Dir: workDir}
 	r.acts.WorkDir = workDir
 	r.acts.Capacity = activities.NewCapacity(1)
 	return r, workDir
@@ -69,10 +69,11 @@ func (r *rig) runForVerify(t *testing.T, ref rollout.Ref, within time.Duration) 
 func capacityFree(c *activities.Capacity) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if c.Take(ctx, "probe", func() {}) != nil {
+	u, err := c.Take(ctx, func() {})
+	if err != nil {
 		return false
 	}
-	c.Give("probe")
+	u.Give()
 	return true
 }
 

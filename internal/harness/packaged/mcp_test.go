@@ -16,6 +16,7 @@ import (
 
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/internal/harness/packaged"
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
@@ -65,7 +66,7 @@ func TestHarnessesCallTaskToolServers(t *testing.T) {
 			task := tasksets.Task{ID: "count", Prompt: "Count to three with the counter tool.",
 				Tools: []tasksets.ToolServer{{Name: "counter", Command: []string{counter}}}}
 			sessions := t.TempDir()
-			peek := &peekRuntime{Runtime: &harness.Local{Dir: t.TempDir()}, glob: filepath.Join(sessions, "*", tc.config)}
+			peek := &peekRuntime{Runtime: &local.Runtime{Dir: t.TempDir()}, glob: filepath.Join(sessions, "*", tc.config)}
 			rt := &packaged.Runtime{Runtime: peek, Installer: installer, Dir: sessions}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -76,7 +77,7 @@ func TestHarnessesCallTaskToolServers(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, 0, res.ExitCode, "stdout: %s\nstderr: %s", res.Stdout, res.Stderr)
 
-			side, ok := pool.Side(key)
+			side, ok := slot.Side()
 			require.True(t, ok)
 			var state struct {
 				Counter, PID int
@@ -101,7 +102,7 @@ func TestHarnessesRefuseUsersAndHTTPServers(t *testing.T) {
 		{ID: "http", Prompt: "hi", Tools: []tasksets.ToolServer{{Name: "web", Command: []string{"srv"}, Transport: tasksets.TransportHTTP, Port: 8931}}},
 	} {
 		for _, h := range []packaged.Harness{packaged.Codex, packaged.ClaudeCode} {
-			rt := &packaged.Runtime{Runtime: &harness.Local{Dir: t.TempDir()}, Installer: installer, Dir: t.TempDir()}
+			rt := &packaged.Runtime{Runtime: &local.Runtime{Dir: t.TempDir()}, Installer: installer, Dir: t.TempDir()}
 			install(t, h)
 			_, err := rt.Run(context.Background(), harness.Spec{Key: "r/0/0/0", Command: packaged.Command(h, ""), BaseURL: "http://127.0.0.1:9", Model: "m", Task: task})
 			var cfg *harness.ConfigError

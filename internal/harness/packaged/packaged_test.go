@@ -16,6 +16,7 @@ import (
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/internal/harness/packaged"
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
@@ -52,7 +53,7 @@ func scriptedSlot(t *testing.T, script string, upstream func(url string) *provid
 	t.Cleanup(func() { assert.NoError(t, pool.Close()) })
 	slot, err := pool.Acquire(context.Background(), interception.Rollout{Key: key, Model: "mock"})
 	require.NoError(t, err)
-	return slot, rec
+	return slot.Slot, rec
 }
 
 // bundledTask is a task of the bundled Harbor taskset.
@@ -121,8 +122,8 @@ func TestHarnessesCompleteBundledTask(t *testing.T) {
 			task := bundledTask(t, "hello-file")
 			ws, err := harness.PrepareWorkspace(t.TempDir(), task, harness.PrepareOptions{})
 			require.NoError(t, err)
-			local := &harness.Local{Dir: t.TempDir()}
-			rt := &packaged.Runtime{Runtime: local, Installer: installer, Dir: t.TempDir()}
+			host := &local.Runtime{Dir: t.TempDir()}
+			rt := &packaged.Runtime{Runtime: host, Installer: installer, Dir: t.TempDir()}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			res, err := rt.Run(ctx, harness.Spec{
@@ -139,7 +140,7 @@ func TestHarnessesCompleteBundledTask(t *testing.T) {
 			assert.Equal(t, "Hello, evalflow!\n", string(hello))
 			assert.Equal(t, "Created hello.txt.", strings.TrimSpace(res.Answer))
 
-			verdict, err := local.Verify(ctx, harness.VerifySpec{Key: key, Workspace: ws, Tests: task.Tests, Command: task.Verify, Timeout: time.Minute})
+			verdict, err := host.Verify(ctx, harness.VerifySpec{Key: key, Workspace: ws, Tests: task.Tests, Command: task.Verify, Timeout: time.Minute})
 			require.NoError(t, err)
 			assert.Equal(t, 1.0, verdict.Reward, "the task's own verifier accepts the workspace")
 
