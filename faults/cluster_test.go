@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -18,84 +17,33 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
 
-	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/internal/results/postgres/pgtest"
 	"github.com/evalflow/evalflow/internal/temporalcluster"
-	"github.com/evalflow/evalflow/internal/testca"
-	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
 
-// secureCluster is the real Temporal server as four processes on
+// startSecureCluster is the real Temporal server as four processes on
 // PostgreSQL (deploy/temporal/config.yaml), mTLS at its frontend with a CA
-// of the test's own, and the client certificate evalflow's processes use.
-type secureCluster struct {
-	*temporalcluster.Cluster
-	ca     *testca.CA
-	client testca.Pair
-}
-
-func startSecureCluster(t *testing.T, bindIP string) *secureCluster {
+// of the test's own, its logs in the case's directory. Its keys, outside
+// the scanned suite root, are secrets the scan looks for.
+func startSecureCluster(t *testing.T, bindIP string) *temporalcluster.Secure {
 	t.Helper()
-	certs := t.TempDir() // outside the scanned suite root: it holds the keys
-	ca, err := testca.New(certs)
-	require.NoError(t, err)
-	server, err := ca.Issue("temporal-server", "temporal.test", "127.0.0.1")
-	require.NoError(t, err)
-	client, err := ca.Issue("evalflow")
-	require.NoError(t, err)
-	for _, key := range []string{server.KeyFile, client.KeyFile} {
+	s := temporalcluster.StartSecure(t, temporalcluster.Options{Dir: caseDir(t), Shards: 16, BindIP: bindIP})
+	for _, key := range []string{s.Server.KeyFile, s.Client.KeyFile} {
 		b, err := os.ReadFile(key)
 		require.NoError(t, err)
 		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 		addSecret("tls-key "+filepath.Base(key), lines[1])
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	logs := caseDir(t)
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		for _, name := range temporalcluster.Services {
-			b, _ := os.ReadFile(filepath.Join(logs, "temporal-"+name+".log"))
-			t.Logf("temporal %s log:\n%s", name, tail(string(b), 3000))
-		}
-	})
-	c, err := temporalcluster.Start(ctx, temporalcluster.Options{
-		PostgresURL: pgtest.ServerURL(), Dir: logs, Shards: 16, BindIP: bindIP,
-		TLS: &temporalcluster.TLS{CAFile: ca.CertFile, CertFile: server.CertFile, KeyFile: server.KeyFile,
-			ServerName: "temporal.test", RequireClientCert: true},
-	})
-	require.NoError(t, err, "the Temporal server as separate processes (deploy/temporal/config.yaml)")
-	t.Cleanup(c.Stop)
-	return &secureCluster{Cluster: c, ca: ca, client: client}
-}
-
-// flags are the secure-connection flags of a process that dials the
-// frontend at host.
-func (s *secureCluster) flags(host string) []string {
-	return []string{"--address", net.JoinHostPort(host, s.Port()), "--tls-ca", s.ca.CertFile,
-		"--tls-cert", s.client.CertFile, "--tls-key", s.client.KeyFile, "--tls-server-name", "temporal.test"}
-}
-
-// dial is a client of the test's own, over mTLS.
-func (s *secureCluster) dial(t *testing.T) client.Client {
-	t.Helper()
-	conn := wiring.Connection{Address: s.Address, Namespace: "default", TLSCA: s.ca.CertFile,
-		TLSCert: s.client.CertFile, TLSKey: s.client.KeyFile, TLSServerName: "temporal.test"}
-	c, err := wiring.DialConnection(context.Background(), conn, slog.New(slog.DiscardHandler), time.Minute)
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	return c
+	return s
 }
 
 // setup runs `starter setup` against the cluster, as the docs say to.
-func (s *secureCluster) setup(t *testing.T) string {
+func setup(t *testing.T, s *temporalcluster.Secure) string {
 	t.Helper()
-	out, err := exec.Command(filepath.Join(bin, "starter"), append([]string{"setup"}, s.flags("127.0.0.1")...)...).CombinedOutput()
+	out, err := exec.Command(filepath.Join(bin, "starter"), append([]string{"setup"}, s.Flags("127.0.0.1")...)...).CombinedOutput()
 	require.NoError(t, err, "starter setup: %s", out)
 	return string(out)
 }
@@ -131,16 +79,16 @@ func forward(t *testing.T, listen, target string) string {
 // netnsWorker runs a worker process in a network namespace of its own: it
 // reaches the cluster's frontend and the store only at the host's veth
 // address, as a worker on another machine would over the network.
-func netnsWorker(t *testing.T, s *secureCluster, storeURL, subnet, name, queue string) {
+func netnsWorker(t *testing.T, s *temporalcluster.Secure, storeURL, subnet, name, queue string) {
 	t.Helper()
 	require.Equal(t, 0, os.Geteuid(), "network namespaces need root (make test runs as root in CI)")
-	n, err := harness.NewNetns(context.Background(), subnet, harness.Local{})
+	n, err := local.NewNetns(context.Background(), subnet, local.Runtime{})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, n.Close()) })
 	u, err := url.Parse(storeURL)
 	require.NoError(t, err)
 	u.Host = forward(t, net.JoinHostPort(n.HostIP, "0"), u.Host)
-	args := append([]string{"netns", "exec", n.Name, filepath.Join(bin, "worker")}, s.flags(n.HostIP)...)
+	args := append([]string{"netns", "exec", n.Name, filepath.Join(bin, "worker")}, s.Flags(n.HostIP)...)
 	args = append(args, "--runs-dir", caseDir(t), "--task-queue", queue, "--max-rollouts", "16",
 		"--mock-latency", "50ms", "--mock-error-rate", "0", "--log-level", "warn")
 	log := filepath.Join(caseDir(t), name+".log")
@@ -173,7 +121,7 @@ func netnsWorker(t *testing.T, s *secureCluster, storeURL, subnet, name, queue s
 // stored once, and the run is found by its search attribute.
 func TestEvalAndTrainOnAMultiProcessCluster(t *testing.T) {
 	s := startSecureCluster(t, "0.0.0.0")
-	out := s.setup(t)
+	out := setup(t, s)
 	assert.Contains(t, out, "search attributes EvalflowHarness, EvalflowModel, EvalflowRunId, EvalflowTaskset added")
 	storeURL, password := pgtest.URLWithOwnRole(t)
 	addSecret("postgres-password", password)
@@ -184,19 +132,19 @@ func TestEvalAndTrainOnAMultiProcessCluster(t *testing.T) {
 
 	const n = 96
 	started := time.Now()
-	out = string(starterOutputEnv(t, []string{"EVALFLOW_STORE=" + storeURL}, append(s.flags("127.0.0.1"),
+	out = string(starterOutputEnv(t, []string{"EVALFLOW_STORE=" + storeURL}, append(s.Flags("127.0.0.1"),
 		"eval", "--run-id", "cluster-eval", "--taskset", "arithmetic", "--tasks", itoa(n), "--max-concurrent", "24",
 		"--task-queue", queue, "--data-dir", caseDir(t))...))
 	evalTime := time.Since(started)
 	assert.Contains(t, out, "cluster-eval")
 	requireOncePG(t, store, "cluster-eval", n)
 
-	out = string(starterOutputEnv(t, []string{"EVALFLOW_STORE=" + storeURL}, append(s.flags("127.0.0.1"),
+	out = string(starterOutputEnv(t, []string{"EVALFLOW_STORE=" + storeURL}, append(s.Flags("127.0.0.1"),
 		"train", "--run-id", "cluster-train", "--taskset", "arithmetic", "--tasks", "16", "--epochs", "2",
 		"--group-size", "2", "--max-concurrent", "16", "--task-queue", queue, "--data-dir", caseDir(t))...))
 	requireOncePG(t, store, "cluster-train", 2*16*2)
 
-	c := s.dial(t)
+	c := s.Dial(t, "default")
 	var found []string
 	require.Eventually(t, func() bool {
 		resp, err := c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
@@ -242,17 +190,17 @@ func starterOutputEnv(t *testing.T, env []string, args ...string) []byte {
 // checks every rollout was stored once.
 func killMidRun(t *testing.T, runID string, services ...string) {
 	s := startSecureCluster(t, "127.0.0.1")
-	s.setup(t)
+	setup(t, s)
 	storeURL, password := pgtest.URLWithOwnRole(t)
 	addSecret("postgres-password", password)
 	store := openPG(t, storeURL)
 	queue := "faults-" + runID
 	for _, name := range []string{"worker-a", "worker-b"} {
-		spawnLogged(t, []string{"EVALFLOW_STORE=" + storeURL}, name, "worker", append(s.flags("127.0.0.1"),
+		spawnLogged(t, []string{"EVALFLOW_STORE=" + storeURL}, name, "worker", append(s.Flags("127.0.0.1"),
 			"--runs-dir", caseDir(t), "--task-queue", queue, "--max-rollouts", "16",
 			"--mock-latency", "100ms", "--mock-error-rate", "0", "--log-level", "warn")...)
 	}
-	c := s.dial(t)
+	c := s.Dial(t, "default")
 	const n = 150
 	cfg := evalConfig(runID, n, 24)
 	run := startEval(t, c, queue, cfg)

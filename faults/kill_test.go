@@ -2,13 +2,13 @@ package faults
 
 import (
 	"context"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -98,7 +98,7 @@ func TestServerKilledAndRestarted(t *testing.T) {
 // killed starter.
 func TestStarterKilledAndRerun(t *testing.T) {
 	dataDir, runs := caseDir(t), caseDir(t)
-	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	addr := devtest.FreeAddr(t)
 	args := []string{"eval", "--taskset", "arithmetic", "--tasks", "200", "--max-concurrent", "32",
 		"--run-id", "kill-starter", "--address", addr, "--embedded", "--data-dir", dataDir, "--runs-dir", runs,
 		"--ui-port", "-1", "--mock-latency", "100ms", "--mock-error-rate", "0"}
@@ -107,7 +107,7 @@ func TestStarterKilledAndRerun(t *testing.T) {
 	atKill := countStored(runs, "kill-starter")
 	killed := time.Now()
 	first.kill()
-	// Its harnesses die with it (harness.Local's supervisor).
+	// Its harnesses die with it (local.Runtime's supervisor).
 	require.Eventually(t, func() bool { return agentsLeft(t) == 0 }, time.Minute, 20*time.Millisecond,
 		"no agent of the killed starter is left running")
 	orphansGone := time.Now()
@@ -118,7 +118,7 @@ func TestStarterKilledAndRerun(t *testing.T) {
 	requireExactlyOnce(t, runs, "kill-starter", 200)
 	// The embedded server is gone with the starter: serve its data again,
 	// for the secret scan of its histories.
-	(&server{addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), dataDir: dataDir}).start(t)
+	(&server{addr: devtest.FreeAddr(t), dataDir: dataDir}).start(t)
 	figure(t, "starter SIGKILL at %d/200 stored: 200 stored, 0 duplicates; its agents gone %s after the kill; "+
 		"the rerun finished %s after the kill",
 		atKill, orphansGone.Sub(killed).Round(time.Millisecond), ended.Sub(killed).Round(time.Millisecond))

@@ -17,7 +17,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/evalflow/evalflow/internal/devserver"
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
@@ -104,15 +104,6 @@ func tail(s string, n int) string {
 	return "…" + s[len(s)-n:]
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	// Outside the ephemeral range: no other program's connection takes it
-	// before the server binds it.
-	port, err := devserver.FreePort("127.0.0.1")
-	require.NoError(t, err)
-	return port
-}
-
 // server is a Temporal server running as its own process (starter dev,
 // without a worker), persisted to dataDir so a restart keeps every run.
 type server struct {
@@ -123,7 +114,7 @@ type server struct {
 
 func startServer(t *testing.T) *server {
 	t.Helper()
-	s := &server{addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), dataDir: caseDir(t)}
+	s := &server{addr: devtest.FreeAddr(t), dataDir: caseDir(t)}
 	s.start(t)
 	return s
 }

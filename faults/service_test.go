@@ -14,6 +14,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -58,7 +59,7 @@ func terminate(t *testing.T, p *proc) {
 // store, and while it polls with nothing to do. (Draining a rollout:
 // TestDrainedRolloutMovesToAnotherWorkerAtOnce.)
 func TestWorkerStopsWithinSecondsInEveryState(t *testing.T) {
-	closedPort := func() string { return "127.0.0.1:" + strconv.Itoa(freePort(t)) }
+	closedPort := func() string { return devtest.FreeAddr(t) }
 	t.Run("Temporal unreachable", func(t *testing.T) {
 		w := spawnService(t, "worker", "--address", closedPort())
 		waitLog(t, w, "waiting for Temporal at", time.Minute)
@@ -86,7 +87,7 @@ func TestWorkerStopsWithinSecondsInEveryState(t *testing.T) {
 // answers exits non-zero after --start-timeout, naming it, each attempt
 // logged with its error and the next delay.
 func TestWorkerGivesUpAfterTheStartTimeout(t *testing.T) {
-	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	addr := devtest.FreeAddr(t)
 	w := spawnService(t, "worker", "--address", addr, "--start-timeout", "2s")
 	err := w.wait(t, time.Minute)
 	require.Error(t, err, "the worker exits non-zero")
@@ -100,7 +101,7 @@ func TestWorkerGivesUpAfterTheStartTimeout(t *testing.T) {
 // server waits for it, logging its attempts, connects when it comes up and
 // runs rollouts.
 func TestWorkerWaitsForTemporalToComeUp(t *testing.T) {
-	srv := &server{addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), dataDir: caseDir(t)}
+	srv := &server{addr: devtest.FreeAddr(t), dataDir: caseDir(t)}
 	queue := "faults-service-wait"
 	w := spawnService(t, "worker", "--address", srv.addr, "--task-queue", queue)
 	waitLog(t, w, "waiting for Temporal at "+srv.addr, time.Minute)

@@ -3,17 +3,17 @@ package orchestration
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 
+	"github.com/evalflow/evalflow/internal/devserver"
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/namespace"
-	"github.com/evalflow/evalflow/internal/results/postgres/pgtest"
 	"github.com/evalflow/evalflow/internal/temporalcluster"
-	"github.com/evalflow/evalflow/internal/wiring"
 )
 
 // BenchmarkEvalEmbeddedVsCluster runs one eval of no-op rollouts on the
@@ -27,34 +27,26 @@ func BenchmarkEvalEmbeddedVsCluster(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	dir := b.TempDir()
-	embedded, err := StartServer(ctx, filepath.Join(dir, "temporal"))
-	require.NoError(b, err)
-	defer embedded.Close()
-
-	cluster, err := temporalcluster.Start(ctx, temporalcluster.Options{PostgresURL: pgtest.ServerURL(), Dir: dir, Shards: 16})
-	require.NoError(b, err)
-	defer cluster.Stop()
-	cc, err := wiring.DialConnection(ctx, cluster.Connection("default"), slog.New(slog.DiscardHandler), time.Minute)
-	require.NoError(b, err)
-	defer cc.Close()
-	_, err = namespace.Ensure(ctx, namespace.Services{Workflow: cc.WorkflowService(), Operator: cc.OperatorService()}, namespace.Evalflow("default"))
+	embedded := devtest.Dial(b, devtest.Start(b, devserver.Config{SearchAttributes: namespace.Attributes()}))
+	cc := temporalcluster.ForTest(b, temporalcluster.Options{Shards: 16}).Dial(b, "default")
+	_, err := namespace.Ensure(ctx, namespace.Services{Workflow: cc.WorkflowService(), Operator: cc.OperatorService()}, namespace.Evalflow("default"))
 	require.NoError(b, err)
 
 	const rollouts, concurrency = 500, 64
 	systems := []struct {
 		name   string
-		server *Server
-	}{{"embedded", embedded}, {"cluster", &Server{Client: cc}}}
+		client client.Client
+	}{{"embedded", embedded}, {"cluster", cc}}
 	for _, sys := range systems {
 		b.Run(sys.name, func(b *testing.B) {
 			cfg := Config{Rollouts: rollouts, Concurrency: concurrency, RunsDir: filepath.Join(dir, "runs-"+sys.name)}
 			queue := "bench-" + sys.name
-			w, err := NewWorker(sys.server.Client, queue, cfg)
+			w, err := NewWorker(sys.client, queue, cfg)
 			require.NoError(b, err)
 			defer w.Stop()
 			var last Result
 			for i := range b.N {
-				last, err = Temporal(ctx, sys.server.Client, queue, fmt.Sprintf("bench-%s-%d-%d", sys.name, time.Now().UnixNano(), i), cfg)
+				last, err = Temporal(ctx, sys.client, queue, fmt.Sprintf("bench-%s-%d-%d", sys.name, time.Now().UnixNano(), i), cfg)
 				require.NoError(b, err)
 				require.Zero(b, last.Failed)
 			}

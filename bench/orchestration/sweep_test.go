@@ -9,6 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/evalflow/evalflow/internal/devserver"
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
+	"github.com/evalflow/evalflow/internal/namespace"
 	"github.com/evalflow/evalflow/run"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -25,9 +28,7 @@ func BenchmarkSweepVsEvals(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	dir := b.TempDir()
-	srv, err := StartServer(ctx, filepath.Join(dir, "temporal"))
-	require.NoError(b, err)
-	defer srv.Close()
+	cl := devtest.Dial(b, devtest.Start(b, devserver.Config{SearchAttributes: namespace.Attributes()}))
 
 	const perCell, concurrency = 64, 16
 	cells := []workflows.SweepCell{}
@@ -38,7 +39,7 @@ func BenchmarkSweepVsEvals(b *testing.B) {
 		}
 	}
 	cfg := Config{Rollouts: perCell, Concurrency: concurrency, RunsDir: filepath.Join(dir, "runs")}
-	w, err := NewWorker(srv.Client, "bench-sweep", Config{Concurrency: len(cells) * concurrency, RunsDir: cfg.RunsDir})
+	w, err := NewWorker(cl, "bench-sweep", Config{Concurrency: len(cells) * concurrency, RunsDir: cfg.RunsDir})
 	require.NoError(b, err)
 	defer w.Stop()
 
@@ -47,11 +48,11 @@ func BenchmarkSweepVsEvals(b *testing.B) {
 		run  func(id string) (int64, error)
 	}{
 		{"sweep", func(id string) (int64, error) {
-			if _, err := run.StartSweep(ctx, srv.Client, "bench-sweep", workflows.SweepInput{Config: RunConfig(id, cfg), Cells: cells}); err != nil {
+			if _, err := run.StartSweep(ctx, cl, "bench-sweep", workflows.SweepInput{Config: RunConfig(id, cfg), Cells: cells}); err != nil {
 				return 0, err
 			}
 			var res workflows.SweepResult
-			if err := srv.Client.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+			if err := cl.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
 				return 0, err
 			}
 			var n int64
@@ -68,7 +69,7 @@ func BenchmarkSweepVsEvals(b *testing.B) {
 			one := cfg
 			one.Concurrency = len(cells) * concurrency // each with every slot
 			for _, c := range cells {
-				r, err := Temporal(ctx, srv.Client, "bench-sweep", workflows.CellRunID(id, c.Name), one)
+				r, err := Temporal(ctx, cl, "bench-sweep", workflows.CellRunID(id, c.Name), one)
 				if err != nil {
 					return n, err
 				}
@@ -79,7 +80,7 @@ func BenchmarkSweepVsEvals(b *testing.B) {
 		{"one-eval-of-all", func(id string) (int64, error) {
 			all := cfg
 			all.Rollouts, all.Concurrency = len(cells)*perCell, len(cells)*concurrency
-			r, err := Temporal(ctx, srv.Client, "bench-sweep", id, all)
+			r, err := Temporal(ctx, cl, "bench-sweep", id, all)
 			return int64(r.Rollouts) - r.Failed, err
 		}},
 	}

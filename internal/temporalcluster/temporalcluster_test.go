@@ -16,7 +16,6 @@ import (
 
 	"github.com/evalflow/evalflow/internal/namespace"
 	"github.com/evalflow/evalflow/internal/results/postgres/pgtest"
-	"github.com/evalflow/evalflow/internal/testca"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -24,24 +23,15 @@ import (
 // The cluster comes up as four processes with mTLS at the frontend, takes
 // evalflow's namespace, and comes back after every process was killed.
 func TestClusterStartsKillsAndRestarts(t *testing.T) {
+	c := StartSecure(t, Options{Shards: 4})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	ca, err := testca.New(dir)
-	require.NoError(t, err)
-	srv, err := ca.Issue("temporal-server", "temporal.test", "127.0.0.1")
-	require.NoError(t, err)
-	c, err := Start(ctx, Options{PostgresURL: pgtest.ServerURL(), Dir: dir, Shards: 4,
-		TLS: &TLS{CAFile: ca.CertFile, CertFile: srv.CertFile, KeyFile: srv.KeyFile, ServerName: "temporal.test", RequireClientCert: true}})
-	require.NoError(t, err)
-	t.Cleanup(c.Stop)
 
 	plain := wiring.Connection{Address: c.Address, Namespace: "default"}
-	_, err = wiring.DialConnection(ctx, plain, slog.New(slog.DiscardHandler), 3*time.Second)
+	_, err := wiring.DialConnection(ctx, plain, slog.New(slog.DiscardHandler), 3*time.Second)
 	require.Error(t, err, "the frontend speaks TLS only")
 
-	cl, err := wiring.DialConnection(ctx, c.Connection("evals"), slog.New(slog.DiscardHandler), 30*time.Second)
-	require.NoError(t, err)
+	cl := c.Dial(t, "evals")
 	svc := namespace.Services{Workflow: cl.WorkflowService(), Operator: cl.OperatorService()}
 	_, err = namespace.Ensure(ctx, svc, namespace.Evalflow("evals"))
 	require.NoError(t, err)
@@ -53,16 +43,12 @@ func TestClusterStartsKillsAndRestarts(t *testing.T) {
 	_, err = cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "probe", TaskQueue: "no-worker", TypedSearchAttributes: attrs}, workflows.EvalName)
 	require.NoError(t, err, "a run started right after setup carries its search attributes")
 	require.NoError(t, cl.TerminateWorkflow(ctx, "probe", "", "probe"))
-	cl.Close()
 
 	c.Kill()
 	require.NoError(t, c.Restart(ctx))
-	cl, err = wiring.DialConnection(ctx, c.Connection("evals"), slog.New(slog.DiscardHandler), 30*time.Second)
-	require.NoError(t, err)
+	cl = c.Dial(t, "evals")
 	require.NoError(t, namespace.Check(ctx, namespace.Services{Workflow: cl.WorkflowService(), Operator: cl.OperatorService()}, namespace.Evalflow("evals")),
 		"the namespace outlives the processes: it is in PostgreSQL")
-
-	cl.Close()
 
 	c.Stop()
 	pg, err := pgx.Connect(ctx, pgtest.ServerURL())
