@@ -70,54 +70,46 @@ func (p *parser) peek() (token, bool) {
 }
 
 func (p *parser) expr(depth int) (float64, error) {
-	v, err := p.term(depth)
-	if err != nil {
-		return 0, err
-	}
-	for {
-		t, ok := p.peek()
-		if !ok || (t.text != "+" && t.text != "-") {
-			return v, nil
+	return p.leftAssoc(depth, "+", "-", p.term, func(op string, v, r float64) float64 {
+		if op == "+" {
+			return v + r
 		}
-		p.pos++
-		p.binops++
-		r, err := p.term(depth)
-		if err != nil {
-			return 0, err
-		}
-		if t.text == "+" {
-			v += r
-		} else {
-			v -= r
-		}
-	}
+		return v - r
+	})
 }
 
 func (p *parser) term(depth int) (float64, error) {
-	v, err := p.factor(depth)
+	return p.leftAssoc(depth, "*", "/", p.factor, func(op string, v, r float64) float64 {
+		switch {
+		case op == "*":
+			return v * r
+		case r == 0:
+			p.divZero = true
+			return v
+		}
+		return v / r
+	})
+}
+
+// leftAssoc parses operands joined by the operators op1 and op2, of one
+// precedence, from the left: operand (op operand)*.
+func (p *parser) leftAssoc(depth int, op1, op2 string, operand func(int) (float64, error), apply func(op string, v, r float64) float64) (float64, error) {
+	v, err := operand(depth)
 	if err != nil {
 		return 0, err
 	}
 	for {
 		t, ok := p.peek()
-		if !ok || (t.text != "*" && t.text != "/") {
+		if !ok || (t.text != op1 && t.text != op2) {
 			return v, nil
 		}
 		p.pos++
 		p.binops++
-		r, err := p.factor(depth)
+		r, err := operand(depth)
 		if err != nil {
 			return 0, err
 		}
-		if t.text == "*" {
-			v *= r
-			continue
-		}
-		if r == 0 {
-			p.divZero = true
-			continue
-		}
-		v /= r
+		v = apply(t.text, v, r)
 	}
 }
 
