@@ -160,28 +160,26 @@ type factory struct{ reg prometheus.Registerer }
 
 func (f factory) counter(o prometheus.CounterOpts) prometheus.Counter {
 	o.Namespace = Namespace
-	c := prometheus.NewCounter(o)
-	f.reg.MustRegister(c)
-	return c
+	return register(f, prometheus.NewCounter(o))
 }
 
 func (f factory) counterVec(o prometheus.CounterOpts, labels ...string) *prometheus.CounterVec {
 	o.Namespace = Namespace
-	c := prometheus.NewCounterVec(o, labels)
-	f.reg.MustRegister(c)
-	return c
+	return register(f, prometheus.NewCounterVec(o, labels))
 }
 
 func (f factory) gauge(o prometheus.GaugeOpts) prometheus.Gauge {
 	o.Namespace = Namespace
-	g := prometheus.NewGauge(o)
-	f.reg.MustRegister(g)
-	return g
+	return register(f, prometheus.NewGauge(o))
 }
 
 func (f factory) histogramVec(o prometheus.HistogramOpts, labels ...string) *prometheus.HistogramVec {
 	o.Namespace = Namespace
-	h := prometheus.NewHistogramVec(o, labels)
-	f.reg.MustRegister(h)
-	return h
+	return register(f, prometheus.NewHistogramVec(o, labels))
+}
+
+// register registers c on f's registry and returns it.
+func register[C prometheus.Collector](f factory, c C) C {
+	f.reg.MustRegister(c)
+	return c
 }
