@@ -312,10 +312,7 @@ func (d *fastDecoder) array(p *plan, v reflect.Value, depth int) bool {
 	if d.b[d.i] != '[' {
 		return false
 	}
-	d.i++
-	d.space()
-	if d.i < len(d.b) && d.b[d.i] == ']' {
-		d.i++
+	if d.open(']') {
 		v.Set(reflect.MakeSlice(p.typ, 0, 0)) // [] is an empty slice, not nil
 		return true
 	}
@@ -330,19 +327,8 @@ func (d *fastDecoder) array(p *plan, v reflect.Value, depth int) bool {
 		if !d.value(p.elem, v.Index(n), depth+1) {
 			return false
 		}
-		d.space()
-		if d.i >= len(d.b) {
-			return false
-		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-			d.space()
-		case ']':
-			d.i++
-			return true
-		default:
-			return false
+		if more, ok := d.next(']'); !more {
+			return ok
 		}
 	}
 }
@@ -351,28 +337,16 @@ func (d *fastDecoder) object(p *plan, v reflect.Value, depth int) bool {
 	if d.b[d.i] != '{' {
 		return false
 	}
-	d.i++
-	var seen uint64 // fields set, by index (structs here have fewer than 64)
-	var fold [64]byte
-	d.space()
-	if d.i < len(d.b) && d.b[d.i] == '}' {
-		d.i++
+	if d.open('}') {
 		return true
 	}
+	var seen uint64 // fields set, by index (structs here have fewer than 64)
+	var fold [64]byte
 	for {
-		if d.i >= len(d.b) || d.b[d.i] != '"' {
-			return false
-		}
-		key, escaped, ok := d.rawString()
+		key, escaped, ok := d.memberName()
 		if !ok || escaped {
 			return false
 		}
-		d.space()
-		if d.i >= len(d.b) || d.b[d.i] != ':' {
-			return false
-		}
-		d.i++
-		d.space()
 		f, known := p.fields[string(key)]
 		switch {
 		case known:
@@ -390,21 +364,60 @@ func (d *fastDecoder) object(p *plan, v reflect.Value, depth int) bool {
 				return false
 			}
 		}
-		d.space()
-		if d.i >= len(d.b) {
-			return false
-		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-			d.space()
-		case '}':
-			d.i++
-			return true
-		default:
-			return false
+		if more, ok := d.next('}'); !more {
+			return ok
 		}
 	}
+}
+
+// open consumes a container's opening byte and the space after it, and
+// its closing byte end when it is empty, which it reports.
+func (d *fastDecoder) open(end byte) (empty bool) {
+	d.i++
+	d.space()
+	if d.i < len(d.b) && d.b[d.i] == end {
+		d.i++
+		return true
+	}
+	return false
+}
+
+// next consumes what follows a member or an element: a comma and the
+// space after it (more), or the container's closing byte end (not more).
+// Anything else is not valid JSON (not ok).
+func (d *fastDecoder) next(end byte) (more, ok bool) {
+	d.space()
+	if d.i >= len(d.b) {
+		return false, false
+	}
+	switch d.b[d.i] {
+	case ',':
+		d.i++
+		d.space()
+		return true, true
+	case end:
+		d.i++
+		return false, true
+	}
+	return false, false
+}
+
+// memberName consumes an object member's name, the colon after it and
+// the space around, and returns the name as rawString does.
+func (d *fastDecoder) memberName() (name []byte, escaped, ok bool) {
+	if d.i >= len(d.b) || d.b[d.i] != '"' {
+		return nil, false, false
+	}
+	if name, escaped, ok = d.rawString(); !ok {
+		return nil, false, false
+	}
+	d.space()
+	if d.i >= len(d.b) || d.b[d.i] != ':' {
+		return nil, false, false
+	}
+	d.i++
+	d.space()
+	return name, escaped, true
 }
 
 // rawString reads a string and returns the bytes between its quotes,
@@ -636,66 +649,28 @@ func (d *fastDecoder) skip(depth int) bool {
 		_, _, ok := d.rawString()
 		return ok
 	case c == '{':
-		d.i++
-		d.space()
-		if d.i < len(d.b) && d.b[d.i] == '}' {
-			d.i++
+		if d.open('}') {
 			return true
 		}
 		for {
-			if d.i >= len(d.b) || d.b[d.i] != '"' {
+			if _, _, ok := d.memberName(); !ok || !d.skip(depth+1) {
 				return false
 			}
-			if _, _, ok := d.rawString(); !ok {
-				return false
+			if more, ok := d.next('}'); !more {
+				return ok
 			}
-			d.space()
-			if d.i >= len(d.b) || d.b[d.i] != ':' {
-				return false
-			}
-			d.i++
-			d.space()
-			if !d.skip(depth + 1) {
-				return false
-			}
-			d.space()
-			if d.i >= len(d.b) {
-				return false
-			}
-			if d.b[d.i] == '}' {
-				d.i++
-				return true
-			}
-			if d.b[d.i] != ',' {
-				return false
-			}
-			d.i++
-			d.space()
 		}
 	case c == '[':
-		d.i++
-		d.space()
-		if d.i < len(d.b) && d.b[d.i] == ']' {
-			d.i++
+		if d.open(']') {
 			return true
 		}
 		for {
 			if !d.skip(depth + 1) {
 				return false
 			}
-			d.space()
-			if d.i >= len(d.b) {
-				return false
+			if more, ok := d.next(']'); !more {
+				return ok
 			}
-			if d.b[d.i] == ']' {
-				d.i++
-				return true
-			}
-			if d.b[d.i] != ',' {
-				return false
-			}
-			d.i++
-			d.space()
 		}
 	case c == 't':
 		return d.literal("true")
