@@ -178,29 +178,19 @@ func (cm chatMessage) message() (Message, error) {
 // parseChatContent reads message content: a string, an array of parts, or
 // null. Refusal parts (assistant messages) are returned apart.
 func parseChatContent(raw json.RawMessage) ([]Part, string, error) {
-	raw = bytes.TrimSpace(raw)
-	if parts, ok, err := scalarContent(raw); ok {
-		return parts, "", err
+	return readContent[chatPart](raw)
+}
+
+func (p chatPart) part() (part Part, ok bool, refusal string) {
+	switch {
+	case p.Type == "text":
+		return Part{Type: PartText, Text: p.Text}, true, ""
+	case p.Type == "image_url" && p.ImageURL != nil:
+		return Part{Type: PartImage, ImageURL: p.ImageURL.URL}, true, ""
+	case p.Type == "refusal":
+		return Part{}, false, p.Refusal
 	}
-	var cps []chatPart
-	if err := jsonwire.Unmarshal(raw, &cps); err != nil {
-		return nil, "", fmt.Errorf("content: %w", err)
-	}
-	var parts []Part
-	var refusal string
-	for _, p := range cps {
-		switch p.Type {
-		case "text":
-			parts = append(parts, Part{Type: PartText, Text: p.Text})
-		case "image_url":
-			if p.ImageURL != nil {
-				parts = append(parts, Part{Type: PartImage, ImageURL: p.ImageURL.URL})
-			}
-		case "refusal":
-			refusal += p.Refusal
-		}
-	}
-	return parts, refusal, nil
+	return Part{}, false, ""
 }
 
 // stopOf reads chat's stop: a string or an array of strings.

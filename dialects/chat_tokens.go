@@ -46,33 +46,16 @@ type TokenIDs []int32
 
 // MarshalJSON encodes the ids as base64 of little-endian int32s.
 func (ids TokenIDs) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 4*len(ids))
-	for i, id := range ids {
-		binary.LittleEndian.PutUint32(b[4*i:], uint32(id))
-	}
-	return json.Marshal(base64.StdEncoding.EncodeToString(b))
+	return marshalPacked(ids, func(id int32) uint32 { return uint32(id) })
 }
 
 // UnmarshalJSON reads the base64 form, or a JSON array of integers.
 func (ids *TokenIDs) UnmarshalJSON(data []byte) error {
-	if len(data) > 0 && data[0] == '[' {
-		var a []int32
-		if err := json.Unmarshal(data, &a); err != nil {
-			return err
-		}
+	a, err := unmarshalPacked(data, "token ids", func(u uint32) int32 { return int32(u) })
+	if err == nil {
 		*ids = a
-		return nil
 	}
-	b, err := decodePacked(data)
-	if err != nil {
-		return fmt.Errorf("token ids: %w", err)
-	}
-	out := make(TokenIDs, len(b)/4)
-	for i := range out {
-		out[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	*ids = out
-	return nil
+	return err
 }
 
 // Float32s are numbers, in JSON the base64 of their little-endian float32s.
@@ -80,33 +63,47 @@ type Float32s []float32
 
 // MarshalJSON encodes the numbers as base64 of little-endian float32s.
 func (f Float32s) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 4*len(f))
-	for i, v := range f {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
-	}
-	return json.Marshal(base64.StdEncoding.EncodeToString(b))
+	return marshalPacked(f, math.Float32bits)
 }
 
 // UnmarshalJSON reads the base64 form, or a JSON array of numbers.
 func (f *Float32s) UnmarshalJSON(data []byte) error {
-	if len(data) > 0 && data[0] == '[' {
-		var a []float32
-		if err := json.Unmarshal(data, &a); err != nil {
-			return err
-		}
+	a, err := unmarshalPacked(data, "float32s", math.Float32frombits)
+	if err == nil {
 		*f = a
-		return nil
+	}
+	return err
+}
+
+// marshalPacked encodes xs as the base64 of their 32 bits each,
+// little-endian.
+func marshalPacked[T int32 | float32](xs []T, bits func(T) uint32) ([]byte, error) {
+	b := make([]byte, 4*len(xs))
+	for i, x := range xs {
+		binary.LittleEndian.PutUint32(b[4*i:], bits(x))
+	}
+	return json.Marshal(base64.StdEncoding.EncodeToString(b))
+}
+
+// unmarshalPacked reads what marshalPacked writes, or a JSON array of
+// the values; what names them in an error.
+func unmarshalPacked[T int32 | float32](data []byte, what string, from func(uint32) T) ([]T, error) {
+	if len(data) > 0 && data[0] == '[' {
+		var a []T
+		if err := json.Unmarshal(data, &a); err != nil {
+			return nil, err
+		}
+		return a, nil
 	}
 	b, err := decodePacked(data)
 	if err != nil {
-		return fmt.Errorf("float32s: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	out := make(Float32s, len(b)/4)
+	out := make([]T, len(b)/4)
 	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		out[i] = from(binary.LittleEndian.Uint32(b[4*i:]))
 	}
-	*f = out
-	return nil
+	return out, nil
 }
 
 // decodePacked decodes a JSON string of base64 whose length is a multiple

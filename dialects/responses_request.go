@@ -231,30 +231,22 @@ func responsesInput(raw json.RawMessage) ([]Message, error) {
 // responsesContent reads item content: absent, a string, or parts. Refusal
 // parts are returned apart.
 func responsesContent(raw json.RawMessage) ([]Part, string, error) {
-	raw = bytes.TrimSpace(raw)
-	if parts, ok, err := scalarContent(raw); ok {
-		return parts, "", err
-	}
-	var ps []responsesText
-	if err := jsonwire.Unmarshal(raw, &ps); err != nil {
-		return nil, "", fmt.Errorf("content: %w", err)
-	}
-	var parts []Part
-	var refusal string
-	for _, p := range ps {
-		switch p.Type {
-		case "input_text", "output_text", "text", "summary_text", "reasoning_text":
-			parts = append(parts, Part{Type: PartText, Text: p.Text})
-		case "input_image":
-			var u string
-			if jsonwire.Unmarshal(p.ImageURL, &u) == nil && u != "" {
-				parts = append(parts, Part{Type: PartImage, ImageURL: u})
-			}
-		case "refusal":
-			refusal += p.Refusal
+	return readContent[responsesText](raw)
+}
+
+func (p responsesText) part() (part Part, ok bool, refusal string) {
+	switch p.Type {
+	case "input_text", "output_text", "text", "summary_text", "reasoning_text":
+		return Part{Type: PartText, Text: p.Text}, true, ""
+	case "input_image":
+		var u string
+		if jsonwire.Unmarshal(p.ImageURL, &u) == nil && u != "" {
+			return Part{Type: PartImage, ImageURL: u}, true, ""
 		}
+	case "refusal":
+		return Part{}, false, p.Refusal
 	}
-	return parts, refusal, nil
+	return Part{}, false, ""
 }
 
 func (it responsesItem) thinking() (Thinking, error) {

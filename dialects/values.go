@@ -29,6 +29,36 @@ func scalarContent(raw json.RawMessage) (parts []Part, ok bool, err error) {
 	return []Part{{Type: PartText, Text: s}}, true, nil
 }
 
+// contentPart is an item of a dialect's array of content parts.
+type contentPart interface {
+	// part is the item as a Part (ok), the text of a refusal, or neither:
+	// an item of a type evalflow does not keep.
+	part() (part Part, ok bool, refusal string)
+}
+
+// readContent reads content that is absent, a string, or an array of
+// parts of type P; refusal parts are returned apart.
+func readContent[P contentPart](raw json.RawMessage) ([]Part, string, error) {
+	raw = bytes.TrimSpace(raw)
+	if parts, ok, err := scalarContent(raw); ok {
+		return parts, "", err
+	}
+	var ps []P
+	if err := jsonwire.Unmarshal(raw, &ps); err != nil {
+		return nil, "", fmt.Errorf("content: %w", err)
+	}
+	var parts []Part
+	var refusal string
+	for _, p := range ps {
+		part, ok, r := p.part()
+		if ok {
+			parts = append(parts, part)
+		}
+		refusal += r
+	}
+	return parts, refusal, nil
+}
+
 // rawArgs turns tool-call arguments into a JSON value: empty is {}, text that
 // is not JSON becomes a JSON string.
 func rawArgs(args string) json.RawMessage {
