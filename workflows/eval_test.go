@@ -125,12 +125,7 @@ func TestEvalRunsEveryRolloutWithinTheWindow(t *testing.T) {
 	env := newEnv()
 	f := newFakeWorker(40, 4)
 	f.register(env, 20*2)
-	env.ExecuteWorkflow(Eval, EvalInput{Config: testConfig(20, 2, 4)})
-
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	var res Result
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := runEval(t, env, testConfig(20, 2, 4))
 	require.Equal(t, int64(40), res.Rollouts)
 	require.Len(t, f.runs, 40, "every (index, k) runs exactly once")
 	for key, n := range f.runs {
@@ -202,11 +197,7 @@ func TestEvalRetriesInfrastructureFailures(t *testing.T) {
 	f.register(env, 6)
 	cfg := testConfig(6, 1, 2)
 	cfg.Shuffle = false
-	env.ExecuteWorkflow(Eval, EvalInput{Config: cfg})
-
-	require.NoError(t, env.GetWorkflowError())
-	var res Result
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := runEval(t, env, cfg)
 	require.Equal(t, int64(6), res.Rollouts)
 	require.Equal(t, int64(1), res.Failed, "only the rollout that kept failing is a failure")
 	require.Equal(t, []KindCount{{Kind: rollout.KindInfra, Count: 1}}, res.Errors)
@@ -232,11 +223,7 @@ func TestEvalHandedBackAttemptsAreFree(t *testing.T) {
 	cfg := testConfig(3, 1, 3)
 	cfg.Shuffle = false
 	cfg.Limits.MaxAttempts = 1
-	env.ExecuteWorkflow(Eval, EvalInput{Config: cfg})
-
-	require.NoError(t, env.GetWorkflowError())
-	var res Result
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := runEval(t, env, cfg)
 	assert.Equal(t, int64(2), res.OK, "handed back twice with one attempt allowed, the rollout still ran")
 	assert.Equal(t, 3, f.acquires[rollout.Key("run-1", 0, 1, 0)])
 	assert.Equal(t, maxHandBacks+1, f.acquires[rollout.Key("run-1", 0, 2, 0)], "hand-backs are bounded")
@@ -288,11 +275,7 @@ func TestEvalRetryFailedRerunsStoredFailures(t *testing.T) {
 		cfg := testConfig(6, 1, 2)
 		cfg.Shuffle = false
 		cfg.RetryFailed = retry
-		env.ExecuteWorkflow(Eval, EvalInput{Config: cfg})
-
-		require.NoError(t, env.GetWorkflowError())
-		var res Result
-		require.NoError(t, env.GetWorkflowResult(&res))
+		res := runEval(t, env, cfg)
 		require.Equal(t, int64(6), res.Rollouts)
 		if !retry {
 			require.Equal(t, int64(4), res.Reused, "every stored rollout is reused")
@@ -334,11 +317,7 @@ func TestRolloutAcquireFailuresAreBounded(t *testing.T) {
 	cfg := testConfig(3, 1, 2)
 	cfg.Shuffle = false
 	start := env.Now()
-	env.ExecuteWorkflow(Eval, EvalInput{Config: cfg})
-
-	require.NoError(t, env.GetWorkflowError())
-	var res Result
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := runEval(t, env, cfg)
 	require.Equal(t, int64(3), res.Rollouts)
 	require.Equal(t, []KindCount{{Kind: rollout.KindInfra, Count: 1}}, res.Errors)
 	require.Contains(t, res.FailedSamples[0].Error, "too many open files")
@@ -373,6 +352,17 @@ func newEnv() *testsuite.TestWorkflowEnvironment {
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(time.Minute)
 	return env
+}
+
+// runEval runs an eval of cfg in env to its end and returns its result.
+func runEval(t *testing.T, env *testsuite.TestWorkflowEnvironment, cfg RunConfig) Result {
+	t.Helper()
+	env.ExecuteWorkflow(Eval, EvalInput{Config: cfg})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	return res
 }
 
 // An eval past its --max-failures ends failed once every rollout is stored,
@@ -425,12 +415,7 @@ func TestEvalStopsAtItsRunCost(t *testing.T) {
 	f.register(env, 10)
 	cfg := testConfig(10, 1, 2)
 	cfg.MaxRunCostUSD = 1
-	env.ExecuteWorkflow(Eval, EvalInput{Config: cfg})
-
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	var res Result
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := runEval(t, env, cfg)
 	assert.Equal(t, StoppedMaxRunCost, res.Stopped)
 	assert.Less(t, res.Rollouts, int64(10), "no rollout starts once the cost is reached")
 	assert.GreaterOrEqual(t, res.CostUSD, 1.0)

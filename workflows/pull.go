@@ -188,17 +188,36 @@ func (p *pullRun) register(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
-	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateRunGroup, p.runGroup,
-		workflow.UpdateHandlerOptions{Validator: p.validateGroup})
-	if err != nil {
+	if err := setCheckedUpdate(ctx, p, UpdateRunGroup, p.checkGroup, p.runGroup); err != nil {
 		return err
 	}
-	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdatePolicy, p.setPolicy,
-		workflow.UpdateHandlerOptions{Validator: p.validatePolicy})
-	if err != nil {
+	if err := setCheckedUpdate(ctx, p, UpdatePolicy, p.checkPolicy, p.setPolicy); err != nil {
 		return err
 	}
 	return workflow.SetUpdateHandler(ctx, UpdateClose, p.close)
+}
+
+// setCheckedUpdate sets the handler of update name: handle runs once the
+// run is ready and check passes. check also refuses a bad request before
+// it enters the history, once the run is ready to tell.
+func setCheckedUpdate[I, R any](ctx workflow.Context, p *pullRun, name string, check func(I) error, handle func(workflow.Context, I) (R, error)) error {
+	checked := func(ctx workflow.Context, in I) (R, error) {
+		var none R
+		if err := workflow.Await(ctx, p.ready); err != nil {
+			return none, err
+		}
+		if err := check(in); err != nil {
+			return none, err
+		}
+		return handle(ctx, in)
+	}
+	validate := func(ctx workflow.Context, in I) error {
+		if !p.ready() {
+			return nil
+		}
+		return check(in)
+	}
+	return workflow.SetUpdateHandlerWithOptions(ctx, name, checked, workflow.UpdateHandlerOptions{Validator: validate})
 }
 
 // start reads the taskset on the first run and sets up the cursor.
@@ -287,23 +306,9 @@ func (p *pullRun) checkGroup(in RunGroupInput) error {
 	return nil
 }
 
-// validateGroup refuses a bad group request before it enters the history,
-// once the run is ready to tell.
-func (p *pullRun) validateGroup(ctx workflow.Context, in RunGroupInput) error {
-	if !p.ready() {
-		return nil
-	}
-	return p.checkGroup(in)
-}
-
-// runGroup runs a group of rollouts of a sampled position and scores it.
+// runGroup runs a group of rollouts of a sampled position and scores it,
+// once the run is ready and checkGroup passed.
 func (p *pullRun) runGroup(ctx workflow.Context, in RunGroupInput) (GroupResult, error) {
-	if err := workflow.Await(ctx, p.ready); err != nil {
-		return GroupResult{}, err
-	}
-	if err := p.checkGroup(in); err != nil {
-		return GroupResult{}, err
-	}
 	p.running++
 	defer func() { p.running-- }()
 	res := GroupResult{Ref: p.ref(in.Position)}
@@ -443,26 +448,11 @@ func (p *pullRun) checkPolicy(in PolicyInput) error {
 	return nil
 }
 
-// validatePolicy refuses a version going backwards before it enters the
-// history, once the run is ready to tell.
-func (p *pullRun) validatePolicy(ctx workflow.Context, in PolicyInput) error {
-	if !p.ready() {
-		return nil
-	}
-	return p.checkPolicy(in)
-}
-
 // setPolicy makes in.Version the run's current policy version: rollouts
 // scheduled from now on, also those of running groups still waiting for a
 // place, are generated on it. Announcing the current version again is a
-// no-op.
+// no-op. It runs once the run is ready and checkPolicy passed.
 func (p *pullRun) setPolicy(ctx workflow.Context, in PolicyInput) (PolicyResult, error) {
-	if err := workflow.Await(ctx, p.ready); err != nil {
-		return PolicyResult{}, err
-	}
-	if err := p.checkPolicy(in); err != nil {
-		return PolicyResult{}, err
-	}
 	v := in.Version
 	p.st.PolicyVersion = &v
 	return PolicyResult{RunID: p.cfg.RunID, Version: v}, nil

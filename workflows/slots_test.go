@@ -134,11 +134,7 @@ func (h *holdingWorker) run(ctx context.Context, in rollout.RunInput) (rollout.S
 
 func runHeldEval(t *testing.T, env *testsuite.TestWorkflowEnvironment, tasks int64) Result {
 	t.Helper()
-	env.ExecuteWorkflow(Eval, EvalInput{Config: testConfig(tasks, 1, 4)})
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	var res Result
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := runEval(t, env, testConfig(tasks, 1, 4))
 	return res
 }
 
@@ -206,11 +202,7 @@ func TestHeldSlotsThatAllDieEndAsInfrastructure(t *testing.T) {
 	h.dies = func(int32) bool { return true }
 	cfg := testConfig(1, 1, 1)
 	cfg.Limits.MaxAttempts = 2
-	env.ExecuteWorkflow(Eval, EvalInput{Config: cfg})
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	var res Result
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := runEval(t, env, cfg)
 	assert.Equal(t, int64(1), res.Failed)
 	require.Len(t, res.Errors, 1)
 	assert.Equal(t, rollout.KindInfra, res.Errors[0].Kind)

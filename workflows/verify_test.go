@@ -46,11 +46,7 @@ func TestVerifierErrorsAreRetriedThenRecordedAsVerifier(t *testing.T) {
 	}
 	cfg := testConfig(1, 1, 1)
 	cfg.Limits.MaxAttempts = 3
-	env.ExecuteWorkflow(Eval, EvalInput{Config: cfg})
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	var res Result
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := runEval(t, env, cfg)
 
 	assert.Equal(t, int64(1), res.Failed)
 	require.Len(t, res.Errors, 1)
@@ -79,11 +75,7 @@ func TestWorkerDeadBeforeVerifyRunsTheRolloutAgain(t *testing.T) {
 		return rollout.Summary{Key: in.Rollout.Key(), Index: in.Rollout.Index, Status: rollout.StatusOK, Reward: 1}, nil
 	}
 	cfg := testConfig(1, 1, 1)
-	env.ExecuteWorkflow(Eval, EvalInput{Config: cfg})
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	var res Result
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := runEval(t, env, cfg)
 
 	assert.Equal(t, int64(1), res.OK, "%+v", res.FailedSamples)
 	assert.Equal(t, 2, h.runs["host-1"], "the agent ran again")
