@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -212,8 +213,15 @@ const startTries = 5
 // bind, which fails the start (ErrStartFailed): it then starts again on
 // other ports, startTries times in all. For tests and benchmarks, whose
 // servers start beside others.
+//
+// A database the failed start created is removed before the next: its
+// membership table names the failed attempt's services, which the next
+// attempt's services would take for live peers.
 func StartOnFreePort(ctx context.Context, cfg Config) (*Server, error) {
 	ip := cfg.withDefaults().IP
+	db := dbPath(cfg.withDefaults().DataDir)
+	_, statErr := os.Stat(db)
+	fresh := errors.Is(statErr, fs.ErrNotExist)
 	var err error
 	for range startTries {
 		if cfg.Port, err = FreePort(ip); err != nil {
@@ -223,6 +231,11 @@ func StartOnFreePort(ctx context.Context, cfg Config) (*Server, error) {
 		srv, err = Start(ctx, cfg)
 		if !errors.Is(err, errAddrInUse) && !errors.Is(err, ErrStartFailed) {
 			return srv, err
+		}
+		if fresh {
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				_ = os.Remove(db + suffix)
+			}
 		}
 	}
 	return nil, err
