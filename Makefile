@@ -80,8 +80,8 @@ lint:
 bench: engine
 	$(GO) test -run '^$$' -bench . -benchmem ./bench/ ./dialects/ > bench/gobench.txt
 	$(GO) test -run '^$$' -bench . -benchtime 10x ./internal/harness/container/ >> bench/gobench.txt && cat bench/gobench.txt
-	$(GO) test -run '^$$' -bench EmbeddedVsCluster -benchtime 1x -count 2 ./bench/orchestration/
-	$(GO) test -run '^$$' -bench SweepVsEvals -benchtime 1x -count 5 ./bench/orchestration/
+	$(GO) test -run '^$$' -bench EmbeddedVsCluster -benchtime 1x -count 2 ./bench/internal/orchestration/
+	$(GO) test -run '^$$' -bench SweepVsEvals -benchtime 1x -count 5 ./bench/internal/orchestration/
 	$(GO) run ./bench/cmd/bench -gobench bench/gobench.txt
 
 # The 20,000-rollout eval (bounded histories, flat worker memory); takes

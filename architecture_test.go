@@ -32,6 +32,8 @@ var allowed = map[string][]string{
 	"internal/testca": {},
 	// A log a test reads while the code under test writes it.
 	"internal/logtest": {},
+	// A git repository of a test's own, as registry tasks name theirs.
+	"internal/gittest": {},
 	// The built-in agent built static, for the tests of the sandboxes.
 	"internal/agenttest": {},
 	// The real Temporal server as service processes, for tests.
@@ -67,8 +69,10 @@ var allowed = map[string][]string{
 	// What model calls cost: the bundled price table and a call's cost.
 	"internal/prices": {"dialects"},
 	"providers/mock":  {"dialects", "arith"},
-	"interception":    {"dialects", "interception/gateway", "interception/sidecar", "internal/metrics", "internal/prices", "trace", "tunnel"},
-	"results":         {"rollout", "trace"},
+	// The mock model served to a test over HTTP.
+	"providers/mock/mocktest": {"providers/mock"},
+	"interception":            {"dialects", "interception/gateway", "interception/sidecar", "internal/metrics", "internal/prices", "trace", "tunnel"},
+	"results":                 {"rollout", "trace"},
 	// The PostgreSQL run store, the contract suite both stores pass, a
 	// test database of its own per test, and the flat export of a run.
 	"results/postgres":                 {"results", "rollout", "trace"},
@@ -123,7 +127,6 @@ var allowed = map[string][]string{
 	"bench":                {"*"},
 	"bench/cmd/bench":      {"*"},
 	"bench/cmd/storebench": {"*"},
-	"bench/orchestration":  {"*"},
 	"tunnel/tunneltest":    {"tunnel"},
 	"e2e":                  {},
 	"faults":               {},
@@ -136,11 +139,12 @@ var allowed = map[string][]string{
 
 	"cmd/evalflow-mcp-counter": {"*"},
 
-	// The benchmarks' own libraries: the load generator, the targets and
-	// the mock model, internal to bench.
-	"bench/internal/loadgen":  {"*"},
-	"bench/internal/targets":  {"*"},
-	"bench/internal/upstream": {"*"},
+	// The benchmarks' own libraries: the load generator, the eval on
+	// Temporal, the targets and the mock model, internal to bench.
+	"bench/internal/loadgen":       {"*"},
+	"bench/internal/orchestration": {"*"},
+	"bench/internal/targets":       {"*"},
+	"bench/internal/upstream":      {"*"},
 }
 
 // top are the packages nothing else may import.

@@ -14,7 +14,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/evalflow/evalflow/bench/orchestration"
+	"github.com/evalflow/evalflow/bench/internal/orchestration"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/workflows"
 )

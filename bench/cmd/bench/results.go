@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/evalflow/evalflow/bench/internal/loadgen"
-	"github.com/evalflow/evalflow/bench/orchestration"
+	"github.com/evalflow/evalflow/bench/internal/orchestration"
 )
 
 // Results is bench/results.json.

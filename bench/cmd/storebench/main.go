@@ -26,7 +26,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/evalflow/evalflow/bench/orchestration"
+	"github.com/evalflow/evalflow/bench/internal/orchestration"
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/results/postgres"

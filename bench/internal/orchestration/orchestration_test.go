@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/evalflow/evalflow/bench/orchestration"
+	"github.com/evalflow/evalflow/bench/internal/orchestration"
 )
 
 // TestBothSystemsRunEveryRollout runs a small eval on the embedded server
