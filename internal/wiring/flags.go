@@ -14,7 +14,9 @@ import (
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/internal/engine"
+	"github.com/evalflow/evalflow/internal/harness/auto"
 	"github.com/evalflow/evalflow/internal/harness/container"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/internal/prices"
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
@@ -119,7 +121,7 @@ func WorkerFlags() []cli.Flag {
 			Usage: "wire format of the provider: chat, responses or anthropic (calls in another dialect are translated)"},
 		&cli.StringSliceFlag{Name: flagProvider, EnvVars: []string{"EVALFLOW_PROVIDERS"},
 			Usage: "a named provider for runs' roles (--role), NAME=URL or NAME=DIALECT:URL (chat, responses or anthropic), repeatable; its API key is read from EVALFLOW_PROVIDER_<NAME>_API_KEY, never a flag; the worker's own provider is named default"},
-		&cli.IntFlag{Name: flagMaxRollouts, Value: 64, EnvVars: []string{"EVALFLOW_MAX_ROLLOUTS"},
+		&cli.IntFlag{Name: flagMaxRollouts, Value: defaultMaxRollouts, EnvVars: []string{"EVALFLOW_MAX_ROLLOUTS"},
 			Usage: "rollouts one worker runs at once"},
 		&cli.IntFlag{Name: flagWorkerRollouts, Hidden: true, Usage: "former name of --max-rollouts"},
 		&cli.StringFlag{Name: flagWorkDir, EnvVars: []string{"EVALFLOW_WORK_DIR"},
@@ -398,13 +400,13 @@ func RuntimeFlags() []cli.Flag {
 // the parent of harness workdirs. Call the returned close when the worker
 // has stopped.
 func RuntimeFromFlags(cctx *cli.Context, workDir string) (harness.Runtime, func() error, error) {
-	local := harness.Local{Dir: workDir}
+	host := local.Runtime{Dir: workDir}
 	none := func() error { return nil }
 	switch kind := cctx.String("runtime"); kind {
 	case RuntimeLocal:
-		return &local, none, nil
+		return &host, none, nil
 	case RuntimeNetns:
-		n, err := harness.NewNetns(cctx.Context, cctx.String("runtime.netns-subnet"), local)
+		n, err := local.NewNetns(cctx.Context, cctx.String("runtime.netns-subnet"), host)
 		if err != nil {
 			return nil, nil, fmt.Errorf("netns runtime: %w", err)
 		}
@@ -419,11 +421,11 @@ func RuntimeFromFlags(cctx *cli.Context, workDir string) (harness.Runtime, func(
 		if _, err := exec.LookPath("bwrap"); err != nil {
 			return nil, nil, errors.New("bwrap runtime: bwrap is not installed (install the bubblewrap package)")
 		}
-		return bwrapRuntime(cctx, local), none, nil
+		return bwrapRuntime(cctx, host), none, nil
 	case "", RuntimeAuto:
-		a := &harness.Auto{Local: &local, Options: harness.PrepareOptions{SkipUnsupported: cctx.Bool(flagSkipUnsupported)}}
+		a := &auto.Runtime{Local: &host, Options: harness.PrepareOptions{SkipUnsupported: cctx.Bool(flagSkipUnsupported)}}
 		if _, err := exec.LookPath("bwrap"); err == nil {
-			a.Isolated = bwrapRuntime(cctx, local)
+			a.Isolated = bwrapRuntime(cctx, host)
 		}
 		c, err := containerRuntime(cctx, workDir)
 		if err != nil {
@@ -439,8 +441,8 @@ func RuntimeFromFlags(cctx *cli.Context, workDir string) (harness.Runtime, func(
 
 // bwrapRuntime is the bubblewrap runtime the flags ask for, its sandboxes'
 // forwarder the built-in agent (or, without a lean one, this binary).
-func bwrapRuntime(cctx *cli.Context, local harness.Local) *harness.Bwrap {
-	b := &harness.Bwrap{IsolateNet: cctx.Bool("runtime.bwrap-isolate-net"), HostNet: cctx.Bool("runtime.bwrap-host-net"), Local: local}
+func bwrapRuntime(cctx *cli.Context, host local.Runtime) *local.Bwrap {
+	b := &local.Bwrap{IsolateNet: cctx.Bool("runtime.bwrap-isolate-net"), HostNet: cctx.Bool("runtime.bwrap-host-net"), Local: host}
 	if agent, _, err := builtinAgent(); err == nil {
 		b.Agent = agent[0]
 	}

@@ -24,7 +24,9 @@ import (
 	"github.com/evalflow/evalflow/activities"
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/internal/harness/auto"
 	"github.com/evalflow/evalflow/internal/harness/container"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/internal/harness/packaged"
 	"github.com/evalflow/evalflow/internal/metrics"
 	"github.com/evalflow/evalflow/internal/prices"
@@ -32,6 +34,7 @@ import (
 	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
+	"github.com/evalflow/evalflow/tunnel"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -168,13 +171,19 @@ type Worker struct {
 	UsingMock bool
 }
 
-// NewWorker builds a worker on c. Call Start, then Stop.
-func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
+// defaultMaxRollouts is how many rollouts a worker runs at once unless told.
+const defaultMaxRollouts = 64
+
+// withDefaults fills the zero fields of cfg with a worker's defaults: the
+// shared task queue, defaultMaxRollouts, the key variable of the upstream's
+// dialect, slog's logger, the interception's multiplex, the built-in agent
+// and local subprocesses, with packaged harnesses run on whichever runtime.
+func (cfg Config) withDefaults() (Config, error) {
 	if cfg.TaskQueue == "" {
 		cfg.TaskQueue = DefaultTaskQueue
 	}
 	if cfg.MaxRollouts <= 0 {
-		cfg.MaxRollouts = 64
+		cfg.MaxRollouts = defaultMaxRollouts
 	}
 	if cfg.APIKeyEnv == "" {
 		cfg.APIKeyEnv = "OPENAI_API_KEY"
@@ -185,16 +194,13 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	for _, w := range cfg.Interception.Warnings {
-		cfg.Logger.Warn(w)
-	}
 	if cfg.Multiplex <= 0 {
 		cfg.Multiplex = cfg.Interception.multiplex()
 	}
 	if len(cfg.DefaultHarness) == 0 {
 		command, lean, err := builtinAgent()
 		if err != nil {
-			return nil, err
+			return cfg, err
 		}
 		if !lean {
 			cfg.Logger.Info("the built-in agent runs as this program; build cmd/evalflow-agent beside it (make build) or set "+AgentEnv+" for lighter rollouts", "program", command[0])
@@ -202,56 +208,108 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 		cfg.DefaultHarness = command
 	}
 	if cfg.Runtime == nil {
-		cfg.Runtime = &harness.Local{Dir: cfg.WorkDir}
+		cfg.Runtime = &local.Runtime{Dir: cfg.WorkDir}
 	}
-	if a, ok := cfg.Runtime.(*harness.Auto); ok {
+	if a, ok := cfg.Runtime.(*auto.Runtime); ok {
 		cfg.Logger.Info("runtime auto: " + a.Choice())
 	}
 	cfg.Runtime = packagedRuntime(cfg.Runtime, cfg.HarnessCache, cfg.WorkDir)
-	store := cfg.Store
-	if store == nil {
-		if store, err = OpenStore(context.Background(), cfg.store(), cfg.Logger); err != nil {
-			return nil, err
-		}
+	return cfg, nil
+}
+
+// NewWorker builds a worker on c. Call Start, then Stop.
+func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
+	if cfg, err = cfg.withDefaults(); err != nil {
+		return nil, err
 	}
+	for _, warning := range cfg.Interception.Warnings {
+		cfg.Logger.Warn(warning)
+	}
+	store, err := cfg.openStore()
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{cfg: cfg, stop: make(chan struct{}), store: store}
 	defer func() {
 		if err != nil {
-			_ = store.Close()
+			w.abandon()
 		}
 	}()
-	w := &Worker{cfg: cfg, stop: make(chan struct{}), store: store}
-	var m *metrics.Metrics // nil records nothing
-	if cfg.MetricsAddr != "" {
-		if w.metrics, err = newMetricsEndpoint(c, cfg.Namespace, cfg.Logger); err != nil {
-			return nil, err
-		}
-		defer func() {
-			if err != nil {
-				w.metrics.close(cfg.Logger)
-			}
-		}()
-		c, m = w.metrics.client, w.metrics.m
+	c, m, err := w.instrument(c)
+	if err != nil {
+		return nil, err
 	}
-
 	tun, err := cfg.Interception.Tunnel(cfg.Runtime)
 	if err != nil {
 		return nil, err
 	}
-	upstream, err := w.upstream()
+	upstream, named, err := w.providers()
 	if err != nil {
 		return nil, err
 	}
+	w.startPool(tun, upstream, m)
+	w.acts = w.newActivities(upstream, named, m)
+	w.shared = w.sharedWorker(c)
+	w.host = w.hostWorker(c)
+	return w, nil
+}
+
+// openStore is cfg.Store, or else the run store StoreURL or RunsDir names,
+// opened.
+func (cfg Config) openStore() (results.Store, error) {
+	if cfg.Store != nil {
+		return cfg.Store, nil
+	}
+	return OpenStore(context.Background(), cfg.store(), cfg.Logger)
+}
+
+// abandon closes what a NewWorker that failed had opened.
+func (w *Worker) abandon() {
+	if w.mock != nil {
+		_ = w.mock.Close()
+	}
+	w.stopMetrics()
+	_ = w.store.Close()
+}
+
+// instrument starts collecting metrics when the worker serves them: the
+// workers are then built on the client it returns, which reports the SDK's
+// metrics too. Without metrics it returns c and a nil *metrics.Metrics,
+// which records nothing.
+func (w *Worker) instrument(c client.Client) (client.Client, *metrics.Metrics, error) {
+	if w.cfg.MetricsAddr == "" {
+		return c, nil, nil
+	}
+	var err error
+	if w.metrics, err = newMetricsEndpoint(c, w.cfg.Namespace, w.cfg.Logger); err != nil {
+		return nil, nil, err
+	}
+	return w.metrics.client, w.metrics.m, nil
+}
+
+// providers are the worker's upstream, the provider rollouts and judges
+// use by default, and every provider a run's roles may name, the default
+// among them.
+func (w *Worker) providers() (interception.Upstream, map[string]activities.Provider, error) {
+	upstream, err := w.upstream()
+	if err != nil {
+		return nil, nil, err
+	}
 	named := map[string]activities.Provider{rollout.DefaultProvider: upstream}
-	for _, p := range cfg.Providers {
-		c, err := p.client(cfg.Upstream)
+	for _, p := range w.cfg.Providers {
+		c, err := p.client(w.cfg.Upstream)
 		if err != nil {
-			if w.mock != nil {
-				_ = w.mock.Close()
-			}
-			return nil, err
+			return nil, nil, err
 		}
 		named[p.Name] = c
 	}
+	return upstream, named, nil
+}
+
+// startPool starts the interception pool the worker's rollouts share, with
+// its tunnels' monitor and its gateway registrations' sweeper.
+func (w *Worker) startPool(tun tunnel.Tunnel, upstream interception.Upstream, m *metrics.Metrics) {
+	cfg := w.cfg
 	w.cap = activities.NewCapacity(cfg.MaxRollouts)
 	w.pool = interception.NewPool(interception.Config{
 		Multiplex:       cfg.Multiplex,
@@ -268,10 +326,16 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 	w.pool.StartMonitor(cfg.Interception.HealthInterval)
 	w.pool.StartGatewaySweeper(0)
 	m.TunnelsUp(w.pool.Tunnels)
-	acts := &activities.Activities{
+}
+
+// newActivities are the worker's activities, on its pool, runtime, store
+// and providers.
+func (w *Worker) newActivities(upstream interception.Upstream, named map[string]activities.Provider, m *metrics.Metrics) *activities.Activities {
+	cfg := w.cfg
+	return &activities.Activities{
 		Pool:            w.pool,
 		Runtime:         cfg.Runtime,
-		Store:           store,
+		Store:           w.store,
 		Tasksets:        &activities.TasksetCache{},
 		HostQueue:       hostQueue(cfg.TaskQueue),
 		DefaultHarness:  cfg.DefaultHarness,
@@ -286,10 +350,14 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 		Metrics:         m,
 		DrainTimeout:    cfg.DrainTimeout,
 	}
+}
 
-	w.shared = worker.New(c, cfg.TaskQueue, worker.Options{
+// sharedWorker is the worker on the shared task queue: it runs the
+// workflows, and the activities any worker may take (Acquire first).
+func (w *Worker) sharedWorker(c client.Client) worker.Worker {
+	shared := worker.New(c, w.cfg.TaskQueue, worker.Options{
 		// Acquire blocks while this worker is full, so at most this many wait here.
-		MaxConcurrentActivityExecutionSize: cfg.MaxRollouts,
+		MaxConcurrentActivityExecutionSize: w.cfg.MaxRollouts,
 		// More pollers than the SDK's 2 keep a poll waiting when a window of
 		// rollouts schedules activities at once: schedule-to-start p99 fell
 		// 2-5x in bench/ (BENCHMARKS.md, section 4).
@@ -297,25 +365,30 @@ func NewWorker(c client.Client, cfg Config) (_ *Worker, err error) {
 		MaxConcurrentWorkflowTaskPollers: workflowPollers,
 		// Activities end on their own within the drain timeout (handed
 		// back); the margin lets them report it before the SDK cancels them.
-		WorkerStopTimeout: cfg.DrainTimeout + stopMargin,
+		WorkerStopTimeout: w.cfg.DrainTimeout + stopMargin,
 	})
-	w.shared.RegisterWorkflowWithOptions(workflows.Eval, workflow.RegisterOptions{Name: workflows.EvalName})
-	w.shared.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: workflows.SweepName})
-	w.shared.RegisterWorkflowWithOptions(workflows.Train, workflow.RegisterOptions{Name: workflows.TrainName})
-	w.shared.RegisterWorkflowWithOptions(workflows.Epoch, workflow.RegisterOptions{Name: workflows.EpochName})
-	w.shared.RegisterWorkflowWithOptions(workflows.Pull, workflow.RegisterOptions{Name: workflows.PullName})
-	w.acts = acts
-	w.shared.RegisterActivity(acts)
-	w.host = worker.New(c, acts.HostQueue, worker.Options{
-		MaxConcurrentActivityExecutionSize: 2*cfg.MaxRollouts + 8,
+	shared.RegisterWorkflowWithOptions(workflows.Eval, workflow.RegisterOptions{Name: workflows.EvalName})
+	shared.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: workflows.SweepName})
+	shared.RegisterWorkflowWithOptions(workflows.Train, workflow.RegisterOptions{Name: workflows.TrainName})
+	shared.RegisterWorkflowWithOptions(workflows.Epoch, workflow.RegisterOptions{Name: workflows.EpochName})
+	shared.RegisterWorkflowWithOptions(workflows.Pull, workflow.RegisterOptions{Name: workflows.PullName})
+	shared.RegisterActivity(w.acts)
+	return shared
+}
+
+// hostWorker is the worker on this process's own host queue: it runs a
+// rollout's steps on the worker that acquired its slot.
+func (w *Worker) hostWorker(c client.Client) worker.Worker {
+	host := worker.New(c, w.acts.HostQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize: 2*w.cfg.MaxRollouts + 8,
 		MaxConcurrentActivityTaskPollers:   activityPollers,
-		WorkerStopTimeout:                  cfg.DrainTimeout + stopMargin,
+		WorkerStopTimeout:                  w.cfg.DrainTimeout + stopMargin,
 	})
-	w.host.RegisterActivityWithOptions(acts.Expose, activity.RegisterOptions{Name: rollout.ActivityExpose})
-	w.host.RegisterActivityWithOptions(acts.Run, activity.RegisterOptions{Name: rollout.ActivityRun})
-	w.host.RegisterActivityWithOptions(acts.Verify, activity.RegisterOptions{Name: rollout.ActivityVerify})
-	w.host.RegisterActivityWithOptions(acts.Release, activity.RegisterOptions{Name: rollout.ActivityRelease})
-	return w, nil
+	host.RegisterActivityWithOptions(w.acts.Expose, activity.RegisterOptions{Name: rollout.ActivityExpose})
+	host.RegisterActivityWithOptions(w.acts.Run, activity.RegisterOptions{Name: rollout.ActivityRun})
+	host.RegisterActivityWithOptions(w.acts.Verify, activity.RegisterOptions{Name: rollout.ActivityVerify})
+	host.RegisterActivityWithOptions(w.acts.Release, activity.RegisterOptions{Name: rollout.ActivityRelease})
+	return host
 }
 
 // upstream picks the configured provider, or starts the offline mock model.
@@ -481,7 +554,7 @@ func packagedRuntime(rt harness.Runtime, cache, workDir string) harness.Runtime 
 	}
 	p := &packaged.Runtime{Runtime: rt, Installer: &packaged.Installer{Dir: cache}, Dir: workDir}
 	switch rt.(type) {
-	case *harness.Local, *harness.Netns, *harness.Auto, *container.Runtime:
+	case *local.Runtime, *local.Netns, *auto.Runtime, *container.Runtime:
 		// In a container sandbox they run as their native programs,
 		// mounted at their host paths.
 	default:
