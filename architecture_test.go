@@ -25,7 +25,7 @@ var allowed = map[string][]string{
 	"tunnel":             {},
 	"internal/devserver": {"internal/namespace", "rollout", "workflows"},
 	// The embedded server started for a test, on free ports, and a client.
-	"internal/devserver/devtest": {"internal/devserver"},
+	"internal/devserver/devtest": {"internal/devserver", "internal/namespace"},
 	// A namespace made ready for evalflow: the namespace, its search attributes.
 	"internal/namespace": {"rollout", "workflows"},
 	// A certificate authority of a test's own.

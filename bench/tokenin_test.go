@@ -2,7 +2,6 @@ package bench_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"strconv"
 	"testing"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
+	"github.com/evalflow/evalflow/providers/mock/mocktest"
 )
 
 // BenchmarkConversationTokenIn times a four-turn tool-calling conversation
@@ -23,11 +23,8 @@ import (
 // after the first, then /v1/chat/completions/tokens). The difference is
 // what exact prefixes cost on loopback, before any model time.
 func BenchmarkConversationTokenIn(b *testing.B) {
-	m, err := mock.New(mock.Config{})
-	require.NoError(b, err)
-	srv := httptest.NewServer(m)
-	b.Cleanup(srv.Close)
-	pool := interception.NewPool(interception.Config{Upstream: providers.NewOpenAI(srv.URL+"/v1", "upstream-key")})
+	_, url := mocktest.Serve(b, mock.Config{})
+	pool := interception.NewPool(interception.Config{Upstream: providers.NewOpenAI(url, "upstream-key")})
 	b.Cleanup(func() { _ = pool.Close() })
 	for _, mode := range []string{"text", "token-in"} {
 		b.Run(mode, func(b *testing.B) {

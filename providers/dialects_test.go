@@ -13,6 +13,7 @@ import (
 
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/providers/mock"
+	"github.com/evalflow/evalflow/providers/mock/mocktest"
 )
 
 func TestRelayHeaders(t *testing.T) {
@@ -71,14 +72,11 @@ func TestRelayHeaders(t *testing.T) {
 }
 
 func TestCall(t *testing.T) {
-	m, err := mock.New(mock.Config{})
-	require.NoError(t, err)
-	srv := httptest.NewServer(m)
-	defer srv.Close()
+	_, url := mocktest.Serve(t, mock.Config{})
 	req := dialects.Request{Model: "m", Messages: []dialects.Message{{Role: dialects.RoleUser,
 		Content: []dialects.Part{{Type: dialects.PartText, Text: "What is 6 * 7?"}}}}}
 	for _, d := range dialects.All {
-		up, err := New(d.Name(), srv.URL+"/v1", "")
+		up, err := New(d.Name(), url, "")
 		require.NoError(t, err)
 		got, err := up.Call(context.Background(), req)
 		require.NoError(t, err, d.Name())

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,42 +14,20 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/evalflow/evalflow/internal/gittest"
 )
 
-// gitRun runs git in dir, failing the test on error.
-func gitRun(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "git %v: %s", args, out)
-	return strings.TrimSpace(string(out))
-}
-
-// bareRepo makes a bare repository and a commit per tree (files under
-// their paths), each pushed to main; it returns the repository's file://
-// URL and the commits in order.
+// bareRepo makes a bare repository with a commit per tree (files under
+// their paths); it returns the repository's file:// URL and the commits
+// in order.
 func bareRepo(t *testing.T, trees ...map[string]string) (string, []string) {
 	t.Helper()
-	root := t.TempDir()
-	bare := filepath.Join(root, "tasks.git")
-	gitRun(t, root, "init", "-q", "--bare", bare)
-	work := filepath.Join(root, "work")
-	gitRun(t, root, "init", "-q", work)
-	var commits []string
+	steps := make([]func(string), len(trees))
 	for i, tree := range trees {
-		if i > 0 {
-			gitRun(t, work, "rm", "-rq", ".")
-		}
-		writeTree(t, work, tree)
-		gitRun(t, work, "add", "-A")
-		gitRun(t, work, "commit", "-qm", "tasks")
-		commits = append(commits, gitRun(t, work, "rev-parse", "HEAD"))
-		gitRun(t, work, "push", "-q", bare, "HEAD:refs/heads/main")
+		steps[i] = func(work string) { writeTree(t, work, tree) }
 	}
-	return "file://" + bare, commits
+	return gittest.Repo(t, steps...)
 }
 
 // writeRegistry writes datasets as a registry file and returns its path.

@@ -2,7 +2,6 @@ package rig_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -12,18 +11,15 @@ import (
 
 	"example.com/rig"
 	"github.com/evalflow/evalflow/providers/mock"
+	"github.com/evalflow/evalflow/providers/mock/mocktest"
 )
 
 // TestRigRecordsATurn: a module of its own starts the interception server,
 // an OpenAI SDK client calls through it, the server records the turn with
 // the model the rollout was registered with.
 func TestRigRecordsATurn(t *testing.T) {
-	model, err := mock.New(mock.Config{})
-	require.NoError(t, err)
-	upstream := httptest.NewServer(model)
-	defer upstream.Close()
-
-	srv, secret, err := rig.Start(upstream.URL+"/v1", "upstream-key", "rig/0/0/0", "mock")
+	_, upstream := mocktest.Serve(t, mock.Config{})
+	srv, secret, err := rig.Start(upstream, "upstream-key", "rig/0/0/0", "mock")
 	require.NoError(t, err)
 	defer srv.Close()
 

@@ -11,16 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/providers/mock"
+	"github.com/evalflow/evalflow/providers/mock/mocktest"
 )
 
 // The mock names the policy version that answered in the header it is
 // told, and a test moves the version between calls.
 func TestMockSendsTheCurrentPolicyVersion(t *testing.T) {
-	m, err := mock.New(mock.Config{PolicyVersionHeader: "x-policy-version"})
-	require.NoError(t, err)
-	srv := httptest.NewServer(m)
-	t.Cleanup(srv.Close)
-	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("test-key"), option.WithMaxRetries(0))
+	m, url := mocktest.Serve(t, mock.Config{PolicyVersionHeader: "x-policy-version"})
+	client := openai.NewClient(option.WithBaseURL(url+"/"), option.WithAPIKey("test-key"), option.WithMaxRetries(0))
 	versionOf := func() string {
 		t.Helper()
 		var resp *http.Response

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/evalflow/evalflow/internal/devserver"
 	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/namespace"
 	"github.com/evalflow/evalflow/internal/temporalcluster"
@@ -27,7 +26,7 @@ func BenchmarkEvalEmbeddedVsCluster(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	dir := b.TempDir()
-	embedded := devtest.Dial(b, devtest.Start(b, devserver.Config{SearchAttributes: namespace.Attributes()}))
+	_, embedded := devtest.StartEvalflow(b)
 	cc := temporalcluster.ForTest(b, temporalcluster.Options{Shards: 16}).Dial(b, "default")
 	_, err := namespace.Ensure(ctx, namespace.Services{Workflow: cc.WorkflowService(), Operator: cc.OperatorService()}, namespace.Evalflow("default"))
 	require.NoError(b, err)

@@ -9,9 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/evalflow/evalflow/internal/devserver"
 	"github.com/evalflow/evalflow/internal/devserver/devtest"
-	"github.com/evalflow/evalflow/internal/namespace"
 	"github.com/evalflow/evalflow/run"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -28,7 +26,7 @@ func BenchmarkSweepVsEvals(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	dir := b.TempDir()
-	cl := devtest.Dial(b, devtest.Start(b, devserver.Config{SearchAttributes: namespace.Attributes()}))
+	_, cl := devtest.StartEvalflow(b)
 
 	const perCell, concurrency = 64, 16
 	cells := []workflows.SweepCell{}

@@ -16,6 +16,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/evalflow/evalflow/internal/devserver"
+	"github.com/evalflow/evalflow/internal/namespace"
 )
 
 // startTimeout bounds a start, its tries on other ports included.
@@ -39,6 +40,15 @@ func Start(tb testing.TB, cfg devserver.Config) *devserver.Server {
 	require.NoError(tb, err, "start the embedded Temporal server")
 	tb.Cleanup(func() { _ = srv.Stop() })
 	return srv
+}
+
+// StartEvalflow starts a server for tb whose default namespace has
+// evalflow's search attributes, as evalflow's runs need, and returns it
+// with a client of that namespace.
+func StartEvalflow(tb testing.TB) (*devserver.Server, client.Client) {
+	tb.Helper()
+	srv := Start(tb, devserver.Config{SearchAttributes: namespace.Attributes()})
+	return srv, Dial(tb, srv)
 }
 
 // Dial is a client of srv's default namespace, closed when the test ends.

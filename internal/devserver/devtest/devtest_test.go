@@ -12,6 +12,7 @@ import (
 
 	"github.com/evalflow/evalflow/internal/devserver"
 	"github.com/evalflow/evalflow/internal/devserver/devtest"
+	"github.com/evalflow/evalflow/internal/namespace"
 )
 
 // A server started for a test answers its client, without a Web UI, and
@@ -36,4 +37,11 @@ func TestFreeAddr(t *testing.T) {
 		require.NoError(t, err, "%s is free to bind", addr)
 		require.NoError(t, ln.Close())
 	}
+}
+
+// A server started for evalflow's runs has their search attributes.
+func TestStartEvalflow(t *testing.T) {
+	_, c := devtest.StartEvalflow(t)
+	svc := namespace.Services{Workflow: c.WorkflowService(), Operator: c.OperatorService()}
+	require.NoError(t, namespace.Check(context.Background(), svc, namespace.Evalflow(devserver.DefaultNamespace)))
 }
