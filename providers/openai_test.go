@@ -3,7 +3,6 @@ package providers
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 )
 
 // fastRetries makes backoff negligible so tests do not wait.
@@ -96,12 +97,7 @@ func TestOpenAIDoRetries(t *testing.T) {
 }
 
 func TestOpenAIDoConnectionError(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-
-	o := fastRetries(NewOpenAI("http://"+addr+"/v1", "sk-secret-key"))
+	o := fastRetries(NewOpenAI("http://"+devtest.FreeAddr(t)+"/v1", "sk-secret-key"))
 	o.MaxAttempts = 3
 	_, attempts, err := o.Do(context.Background(), "/chat/completions", []byte(`{}`))
 	var re *RetryError

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/internal/agenttest"
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/engine/enginetest"
 	"github.com/evalflow/evalflow/internal/wiring"
 )
@@ -53,7 +54,7 @@ func TestAuditFlagsAHackableTask(t *testing.T) {
 	enginetest.Client(t) // the tasks run in containers
 	t.Setenv(wiring.AgentEnv, agenttest.Agent(t))
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := devtest.FreeAddr(t)
 	_, port, err := net.SplitHostPort(addr)
 	require.NoError(t, err)
 	grpc, err := strconv.Atoi(port)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,17 +16,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/workflows"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // pullCall sends one call to the pull API with a plain net/http client.
 func pullCall(ctx context.Context, method, url, token, body string) (int, []byte, error) {
@@ -53,7 +45,7 @@ func TestTrainPullServesTheAPI(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "answer.sh")
 	require.NoError(t, os.WriteFile(script, []byte(`echo 7 > "$EVALFLOW_ANSWER_FILE"`+"\n"), 0o600))
-	pullAddr := freeAddr(t)
+	pullAddr := devtest.FreeAddr(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -63,7 +55,7 @@ func TestTrainPullServesTheAPI(t *testing.T) {
 		app.Writer, app.ErrWriter = io.Discard, io.Discard
 		done <- app.RunContext(ctx, []string{"starter", "train", "--pull", "--run-id", "served", "--tasks", "4",
 			"--epochs", "0", "--harness", "sh " + script, "--pull-addr", pullAddr,
-			"--address", freeAddr(t), "--embedded", "--ui-port", "-1", "--data-dir", filepath.Join(dir, "data"),
+			"--address", devtest.FreeAddr(t), "--embedded", "--ui-port", "-1", "--data-dir", filepath.Join(dir, "data"),
 			"--runs-dir", filepath.Join(dir, "runs")})
 	}()
 	base := "http://" + pullAddr + "/v1/pull/served/"

@@ -123,7 +123,7 @@ func TestSetupPrintsWhatToRunWhenRefused(t *testing.T) {
 
 func TestAnAddressGivenMustAnswer(t *testing.T) {
 	dataDir := t.TempDir()
-	addr := freeAddr(t)
+	addr := devtest.FreeAddr(t)
 	_, _, err := runStarter(t, "eval", "--address", addr, "--tasks", "1", "--data-dir", dataDir, "--runs-dir", t.TempDir(), "--ui-port", "-1")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no Temporal server answers at "+addr)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/results/export"
@@ -217,7 +218,7 @@ func TestSweepCommandComparesTheCells(t *testing.T) {
 	runs := filepath.Join(dir, "runs")
 	args := []string{"eval", "--run-id", "sw", "--tasks", "3", "--rollouts-per-task", "2",
 		"--harness", `agent,sh -c 'printf 0 > "$EVALFLOW_ANSWER_FILE"'`, "--model", "mock-a,mock-b",
-		"--address", freeAddr(t), "--embedded", "--ui-port", "-1", "--data-dir", filepath.Join(dir, "data"), "--runs-dir", runs}
+		"--address", devtest.FreeAddr(t), "--embedded", "--ui-port", "-1", "--data-dir", filepath.Join(dir, "data"), "--runs-dir", runs}
 	var stderr string
 	stdout := captureStdout(t, func() {
 		_, stderr, err = runStarter(t, args...)
@@ -263,7 +264,7 @@ func TestSweepCommandStoppedResumesEveryCell(t *testing.T) {
 	runs := filepath.Join(dir, "runs")
 	// The shell harness takes a moment per rollout, so the stop comes
 	// while the cells run.
-	where := []string{"--address", freeAddr(t), "--embedded", "--ui-port", "-1", "--data-dir", filepath.Join(dir, "data"), "--runs-dir", runs}
+	where := []string{"--address", devtest.FreeAddr(t), "--embedded", "--ui-port", "-1", "--data-dir", filepath.Join(dir, "data"), "--runs-dir", runs}
 	args := append([]string{"eval", "--run-id", "sw", "--tasks", "6", "--max-concurrent", "1",
 		"--harness", `sh -c 'sleep 0.3; printf 0 > "$EVALFLOW_ANSWER_FILE"',oracle`, "--model", "mock,mock-b"}, where...)
 	store, err := results.Open(runs)
@@ -377,7 +378,7 @@ func captureStderr(t *testing.T, f func()) string {
 func TestSweepCommandWithOtherListsSaysWhichCellsApply(t *testing.T) {
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs")
-	where := []string{"--address", freeAddr(t), "--embedded", "--ui-port", "-1", "--viewer-addr", "-1",
+	where := []string{"--address", devtest.FreeAddr(t), "--embedded", "--ui-port", "-1", "--viewer-addr", "-1",
 		"--data-dir", filepath.Join(dir, "data"), "--runs-dir", runs}
 	eval := func(models string, extra ...string) []string {
 		return append(append([]string{"eval", "--run-id", "sw", "--tasks", "4", "--max-concurrent", "1",

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -14,19 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/logtest"
 	"github.com/evalflow/evalflow/internal/results/postgres/pgtest"
 )
-
-// closedAddr is a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
 
 // A store that never answers: one log line per attempt with its error and
 // the next delay, then an error naming the store (never its password).
@@ -36,7 +26,7 @@ func TestWaitForStoreNamesWhatNeverAnswered(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
-	_, err := WaitForStore(ctx, StoreConfig{URL: "postgres://evalflow:" + password + "@" + closedAddr(t) + "/evalflow?sslmode=disable"}, logger)
+	_, err := WaitForStore(ctx, StoreConfig{URL: "postgres://evalflow:" + password + "@" + devtest.FreeAddr(t) + "/evalflow?sslmode=disable"}, logger)
 	require.Error(t, err)
 	assert.False(t, errors.Is(err, ErrStopped), "a timeout is not a stop")
 	assert.Contains(t, err.Error(), "the run store postgres://evalflow@")
@@ -55,7 +45,7 @@ func TestWaitForTemporalStopped(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	done := make(chan error, 1)
 	go func() {
-		_, err := WaitForTemporal(ctx, Connection{Address: closedAddr(t), Namespace: "default"}, logger)
+		_, err := WaitForTemporal(ctx, Connection{Address: devtest.FreeAddr(t), Namespace: "default"}, logger)
 		done <- err
 	}()
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "waiting for Temporal") }, 10*time.Second, 10*time.Millisecond)

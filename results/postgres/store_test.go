@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"regexp"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/logtest"
 	"github.com/evalflow/evalflow/internal/results/postgres/pgtest"
 	"github.com/evalflow/evalflow/results"
@@ -195,11 +195,7 @@ func TestPasswordNeverShown(t *testing.T) {
 	_, err = postgres.Open(context.Background(), wrong, postgres.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), password)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := ln.Addr().String() // no server on that port once closed
-	require.NoError(t, ln.Close())
-	unreachable := regexp.MustCompile(`127\.0\.0\.1:\d+`).ReplaceAllString(url, closed)
+	unreachable := regexp.MustCompile(`127\.0\.0\.1:\d+`).ReplaceAllString(url, devtest.FreeAddr(t))
 	require.NotEqual(t, url, unreachable)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
