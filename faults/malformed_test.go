@@ -407,28 +407,11 @@ func TestMalformedInputOnEveryRoute(t *testing.T) {
 	before, err := rss(pid)
 	require.NoError(t, err)
 
-	var peak int64
-	stop, sampled := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(sampled)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				if n, err := rss(pid); err == nil {
-					peak = max(peak, n)
-				}
-			}
-		}
-	}()
+	stopSampling := sampleRSS(pid)
 	started := time.Now()
 	res := run("malformed", []string{self, agent})
 	took := time.Since(started)
-	close(stop)
-	<-sampled
+	peak := stopSampling()
 	assert.Equal(t, int64(8), res.OK, "every rollout of the stormed run ends ok")
 
 	// Back within 20% of the baseline: nothing of the storm is kept.
@@ -445,7 +428,63 @@ func TestMalformedInputOnEveryRoute(t *testing.T) {
 	var results []stormResult
 	require.NoError(t, json.Unmarshal(b, &results))
 
-	// Every case on every route the server has, and nothing else.
+	statuses := requireStormAnswered(t, results)
+	log, err := os.ReadFile(worker.log)
+	require.NoError(t, err)
+	assert.NotContains(t, strings.ToLower(string(log)), "panic", "the worker logged no panic")
+	select {
+	case <-worker.done:
+		assert.Fail(t, "the worker died in the storm")
+	default:
+	}
+
+	cases := make([]string, 0, len(statuses))
+	for _, name := range stormCases {
+		var parts []string
+		for status, n := range statuses[name] {
+			parts = append(parts, fmt.Sprintf("%d×%d", status, n))
+		}
+		sort.Strings(parts)
+		cases = append(cases, name+" "+strings.Join(parts, " "))
+	}
+	figure(t, "malformed input: %d requests (%d cases × %d routes, the gateway's included), 0 unanswered, 0 5xx; statuses: %s",
+		len(results), len(stormCases), len(interception.Routes()), strings.Join(cases, "; "))
+	figure(t, "malformed input: the stormed run of 8 rollouts ended 8/8 ok in %s; worker RSS %s before, %s peak, %s after (%+.0f%%, back within %s)",
+		took.Round(time.Millisecond), mb(before), mb(peak), mb(after), 100*(float64(after)/float64(before)-1), settled.Round(time.Millisecond))
+}
+
+// sampleRSS samples the resident memory of process pid every 20 ms until
+// the function it returns is called, which returns the peak.
+func sampleRSS(pid int) (stop func() (peak int64)) {
+	var highest int64
+	stopped, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopped:
+				return
+			case <-tick.C:
+				if n, err := rss(pid); err == nil {
+					highest = max(highest, n)
+				}
+			}
+		}
+	}()
+	return func() int64 {
+		close(stopped)
+		<-sampled
+		return highest
+	}
+}
+
+// requireStormAnswered checks the storm's record: every case on every
+// route the server has, and nothing else, each answered by the route in
+// its own way. It returns the statuses of each case.
+func requireStormAnswered(t *testing.T, results []stormResult) map[string]map[int]int {
+	t.Helper()
 	seen := map[string]bool{}
 	for _, r := range results {
 		seen[r.Method+" "+r.Route+" "+r.Case] = true
@@ -480,28 +519,7 @@ func TestMalformedInputOnEveryRoute(t *testing.T) {
 		}
 		assert.Equal(t, wantShape(r), r.Shape, "in the route's own error shape: %s", what)
 	}
-	log, err := os.ReadFile(worker.log)
-	require.NoError(t, err)
-	assert.NotContains(t, strings.ToLower(string(log)), "panic", "the worker logged no panic")
-	select {
-	case <-worker.done:
-		assert.Fail(t, "the worker died in the storm")
-	default:
-	}
-
-	cases := make([]string, 0, len(statuses))
-	for _, name := range stormCases {
-		var parts []string
-		for status, n := range statuses[name] {
-			parts = append(parts, fmt.Sprintf("%d×%d", status, n))
-		}
-		sort.Strings(parts)
-		cases = append(cases, name+" "+strings.Join(parts, " "))
-	}
-	figure(t, "malformed input: %d requests (%d cases × %d routes, the gateway's included), 0 unanswered, 0 5xx; statuses: %s",
-		len(results), len(stormCases), len(routes), strings.Join(cases, "; "))
-	figure(t, "malformed input: the stormed run of 8 rollouts ended 8/8 ok in %s; worker RSS %s before, %s peak, %s after (%+.0f%%, back within %s)",
-		took.Round(time.Millisecond), mb(before), mb(peak), mb(after), 100*(float64(after)/float64(before)-1), settled.Round(time.Millisecond))
+	return statuses
 }
 
 // routeOf is the route of method at path: several methods share /state.

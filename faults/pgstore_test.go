@@ -130,6 +130,14 @@ func TestPostgresStoreAcrossWorkers(t *testing.T) {
 
 	// Training: two epochs on a replacement worker and the survivor.
 	pgWorker(t, srv.addr, url, "worker-c", queue)
+	pgTrainRunsTwoEpochs(t, ctx, c, store, queue)
+	pgTrainerPullsTraces(t, ctx, c, store, queue)
+	pgRunsReadFromAnotherMachine(t, url, password, n)
+}
+
+// pgTrainRunsTwoEpochs: a training run of two epochs on the store.
+func pgTrainRunsTwoEpochs(t *testing.T, ctx context.Context, c client.Client, store *postgres.Store, queue string) {
+	t.Helper()
 	train := workflows.TrainInput{
 		Config: workflows.RunConfig{RunID: "pg-train", Taskset: "arithmetic", Tasks: 10, RolloutsPerTask: 2,
 			MaxConcurrent: 12, Model: "mock", Limits: workflows.Limits{HeartbeatTimeout: 5 * time.Second}}.WithDefaults(),
@@ -144,9 +152,12 @@ func TestPostgresStoreAcrossWorkers(t *testing.T) {
 	epochs, err := store.Epochs(ctx, "pg-train")
 	require.NoError(t, err)
 	assert.Equal(t, []int{0, 1}, epochs)
+}
 
-	// A trainer (this process: no directory shared with the workers)
-	// pulls a group and gets its traces from the store.
+// pgTrainerPullsTraces: a trainer (this process: no directory shared with
+// the workers) pulls a group and gets its traces from the store.
+func pgTrainerPullsTraces(t *testing.T, ctx context.Context, c client.Client, store *postgres.Store, queue string) {
+	t.Helper()
 	p, err := pull.Start(ctx, c, queue, workflows.RunConfig{RunID: "pg-pull", Taskset: "arithmetic", Tasks: 10,
 		MaxConcurrent: 4, Model: "mock"}.WithDefaults(), workflows.TrainConfig{}, pull.WithTraces(results.TraceJSON{Store: store}))
 	require.NoError(t, err)
@@ -164,8 +175,13 @@ func TestPostgresStoreAcrossWorkers(t *testing.T) {
 		assert.False(t, filepath.IsAbs(s.Trace), "%s: a name in the store, not a host path", s.Trace)
 	}
 	require.NoError(t, p.Close(ctx))
+}
 
-	// Any machine that reaches the database reads the runs.
+// pgRunsReadFromAnotherMachine: any machine that reaches the database
+// reads the runs (`starter results`, `starter export`, from a directory
+// of their own), and leaves no run file anywhere.
+func pgRunsReadFromAnotherMachine(t *testing.T, url, password string, n int) {
+	t.Helper()
 	third := caseDir(t)
 	for runID, want := range map[string]int{"pg-eval": n, "pg-train": 40} {
 		lines := starterOutput(t, third, url, "results", "--rollouts", runID)

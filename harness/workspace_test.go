@@ -59,130 +59,138 @@ func tree(t *testing.T, dir string) map[string]string {
 	return out
 }
 
+// workspaceCase is a Dockerfile and the workspace it prepares.
+type workspaceCase struct {
+	name       string
+	dockerfile string
+	files      map[string]string // the workspace's tree
+	mount      string
+	workdir    string
+	env        []string
+	notes      []string
+	opts       PrepareOptions
+}
+
+// srcTree is the build context's src/ directory as tree lists it.
+var srcTree = map[string]string{"main.sh": "echo main\n", "lib": "/", "lib/util.sh": "echo util\n", "run": "-> main.sh"}
+
+// dockerfileWorkspaces are the Dockerfiles TestPrepareWorkspaceDockerfile
+// prepares, each with its workspace.
+var dockerfileWorkspaces = []workspaceCase{
+	{
+		name:       "the sample layout",
+		dockerfile: "FROM debian:bookworm-slim\nWORKDIR /app\nCOPY src/ /app/\n",
+		files:      srcTree,
+		notes:      []string{"FROM debian:bookworm-slim: the host's system stands in for the image"},
+	},
+	{
+		name:       "file into a directory (trailing slash)",
+		dockerfile: "FROM x\nCOPY a.txt /app/sub/\n",
+		files:      map[string]string{"sub": "/", "sub/a.txt": "A\n"},
+	},
+	{
+		name:       "file to a file name",
+		dockerfile: "FROM x\nCOPY a.txt /app/conf/b.cfg\n",
+		files:      map[string]string{"conf": "/", "conf/b.cfg": "A\n"},
+	},
+	{
+		name:       "file into an existing directory",
+		dockerfile: "FROM x\nCOPY src /app/code\nCOPY a.txt /app/code\n",
+		files:      map[string]string{"code": "/", "code/a.txt": "A\n", "code/main.sh": "echo main\n", "code/lib": "/", "code/lib/util.sh": "echo util\n", "code/run": "-> main.sh"},
+	},
+	{
+		name:       "directory contents, not the directory",
+		dockerfile: "FROM x\nCOPY src/lib /app/\n",
+		files:      map[string]string{"util.sh": "echo util\n"},
+	},
+	{
+		name:       "several sources go into the destination",
+		dockerfile: "FROM x\nCOPY a.txt b.txt /app/both\n",
+		files:      map[string]string{"both": "/", "both/a.txt": "A\n", "both/b.txt": "B\n"},
+	},
+	{
+		name:       "a glob, flags ignored, the JSON form",
+		dockerfile: "FROM x\nCOPY --chown=1000:1000 --chmod=600 *.txt /app/t/\nADD [\"a.txt\", \"/app/j.txt\"]\n",
+		files:      map[string]string{"t": "/", "t/a.txt": "A\n", "t/b.txt": "B\n", "j.txt": "A\n"},
+	},
+	{
+		name:       "relative destinations follow WORKDIR",
+		dockerfile: "FROM x\nWORKDIR /app\nWORKDIR work\nCOPY a.txt .\nCOPY b.txt ../top/\n",
+		files:      map[string]string{"work": "/", "work/a.txt": "A\n", "top": "/", "top/b.txt": "B\n"},
+		workdir:    "/app/work",
+	},
+	{
+		name:       "a WORKDIR elsewhere is the workspace",
+		dockerfile: "FROM x\nWORKDIR /srv/project\nCOPY a.txt ./\nCOPY b.txt /app/\n",
+		files:      map[string]string{"a.txt": "A\n"},
+		mount:      "/srv/project",
+		workdir:    "/srv/project",
+		notes: []string{"FROM x: the host's system stands in for the image",
+			"COPY b.txt /app/: /app is outside the workspace /srv/project, not copied"},
+	},
+	{
+		name:       "outside the workspace is noted",
+		dockerfile: "FROM x\nCOPY a.txt /usr/local/bin/\n",
+		files:      map[string]string{},
+		notes: []string{"FROM x: the host's system stands in for the image",
+			"COPY a.txt /usr/local/bin/: /usr/local/bin is outside the workspace /app, not copied"},
+	},
+	{
+		name: "ENV and ARG",
+		dockerfile: "ARG BASE=debian\nFROM $BASE\nARG DEST=/app/dest\nENV A=1 B=\"two words\" \\\n    C='$A'\nENV D $A-x\n" +
+			"ENV PATH=/opt/bin:$EVALFLOW_TEST_PATH KEY=${EVALFLOW_TEST_API_KEY:-none}\nCOPY a.txt ${DEST}/\n",
+		files: map[string]string{"dest": "/", "dest/a.txt": "A\n"},
+		env:   []string{"A=1", "B=two words", "C=$A", "D=1-x", "PATH=/opt/bin:/usr/bin:/bin", "KEY=none"},
+		notes: []string{"FROM debian: the host's system stands in for the image"},
+	},
+	{
+		name: "lines that change nothing a workspace holds are noted",
+		dockerfile: "FROM debian:bookworm-slim\nLABEL a=b\nMAINTAINER me\nUSER root\nSHELL [\"/bin/bash\", \"-c\"]\n" +
+			"EXPOSE 8080\nVOLUME /data\nSTOPSIGNAL SIGTERM\nHEALTHCHECK NONE\nONBUILD RUN make\nENTRYPOINT [\"sh\"]\nCMD [\"-c\", \"true\"]\n",
+		files: map[string]string{},
+		notes: []string{
+			"FROM debian:bookworm-slim: the host's system stands in for the image",
+			"LABEL a=b: skipped outside docker",
+			"MAINTAINER me: skipped outside docker",
+			"USER root: skipped outside docker",
+			`SHELL ["/bin/bash", "-c"]: skipped outside docker`,
+			"EXPOSE 8080: skipped outside docker",
+			"VOLUME /data: skipped outside docker",
+			"STOPSIGNAL SIGTERM: skipped outside docker",
+			"HEALTHCHECK NONE: skipped outside docker",
+			"ONBUILD RUN make: skipped outside docker",
+			`ENTRYPOINT ["sh"]: skipped outside docker`,
+			`CMD ["-c", "true"]: skipped outside docker`,
+		},
+	},
+	{
+		name: "RUN and earlier stages skipped when asked, heredocs too",
+		dockerfile: "# escape=\\\nFROM debian:bookworm-slim AS base\nRUN echo skipped\n" +
+			"FROM debian:bookworm-slim\n# a comment\nRUN apt-get update && \\\n    # inside\n    apt-get install -y jq\n" +
+			"RUN <<EOF\nCOPY a.txt /app/\nEOF\nEXPOSE 8080\nCMD [\"sh\"]\n",
+		files: map[string]string{},
+		opts:  PrepareOptions{SkipUnsupported: true},
+		notes: []string{
+			"1 earlier build stage(s): skipped outside docker",
+			"FROM debian:bookworm-slim: the host's system stands in for the image",
+			"RUN apt-get update && apt-get install -y jq: not run outside docker",
+			"RUN <<EOF: not run outside docker",
+			"EXPOSE 8080: skipped outside docker",
+			`CMD ["sh"]: skipped outside docker`,
+		},
+	},
+	{
+		name:       "no Dockerfile: the files as they are",
+		dockerfile: "",
+		files: map[string]string{"a.txt": "A\n", "b.txt": "B\n", "src": "/", "src/main.sh": "echo main\n",
+			"src/lib": "/", "src/lib/util.sh": "echo util\n", "src/run": "-> main.sh"},
+	},
+}
+
 func TestPrepareWorkspaceDockerfile(t *testing.T) {
 	t.Setenv("EVALFLOW_TEST_PATH", "/usr/bin:/bin")
 	t.Setenv("EVALFLOW_TEST_API_KEY", "worker-secret")
-	srcTree := map[string]string{"main.sh": "echo main\n", "lib": "/", "lib/util.sh": "echo util\n", "run": "-> main.sh"}
-	tests := []struct {
-		name       string
-		dockerfile string
-		files      map[string]string // the workspace's tree
-		mount      string
-		workdir    string
-		env        []string
-		notes      []string
-		opts       PrepareOptions
-	}{
-		{
-			name:       "the sample layout",
-			dockerfile: "FROM debian:bookworm-slim\nWORKDIR /app\nCOPY src/ /app/\n",
-			files:      srcTree,
-			notes:      []string{"FROM debian:bookworm-slim: the host's system stands in for the image"},
-		},
-		{
-			name:       "file into a directory (trailing slash)",
-			dockerfile: "FROM x\nCOPY a.txt /app/sub/\n",
-			files:      map[string]string{"sub": "/", "sub/a.txt": "A\n"},
-		},
-		{
-			name:       "file to a file name",
-			dockerfile: "FROM x\nCOPY a.txt /app/conf/b.cfg\n",
-			files:      map[string]string{"conf": "/", "conf/b.cfg": "A\n"},
-		},
-		{
-			name:       "file into an existing directory",
-			dockerfile: "FROM x\nCOPY src /app/code\nCOPY a.txt /app/code\n",
-			files:      map[string]string{"code": "/", "code/a.txt": "A\n", "code/main.sh": "echo main\n", "code/lib": "/", "code/lib/util.sh": "echo util\n", "code/run": "-> main.sh"},
-		},
-		{
-			name:       "directory contents, not the directory",
-			dockerfile: "FROM x\nCOPY src/lib /app/\n",
-			files:      map[string]string{"util.sh": "echo util\n"},
-		},
-		{
-			name:       "several sources go into the destination",
-			dockerfile: "FROM x\nCOPY a.txt b.txt /app/both\n",
-			files:      map[string]string{"both": "/", "both/a.txt": "A\n", "both/b.txt": "B\n"},
-		},
-		{
-			name:       "a glob, flags ignored, the JSON form",
-			dockerfile: "FROM x\nCOPY --chown=1000:1000 --chmod=600 *.txt /app/t/\nADD [\"a.txt\", \"/app/j.txt\"]\n",
-			files:      map[string]string{"t": "/", "t/a.txt": "A\n", "t/b.txt": "B\n", "j.txt": "A\n"},
-		},
-		{
-			name:       "relative destinations follow WORKDIR",
-			dockerfile: "FROM x\nWORKDIR /app\nWORKDIR work\nCOPY a.txt .\nCOPY b.txt ../top/\n",
-			files:      map[string]string{"work": "/", "work/a.txt": "A\n", "top": "/", "top/b.txt": "B\n"},
-			workdir:    "/app/work",
-		},
-		{
-			name:       "a WORKDIR elsewhere is the workspace",
-			dockerfile: "FROM x\nWORKDIR /srv/project\nCOPY a.txt ./\nCOPY b.txt /app/\n",
-			files:      map[string]string{"a.txt": "A\n"},
-			mount:      "/srv/project",
-			workdir:    "/srv/project",
-			notes: []string{"FROM x: the host's system stands in for the image",
-				"COPY b.txt /app/: /app is outside the workspace /srv/project, not copied"},
-		},
-		{
-			name:       "outside the workspace is noted",
-			dockerfile: "FROM x\nCOPY a.txt /usr/local/bin/\n",
-			files:      map[string]string{},
-			notes: []string{"FROM x: the host's system stands in for the image",
-				"COPY a.txt /usr/local/bin/: /usr/local/bin is outside the workspace /app, not copied"},
-		},
-		{
-			name: "ENV and ARG",
-			dockerfile: "ARG BASE=debian\nFROM $BASE\nARG DEST=/app/dest\nENV A=1 B=\"two words\" \\\n    C='$A'\nENV D $A-x\n" +
-				"ENV PATH=/opt/bin:$EVALFLOW_TEST_PATH KEY=${EVALFLOW_TEST_API_KEY:-none}\nCOPY a.txt ${DEST}/\n",
-			files: map[string]string{"dest": "/", "dest/a.txt": "A\n"},
-			env:   []string{"A=1", "B=two words", "C=$A", "D=1-x", "PATH=/opt/bin:/usr/bin:/bin", "KEY=none"},
-			notes: []string{"FROM debian: the host's system stands in for the image"},
-		},
-		{
-			name: "lines that change nothing a workspace holds are noted",
-			dockerfile: "FROM debian:bookworm-slim\nLABEL a=b\nMAINTAINER me\nUSER root\nSHELL [\"/bin/bash\", \"-c\"]\n" +
-				"EXPOSE 8080\nVOLUME /data\nSTOPSIGNAL SIGTERM\nHEALTHCHECK NONE\nONBUILD RUN make\nENTRYPOINT [\"sh\"]\nCMD [\"-c\", \"true\"]\n",
-			files: map[string]string{},
-			notes: []string{
-				"FROM debian:bookworm-slim: the host's system stands in for the image",
-				"LABEL a=b: skipped outside docker",
-				"MAINTAINER me: skipped outside docker",
-				"USER root: skipped outside docker",
-				`SHELL ["/bin/bash", "-c"]: skipped outside docker`,
-				"EXPOSE 8080: skipped outside docker",
-				"VOLUME /data: skipped outside docker",
-				"STOPSIGNAL SIGTERM: skipped outside docker",
-				"HEALTHCHECK NONE: skipped outside docker",
-				"ONBUILD RUN make: skipped outside docker",
-				`ENTRYPOINT ["sh"]: skipped outside docker`,
-				`CMD ["-c", "true"]: skipped outside docker`,
-			},
-		},
-		{
-			name: "RUN and earlier stages skipped when asked, heredocs too",
-			dockerfile: "# escape=\\\nFROM debian:bookworm-slim AS base\nRUN echo skipped\n" +
-				"FROM debian:bookworm-slim\n# a comment\nRUN apt-get update && \\\n    # inside\n    apt-get install -y jq\n" +
-				"RUN <<EOF\nCOPY a.txt /app/\nEOF\nEXPOSE 8080\nCMD [\"sh\"]\n",
-			files: map[string]string{},
-			opts:  PrepareOptions{SkipUnsupported: true},
-			notes: []string{
-				"1 earlier build stage(s): skipped outside docker",
-				"FROM debian:bookworm-slim: the host's system stands in for the image",
-				"RUN apt-get update && apt-get install -y jq: not run outside docker",
-				"RUN <<EOF: not run outside docker",
-				"EXPOSE 8080: skipped outside docker",
-				`CMD ["sh"]: skipped outside docker`,
-			},
-		},
-		{
-			name:       "no Dockerfile: the files as they are",
-			dockerfile: "",
-			files: map[string]string{"a.txt": "A\n", "b.txt": "B\n", "src": "/", "src/main.sh": "echo main\n",
-				"src/lib": "/", "src/lib/util.sh": "echo util\n", "src/run": "-> main.sh"},
-		},
-	}
-	for _, tt := range tests {
+	for _, tt := range dockerfileWorkspaces {
 		t.Run(tt.name, func(t *testing.T) {
 			env := buildContext(t, tt.dockerfile)
 			ws, err := PrepareWorkspace(t.TempDir(), tasksets.Task{ID: "t", Environment: env}, tt.opts)

@@ -71,9 +71,22 @@ func TestPullAPIPolicyVersions(t *testing.T) {
 	for range 3 {
 		require.Equal(t, http.StatusOK, call(t, "POST", base+"sample", "").status)
 	}
+	staleGroupRunsAgain(t, model, base)
+	oldVersionsAreMarked(t, model, base)
+	versionsOnlyGoForward(t, base)
 
-	// Version 2 is announced while the group's rollouts, started on 1,
-	// wait on the model: once done they are stale, and run again.
+	a = call(t, "GET", base+"progress", "")
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	var pr workflows.PullProgress
+	a.decode(t, &pr)
+	require.Equal(t, int64(4), *pr.PolicyVersion, "progress reports the current version")
+	require.Equal(t, int64(3), pr.Groups)
+}
+
+// staleGroupRunsAgain: version 2 is announced while the group's rollouts,
+// started on 1, wait on the model: once done they are stale, and run again.
+func staleGroupRunsAgain(t *testing.T, model *gatedModel, base string) {
+	t.Helper()
 	model.closed.Store(true)
 	answered := make(chan answer, 1)
 	go func() {
@@ -90,7 +103,7 @@ func TestPullAPIPolicyVersions(t *testing.T) {
 			t.Fatal("the group's rollouts never called the model")
 		}
 	}
-	a = call(t, "POST", base+"policy", `{"version": 2}`)
+	a := call(t, "POST", base+"policy", `{"version": 2}`)
 	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
 	model.closed.Store(false)
 	close(model.open)
@@ -109,12 +122,15 @@ func TestPullAPIPolicyVersions(t *testing.T) {
 		require.False(t, s.Stale)
 	}
 	require.Contains(t, string(a.body), `"policy_version":2`)
+}
 
-	// The inference server still serves version 1 while the trainer is at
-	// 4: its header wins, and the rollouts come back marked.
+// oldVersionsAreMarked: the inference server still serves version 1 while
+// the trainer is at 4: its header wins, and the rollouts come back marked.
+func oldVersionsAreMarked(t *testing.T, model *gatedModel, base string) {
+	t.Helper()
 	model.SetPolicyVersion(1)
 	require.Equal(t, http.StatusOK, call(t, "POST", base+"policy", `{"version": 4}`).status)
-	a = call(t, "POST", base+"run_group", `{"position": 1, "n": 2, "max_off_policy_steps": 1, "on_stale": "mark"}`)
+	a := call(t, "POST", base+"run_group", `{"position": 1, "n": 2, "max_off_policy_steps": 1, "on_stale": "mark"}`)
 	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
 	var marked workflows.GroupResult
 	a.decode(t, &marked)
@@ -137,9 +153,13 @@ func TestPullAPIPolicyVersions(t *testing.T) {
 	a.decode(t, &one)
 	require.Equal(t, int64(4), *one.Rollout.PolicyVersion)
 	require.False(t, one.Rollout.Stale)
+}
 
-	// Versions only go forward; bad bodies name their field.
-	a = call(t, "POST", base+"policy", `{"version": 3}`)
+// versionsOnlyGoForward: a version behind the run's is refused, and bad
+// bodies name their field.
+func versionsOnlyGoForward(t *testing.T, base string) {
+	t.Helper()
+	a := call(t, "POST", base+"policy", `{"version": 3}`)
 	require.Equal(t, http.StatusConflict, a.status, "%s", a.body)
 	kind, msg := a.apiError(t)
 	require.Equal(t, "version_behind", kind)
@@ -163,13 +183,6 @@ func TestPullAPIPolicyVersions(t *testing.T) {
 	}
 	a = call(t, "GET", base+"policy", "")
 	require.Equal(t, http.StatusMethodNotAllowed, a.status, "%s", a.body)
-
-	a = call(t, "GET", base+"progress", "")
-	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
-	var pr workflows.PullProgress
-	a.decode(t, &pr)
-	require.Equal(t, int64(4), *pr.PolicyVersion, "progress reports the current version")
-	require.Equal(t, int64(3), pr.Groups)
 }
 
 // The Go client announces versions and passes the bound as options.
