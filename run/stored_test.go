@@ -11,6 +11,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -22,8 +23,7 @@ import (
 func TestAccount(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	store, err := results.Open(dir)
-	require.NoError(t, err)
+	store := storetest.Files(t, dir)
 	put := func(epoch int, index int64, status string, attempt int) {
 		t.Helper()
 		_, _, err := store.Put(ctx, results.Record{
@@ -74,8 +74,7 @@ func TestAccount(t *testing.T) {
 	assert.Equal(t, int64(57), eval.Reused)
 
 	// A store that holds nothing of the run cannot tell: the workflow's counts stand.
-	empty, err := results.Open(t.TempDir())
-	require.NoError(t, err)
+	empty := storetest.Files(t, "")
 	other := NewAccount(ctx, empty, "r")
 	res = workflows.TrainResult{Epochs: []workflows.EpochResult{{Epoch: 0, Ran: 77, Run: workflows.Result{Reused: 3}}}, Ran: 77, Reused: 3}
 	other.Train(ctx, &res)
@@ -90,9 +89,8 @@ func TestAccount(t *testing.T) {
 
 func TestLoad(t *testing.T) {
 	ctx := context.Background()
-	store, err := results.Open(t.TempDir())
-	require.NoError(t, err)
-	_, err = Load(ctx, store, "r")
+	store := storetest.Files(t, "")
+	_, err := Load(ctx, store, "r")
 	require.ErrorIs(t, err, ErrNotFound)
 
 	for i, reward := range []float64{1, 0.5, 0} {
@@ -160,8 +158,7 @@ func TestStatus(t *testing.T) {
 // the execution started (by an earlier one) is reused.
 func TestAccountAttachedToARunningRun(t *testing.T) {
 	ctx := context.Background()
-	store, err := results.Open(t.TempDir())
-	require.NoError(t, err)
+	store := storetest.Files(t, "")
 	start := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	put := func(index int64, finished time.Time) {
 		t.Helper()

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/dialects"
-	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/results/export"
 	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/trace"
@@ -23,10 +22,9 @@ import (
 // without token data lacks.
 func TestExportSamplesCommand(t *testing.T) {
 	dir := t.TempDir()
-	store, err := results.Open(dir)
-	require.NoError(t, err)
+	store := storetest.Files(t, dir)
 	rec := storetest.Record("tok", 0, 0)
-	_, _, err = store.Put(context.Background(), rec, &trace.Rollout{Key: rec.Key, Turns: []trace.Turn{
+	_, _, err := store.Put(context.Background(), rec, &trace.Rollout{Key: rec.Key, Turns: []trace.Turn{
 		{Index: 0, Status: 200, Tokens: &dialects.Tokens{PromptIDs: []int32{1}, CompletionIDs: []int32{2}, Logprobs: dialects.Float32s{-0.5}}},
 		{Index: 1, Status: 200, Tokens: &dialects.Tokens{PromptIDs: []int32{1, 2, 3}, CompletionIDs: []int32{4}, Logprobs: dialects.Float32s{-0.25}}},
 	}})

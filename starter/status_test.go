@@ -17,6 +17,7 @@ import (
 
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -42,8 +43,7 @@ func (f fakeTemporal) QueryWorkflow(context.Context, string, string, string, ...
 func storeWith(t *testing.T, runID string, rewards ...float64) string {
 	t.Helper()
 	dir := t.TempDir()
-	store, err := results.Open(dir)
-	require.NoError(t, err)
+	store := storetest.Files(t, dir)
 	for i, r := range rewards {
 		rec := results.Record{Key: rollout.Key(runID, 0, int64(i), 0), RunID: runID, Index: int64(i), Reward: r, Status: rollout.StatusOK, Attempt: 1}
 		if r < 0 {

@@ -143,8 +143,7 @@ func TestSweepSummaryShowsCellsSideBySide(t *testing.T) {
 // its cell, and starter results prints the cells side by side.
 func TestExportAndResultsOfASweep(t *testing.T) {
 	dir := t.TempDir()
-	store, err := results.Open(dir)
-	require.NoError(t, err)
+	store := storetest.Files(t, dir)
 	ctx := context.Background()
 	sweep := workflows.SweepResult{RunID: "sw", Taskset: "sample", WallTime: "2s"}
 	for i, name := range []string{"agent@m1", "agent@m2", "sh@m1", "sh@m2"} {
@@ -184,18 +183,25 @@ func TestExportAndResultsOfASweep(t *testing.T) {
 }
 
 // captureStdout is what f writes to os.Stdout.
-func captureStdout(t *testing.T, f func()) string {
+func captureStdout(t *testing.T, f func()) string { return capture(t, &os.Stdout, f) }
+
+// captureStderr is what f writes to os.Stderr.
+func captureStderr(t *testing.T, f func()) string { return capture(t, &os.Stderr, f) }
+
+// capture is what f writes to *file (os.Stdout or os.Stderr), which a
+// pipe stands in for while f runs.
+func capture(t *testing.T, file **os.File, f func()) string {
 	t.Helper()
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
-	old := os.Stdout
-	os.Stdout = w
+	old := *file
+	*file = w
 	done := make(chan string)
 	go func() {
 		b, _ := io.ReadAll(r)
 		done <- string(b)
 	}()
-	defer func() { os.Stdout = old }()
+	defer func() { *file = old }()
 	f()
 	require.NoError(t, w.Close())
 	return <-done
@@ -351,24 +357,6 @@ func TestSweepRerunWithOtherCellsSaysSo(t *testing.T) {
 	assert.Empty(t, b.String(), "the same cells: nothing added or dropped")
 	restartedSweep(&b, "sw", nil, asked)
 	assert.Empty(t, b.String(), "no earlier sweep under the id: nothing to compare")
-}
-
-// captureStderr returns what f wrote to os.Stderr.
-func captureStderr(t *testing.T, f func()) string {
-	t.Helper()
-	r, w, err := os.Pipe()
-	require.NoError(t, err)
-	old := os.Stderr
-	os.Stderr = w
-	done := make(chan string)
-	go func() {
-		b, _ := io.ReadAll(r)
-		done <- string(b)
-	}()
-	defer func() { os.Stderr = old }()
-	f()
-	require.NoError(t, w.Close())
-	return <-done
 }
 
 // The same sweep command with another --model list, on the embedded

@@ -14,13 +14,12 @@ import (
 
 	"github.com/evalflow/evalflow/internal/viewer"
 	"github.com/evalflow/evalflow/internal/wiring"
-	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/storetest"
 )
 
 func TestServeViewerOnLoopback(t *testing.T) {
 	dir := t.TempDir()
-	store, err := results.Open(dir)
-	require.NoError(t, err)
+	store := storetest.Files(t, dir)
 	require.NoError(t, store.WriteSummary(context.Background(), "run-1", map[string]string{"model": "m"}))
 
 	srv, err := serveViewer(context.Background(), wiring.StoreConfig{RunsDir: dir}, "127.0.0.1:0", viewer.Options{})

@@ -17,14 +17,14 @@ import (
 
 	"github.com/evalflow/evalflow/internal/viewer"
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/rollout"
 )
 
 // serve starts a viewer over a fresh store holding the fixture's runs.
 func serve(t *testing.T) *httptest.Server {
 	t.Helper()
-	store, err := results.Open(t.TempDir())
-	require.NoError(t, err)
+	store := storetest.Files(t, "")
 	writeFixture(t, store)
 	srv := httptest.NewServer(viewer.New(store, viewer.Options{
 		TemporalUI: "http://127.0.0.1:8233/", Secrets: []string{providerKey},

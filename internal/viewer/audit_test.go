@@ -12,6 +12,7 @@ import (
 	"github.com/evalflow/evalflow/internal/viewer"
 	"github.com/evalflow/evalflow/internal/viewer/viewertest"
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/trace"
 	"github.com/evalflow/evalflow/workflows"
@@ -24,8 +25,7 @@ const auditRun = "audit-fixture"
 // nothing, and nothing scored on "sound".
 func serveAudit(t *testing.T) *httptest.Server {
 	t.Helper()
-	store, err := results.Open(t.TempDir())
-	require.NoError(t, err)
+	store := storetest.Files(t, "")
 	ctx := context.Background()
 	sweep := workflows.SweepResult{RunID: auditRun, Taskset: "tasks", WallTime: "40s"}
 	cells := []struct {

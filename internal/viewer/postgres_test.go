@@ -13,14 +13,14 @@ import (
 	"github.com/evalflow/evalflow/internal/viewer"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/results/postgres"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/rollout"
 )
 
 // The viewer over the PostgreSQL store serves what it serves over files:
 // the same runs, rollouts and attempts, from the same writes.
 func TestPostgresStoreServesTheSameRuns(t *testing.T) {
-	files, err := results.Open(t.TempDir())
-	require.NoError(t, err)
+	files := storetest.Files(t, "")
 	db, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{})
 	require.NoError(t, err)
 	defer db.Close()

@@ -15,6 +15,7 @@ import (
 	"github.com/evalflow/evalflow/internal/viewer"
 	"github.com/evalflow/evalflow/internal/viewer/viewertest"
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -30,8 +31,7 @@ var sweepCellNames = []string{"agent@mock-a", "agent@mock-b", "shell@mock-a", "s
 // without it, the sweep is still running.
 func serveSweep(t *testing.T, finished bool) *httptest.Server {
 	t.Helper()
-	store, err := results.Open(t.TempDir())
-	require.NoError(t, err)
+	store := storetest.Files(t, "")
 	ctx := context.Background()
 	sweep := workflows.SweepResult{RunID: sweepRun, Taskset: "arith", WallTime: "9s"}
 	for ci, name := range sweepCellNames {
@@ -140,8 +140,7 @@ func TestBrowserSweep(t *testing.T) {
 // a page saying so, not a 404, and becomes the sweep's page with its first
 // rollout; an id no run can have is still a 404 naming what is wrong.
 func TestSweepBeforeAnyRolloutIsWaiting(t *testing.T) {
-	store, err := results.Open(t.TempDir())
-	require.NoError(t, err)
+	store := storetest.Files(t, "")
 	srv := httptest.NewServer(viewer.New(store, viewer.Options{TemporalUI: "http://127.0.0.1:8233"}))
 	t.Cleanup(srv.Close)
 
@@ -162,7 +161,7 @@ func TestSweepBeforeAnyRolloutIsWaiting(t *testing.T) {
 	cellID := workflows.CellRunID(sweepRun, "agent@mock-a")
 	key := rollout.Key(cellID, 0, 0, 0)
 	tr := toolTrace(key, "arith", "391")
-	_, _, err = store.Put(context.Background(), results.Record{Key: key, RunID: cellID, TaskID: "arith", Status: rollout.StatusOK,
+	_, _, err := store.Put(context.Background(), results.Record{Key: key, RunID: cellID, TaskID: "arith", Status: rollout.StatusOK,
 		Model: "mock-a", Reward: 1, Attempt: 1, FinishedAt: t0}, &tr)
 	require.NoError(t, err)
 	run = viewer.Run{}

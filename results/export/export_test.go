@@ -57,8 +57,7 @@ func fill(t *testing.T, s results.Store) {
 func TestExport(t *testing.T) {
 	stores := map[string]func(t *testing.T) results.Store{
 		"files": func(t *testing.T) results.Store {
-			s, err := results.Open(t.TempDir())
-			require.NoError(t, err)
+			s := storetest.Files(t, "")
 			return s
 		},
 		"postgres": func(t *testing.T) results.Store {
@@ -127,8 +126,7 @@ func TestExport(t *testing.T) {
 // differently is two interleaved samples, and says it is not interleavable.
 func TestExportSamples(t *testing.T) {
 	ctx := context.Background()
-	s, err := results.Open(t.TempDir())
-	require.NoError(t, err)
+	s := storetest.Files(t, "")
 	defer s.Close()
 	v3, v4 := int64(3), int64(4)
 	tok := func(i int, prompt, completion []int32, v *int64) trace.Turn {
@@ -137,7 +135,7 @@ func TestExportSamples(t *testing.T) {
 			Tokens:   &dialects.Tokens{PromptIDs: prompt, CompletionIDs: completion, Logprobs: make(dialects.Float32s, len(completion))}}
 	}
 	exact := storetest.Record("run", 0, 0)
-	_, _, err = s.Put(ctx, exact, &trace.Rollout{Key: exact.Key, Turns: []trace.Turn{
+	_, _, err := s.Put(ctx, exact, &trace.Rollout{Key: exact.Key, Turns: []trace.Turn{
 		tok(0, []int32{1, 2}, []int32{3}, &v4), tok(1, []int32{1, 2, 3, 9}, []int32{4, 5}, &v3)}})
 	require.NoError(t, err)
 	broken := storetest.Record("run", 1, 0)

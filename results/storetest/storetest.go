@@ -21,6 +21,18 @@ import (
 // Open returns a new, empty store for one case; the case closes it.
 type Open func(t *testing.T) results.Store
 
+// Files is a files run store at dir, or in a temp dir of tb's when dir is
+// empty.
+func Files(tb testing.TB, dir string) *results.Files {
+	tb.Helper()
+	if dir == "" {
+		dir = tb.TempDir()
+	}
+	s, err := results.Open(dir)
+	require.NoError(tb, err)
+	return s
+}
+
 // Record is a success of rollout k of task index in epoch 0 of runID.
 func Record(runID string, index int64, k int) results.Record {
 	return results.Record{
