@@ -68,15 +68,17 @@ func (s Stored) IsTrain() bool {
 
 // Counts are the figures of a set of stored rollouts.
 type Counts struct {
-	Rollouts, OK, Failed int
-	MeanReward           float64
+	Rollouts   int     `json:"rollouts"`
+	OK         int     `json:"ok"`
+	Failed     int     `json:"failed"`
+	MeanReward float64 `json:"mean_reward"`
 	// Epochs is the number of distinct epochs the rollouts belong to.
-	Epochs int
+	Epochs int `json:"-"`
 	// CostUSD is what the rollouts' model calls cost; UnpricedRollouts
 	// counts those with a call of a model without a price, whose cost is
 	// unknown and not in CostUSD.
-	CostUSD          float64
-	UnpricedRollouts int
+	CostUSD          float64 `json:"cost_usd"`
+	UnpricedRollouts int     `json:"unpriced_rollouts,omitempty"`
 }
 
 // Count counts rollouts: how many succeeded and failed, their mean reward

@@ -51,15 +51,8 @@ type RunRow struct {
 	Model   string `json:"model,omitempty"`
 	Taskset string `json:"taskset,omitempty"`
 	State   string `json:"state"`
-	// Rollouts, OK and Failed count the rollouts stored so far.
-	Rollouts   int     `json:"rollouts"`
-	OK         int     `json:"ok"`
-	Failed     int     `json:"failed"`
-	MeanReward float64 `json:"mean_reward"`
-	// CostUSD is what the stored rollouts cost; UnpricedRollouts counts
-	// those with a call of a model without a price (cost unknown).
-	CostUSD          float64 `json:"cost_usd"`
-	UnpricedRollouts int     `json:"unpriced_rollouts,omitempty"`
+	// Counts count the rollouts stored so far, and what they cost.
+	run.Counts
 	// Stopped says why a finished run ran fewer rollouts than it asked
 	// for (workflows.StoppedMaxRunCost).
 	Stopped   string    `json:"stopped,omitempty"`
@@ -126,10 +119,7 @@ type Rollout struct {
 
 // row is a run's row from what the store holds of it.
 func row(id string, info run.Stored) RunRow {
-	n := run.Count(info.Records)
-	r := RunRow{ID: id, Kind: KindEval, State: StateRunning, UpdatedAt: info.Modified,
-		Rollouts: n.Rollouts, OK: n.OK, Failed: n.Failed, MeanReward: n.MeanReward,
-		CostUSD: n.CostUSD, UnpricedRollouts: n.UnpricedRollouts}
+	r := RunRow{ID: id, Kind: KindEval, State: StateRunning, UpdatedAt: info.Modified, Counts: run.Count(info.Records)}
 	if info.IsTrain() {
 		r.Kind = KindTrain
 	}
