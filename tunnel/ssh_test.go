@@ -38,13 +38,16 @@ func startAgent(t *testing.T, keyFile string) {
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				_ = agent.ServeAgent(keyring, c)
-			}()
+			go serveAgent(keyring, c)
 		}
 	}()
 	t.Setenv("SSH_AUTH_SOCK", sock)
+}
+
+// serveAgent answers one agent client on c until it hangs up.
+func serveAgent(keyring agent.Agent, c net.Conn) {
+	defer c.Close()
+	_ = agent.ServeAgent(keyring, c)
 }
 
 func TestSSHAuth(t *testing.T) {
