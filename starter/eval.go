@@ -196,7 +196,7 @@ func runConfig(cctx *cli.Context) (workflows.RunConfig, error) {
 			Prompt: cctx.String("taskset.prompt-field"), Answer: cctx.String("taskset.answer-field"), ID: cctx.String("taskset.id-field"),
 		}),
 		Tasks:           cctx.Int64("tasks"),
-		RolloutsPerTask: cctx.Int(rolloutsFlag(cctx)),
+		RolloutsPerTask: rolloutsPerTask(cctx),
 		MaxConcurrent:   cctx.Int("max-concurrent"),
 		Seed:            cctx.Uint64("seed"),
 		Shuffle:         cctx.Bool("shuffle"),
@@ -371,6 +371,15 @@ func checkNames(cfg workflows.RunConfig) error {
 		return fmt.Errorf("--harness-env: %w", err)
 	}
 	return nil
+}
+
+// rolloutsPerTask is the value of rolloutsFlag; a command without that
+// flag (audit) runs the default.
+func rolloutsPerTask(cctx *cli.Context) int {
+	if cctx.Value(rolloutsFlag(cctx)) == nil {
+		return workflows.DefaultRolloutsPerTask
+	}
+	return cctx.Int(rolloutsFlag(cctx))
 }
 
 // rolloutsFlag is the flag that gives the rollouts per task:

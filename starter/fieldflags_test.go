@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"flag"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
 	"github.com/evalflow/evalflow/workflows"
@@ -33,4 +36,19 @@ func TestFieldFlagsAreFlags(t *testing.T) {
 	other := errors.New("other")
 	assert.Equal(t, other, flagError(cctx, other), "not a field's error: as it is")
 	assert.NoError(t, flagError(cctx, nil))
+}
+
+// A run command without a flag of the rollouts per task (audit) runs the
+// default, not a 0 refused.
+func TestRunConfigWithoutRolloutsFlag(t *testing.T) {
+	set := flag.NewFlagSet("audit", flag.ContinueOnError)
+	for _, f := range auditCommand().Flags {
+		require.NoError(t, f.Apply(set))
+	}
+	require.NoError(t, set.Parse([]string{"--run-id", "a1"}))
+	cctx := cli.NewContext(&cli.App{}, set, nil)
+	cctx.Context = context.Background()
+	cfg, err := runConfig(cctx)
+	require.NoError(t, err)
+	assert.Equal(t, workflows.DefaultRolloutsPerTask, cfg.RolloutsPerTask)
 }
