@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/rollout"
@@ -38,7 +39,7 @@ func benchEval(b *testing.B, rt harness.Runtime, cfg workflows.RunConfig) {
 // reports the process's peak resident memory during the evals (the
 // worker's, with the embedded server's).
 func benchEvalAt(b *testing.B, inFlight int, rt harness.Runtime, cfg workflows.RunConfig) {
-	_, c := startServer(b)
+	_, c := devtest.StartEvalflow(b)
 	workDir := b.TempDir()
 	if rt == nil {
 		rt = &local.Runtime{Dir: workDir}

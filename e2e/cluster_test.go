@@ -1,17 +1,17 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -20,46 +20,61 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/evalflow/evalflow/harness"
-	"github.com/evalflow/evalflow/internal/devserver"
-	"github.com/evalflow/evalflow/internal/namespace"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/internal/wiring"
+	"github.com/evalflow/evalflow/providers/mock"
 )
 
-// startServer starts an embedded Temporal server on free ports in a temp dir.
-func startServer(t testing.TB) (*devserver.Server, client.Client) {
+// skipShort skips an end-to-end run on the embedded server under -short.
+func skipShort(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var srv *devserver.Server
-	var err error
-	// A free port may be taken again before the server binds it (other
-	// packages' tests run beside this one): pick another.
-	for range 5 {
-		srv, err = devserver.Start(ctx, devserver.Config{
-			DataDir:          t.TempDir(),
-			Port:             freePort(t),
-			UIPort:           -1,
-			SearchAttributes: namespace.Attributes(),
-		})
-		if !errors.Is(err, syscall.EADDRINUSE) && !errors.Is(err, devserver.ErrStartFailed) {
-			break
-		}
+	if testing.Short() {
+		t.Skip("end-to-end run on the embedded server")
 	}
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Stop() })
-	c, err := wiring.Dial(ctx, srv.Address(), "default", slog.New(slog.DiscardHandler), time.Minute)
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	return srv, c
 }
 
-func freePort(t testing.TB) int {
+// startWorker starts a worker of cfg on c, stopped when the test ends. Its
+// harness is the built-in agent, its runs directory a temp dir of the
+// test's and its log discarded unless cfg says otherwise.
+func startWorker(t testing.TB, c client.Client, cfg wiring.Config) *wiring.Worker {
 	t.Helper()
-	// Outside the ephemeral range: no other program's connection takes it
-	// before the server binds it.
-	port, err := devserver.FreePort("127.0.0.1")
+	if cfg.DefaultHarness == nil {
+		cfg.DefaultHarness = agentCommand
+	}
+	if cfg.RunsDir == "" {
+		cfg.RunsDir = t.TempDir()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	w, err := wiring.NewWorker(c, cfg)
 	require.NoError(t, err)
-	return port
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	return w
+}
+
+const providerKey = "sk-e2e-provider-key-0f9a8b7c6d5e"
+
+// provider is the upstream model: the offline mock of cfg behind a check
+// of the worker's API key. It counts the calls with another key.
+func provider(t *testing.T, cfg mock.Config) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	m, err := mock.New(cfg)
+	require.NoError(t, err)
+	var badAuth atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+providerKey {
+			badAuth.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"error":{"message":"bad key","type":"invalid_request_error"}}`)
+			return
+		}
+		m.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &badAuth
 }
 
 // recordingRuntime runs harnesses locally and remembers every rollout key
@@ -72,7 +87,7 @@ type recordingRuntime struct {
 }
 
 func newRecordingRuntime() *recordingRuntime {
-	return &recordingRuntime{inner: &harness.Local{}, runs: map[string]int{}}
+	return &recordingRuntime{inner: &local.Runtime{}, runs: map[string]int{}}
 }
 
 func (r *recordingRuntime) Run(ctx context.Context, spec harness.Spec) (harness.Result, error) {
@@ -103,24 +118,6 @@ func (r *recordingRuntime) allSecrets() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.secrets...)
-}
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // histories returns every history of a workflow id's continue-as-new chain,

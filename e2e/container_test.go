@@ -38,6 +38,7 @@ func runID(t *testing.T) string {
 // engine: the oracle scores 1 on every task and doing nothing 0, each
 // verified in the sandbox the harness ran in.
 func TestContainerHarborSample(t *testing.T) {
+	t.Parallel()
 	n := harborSampleLen(t)
 	t.Run("oracle", func(t *testing.T) {
 		rt := containerRuntime(t)
@@ -70,6 +71,7 @@ func TestContainerHarborSample(t *testing.T) {
 // failure "oom". (Services left running: harness/container's isolation
 // tests.)
 func TestContainerTerminalBenchShapedTasks(t *testing.T) {
+	t.Parallel()
 	dir, err := filepath.Abs("../internal/harness/container/testdata/tb-shaped")
 	require.NoError(t, err)
 	t.Run("oracle", func(t *testing.T) {
@@ -102,6 +104,7 @@ func TestContainerTerminalBenchShapedTasks(t *testing.T) {
 // tasks' containers: its tool calls run there, and the verifier finds its
 // work in the same sandbox.
 func TestContainerScriptedAgent(t *testing.T) {
+	t.Parallel()
 	script, err := filepath.Abs("testdata/harbor-agent.jsonl")
 	require.NoError(t, err)
 	rt := containerRuntime(t)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -10,8 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/wiring"
-	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -21,18 +21,11 @@ import (
 // stored, and the run ends saying why. Started again with a higher bound,
 // it reuses what was stored and runs the rest.
 func TestEvalStopsAtMaxRunCost(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end run on the embedded server")
-	}
-	_, c := startServer(t)
+	t.Parallel()
+	skipShort(t)
+	_, c := devtest.StartEvalflow(t)
 	runsDir := t.TempDir()
-	w, err := wiring.NewWorker(c, wiring.Config{
-		TaskQueue: "cost", RunsDir: runsDir, MaxRollouts: 4,
-		DefaultHarness: agentCommand, Logger: slog.New(slog.DiscardHandler),
-	})
-	require.NoError(t, err)
-	require.NoError(t, w.Start())
-	defer w.Stop()
+	startWorker(t, c, wiring.Config{TaskQueue: "cost", RunsDir: runsDir, MaxRollouts: 4})
 
 	const tasks = 6
 	cfg := workflows.RunConfig{RunID: "cost-run", Taskset: "sample", Tasks: tasks, MaxConcurrent: 2, Model: "mock",
@@ -52,8 +45,7 @@ func TestEvalStopsAtMaxRunCost(t *testing.T) {
 	assert.LessOrEqual(t, res.Rollouts, int64(2), "only the window's rollouts ran")
 	assert.Positive(t, res.CostUSD)
 
-	store, err := results.Open(runsDir)
-	require.NoError(t, err)
+	store := storetest.Files(t, runsDir)
 	recs := mustList(t, store, cfg.RunID)
 	require.Len(t, recs, int(res.Rollouts), "every rollout started is stored")
 	var cost float64

@@ -19,10 +19,11 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/providers/mock"
-	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/tasksets/tables"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -91,21 +92,16 @@ func writeProblemsHF(t *testing.T, rows []problem) string {
 // columns mapped to prompt, answer and id: every row is a task, stored
 // under its own id, scored against its own answer.
 func TestEvalOverDatasets(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end run on the embedded server")
-	}
-	_, c := startServer(t)
+	t.Parallel()
+	skipShort(t)
+	_, c := devtest.StartEvalflow(t)
 	runsDir := t.TempDir()
-	w, err := wiring.NewWorker(c, wiring.Config{
+	startWorker(t, c, wiring.Config{
 		TaskQueue: "e2e-datasets", RunsDir: runsDir, MaxRollouts: 8, Multiplex: 8,
 		Mock:    mock.Config{ErrorRate: 0},
-		Runtime: &local.Runtime{Dir: t.TempDir()}, DefaultHarness: agentCommand,
+		Runtime: &local.Runtime{Dir: t.TempDir()},
 	})
-	require.NoError(t, err)
-	require.NoError(t, w.Start())
-	defer w.Stop()
-	store, err := results.Open(runsDir)
-	require.NoError(t, err)
+	store := storetest.Files(t, runsDir)
 
 	rows := problems(12)
 	fields := tables.Fields{Prompt: "problem", Answer: "solution", ID: "uid"}

@@ -12,8 +12,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/wiring"
-	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -23,10 +24,9 @@ import (
 // every harness dialect goes through the translate arm end to end, and
 // checks the traces hold the typed turns.
 func TestEvalPerHarnessDialect(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end run on the embedded server")
-	}
-	_, c := startServer(t)
+	t.Parallel()
+	skipShort(t)
+	_, c := devtest.StartEvalflow(t)
 	tests := []struct{ harness, upstream string }{
 		{dialects.NameChat, dialects.NameAnthropic},
 		{dialects.NameResponses, dialects.NameChat},
@@ -65,8 +65,7 @@ func TestEvalPerHarnessDialect(t *testing.T) {
 			require.NoError(t, run.Get(ctx, &res))
 			require.Equal(t, int64(tasks), res.Rollouts)
 
-			store, err := results.Open(runsDir)
-			require.NoError(t, err)
+			store := storetest.Files(t, runsDir)
 			recs := mustList(t, store, runID)
 			require.Len(t, recs, tasks)
 			for _, rec := range recs {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/interception/gateway"
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/wiring"
 )
 
@@ -26,15 +26,13 @@ import (
 // model below it with the official SDK, and each registration holds a
 // unit of the worker's capacity until it is unregistered.
 func TestWorkerServesTheGatewayAtItsAddress(t *testing.T) {
-	_, c := startServer(t)
+	t.Parallel()
+	_, c := devtest.StartEvalflow(t)
 	const token = "gw-e2e-token"
-	w, err := wiring.NewWorker(c, wiring.Config{
-		TaskQueue: "gateway", RunsDir: t.TempDir(), MaxRollouts: 1, Logger: slog.New(slog.DiscardHandler),
+	w := startWorker(t, c, wiring.Config{
+		TaskQueue: "gateway", MaxRollouts: 1,
 		Interception: wiring.Interception{GatewayToken: token, GatewayAddr: "127.0.0.1:0"},
 	})
-	require.NoError(t, err)
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
 	root := "http://" + w.GatewayAddr()
 	require.NotEqual(t, "http://", root)
 
@@ -129,17 +127,15 @@ func runSeedClient(t *testing.T, python, root, token string, args ...string) (se
 // both steps with token ids, masks and logprobs; it unregisters, on an
 // agent's failure too.
 func TestSeedClientAgainstTheWorkerGateway(t *testing.T) {
+	t.Parallel()
 	python, err := exec.LookPath("python3")
 	require.NoError(t, err, "python3 runs the documented example (make setup installs it)")
-	_, c := startServer(t)
+	_, c := devtest.StartEvalflow(t)
 	const token = "gw-seed-token-7c1d"
-	w, err := wiring.NewWorker(c, wiring.Config{
-		TaskQueue: "gateway-seed", RunsDir: t.TempDir(), MaxRollouts: 1, Logger: slog.New(slog.DiscardHandler),
+	w := startWorker(t, c, wiring.Config{
+		TaskQueue: "gateway-seed", MaxRollouts: 1,
 		Interception: wiring.Interception{GatewayToken: token, GatewayAddr: "127.0.0.1:0"},
 	})
-	require.NoError(t, err)
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
 	root := "http://" + w.GatewayAddr()
 
 	s, ok := runSeedClient(t, python, root, token)

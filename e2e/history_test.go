@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/pull"
 	"github.com/evalflow/evalflow/rollout"
@@ -23,43 +23,24 @@ import (
 //
 //	EVALFLOW_WRITE_HISTORY=$PWD/workflows/testdata/<version> go test ./e2e -run 'CaptureReplay|CaptureTraining'
 func TestCaptureReplayHistories(t *testing.T) {
-	if os.Getenv("EVALFLOW_WRITE_HISTORY") == "" {
-		t.Skip("set EVALFLOW_WRITE_HISTORY to a directory to record replay histories")
-	}
-	_, c := startServer(t)
-	w, err := wiring.NewWorker(c, wiring.Config{
-		TaskQueue: "capture", RunsDir: t.TempDir(), MaxRollouts: 4,
-		DefaultHarness: agentCommand, Logger: slog.New(slog.DiscardHandler),
-	})
-	require.NoError(t, err)
-	require.NoError(t, w.Start())
-	defer w.Stop()
+	t.Parallel()
+	skipUnlessCapturing(t)
 	cfg := workflows.RunConfig{
 		RunID: "replay-run", Taskset: "sample", Tasks: 6, RolloutsPerTask: 2, MaxConcurrent: 3,
 		Shuffle: true, Seed: 11, Model: "mock",
 		Limits: workflows.Limits{ContinueAsNewAfter: 8},
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: cfg.RunID, TaskQueue: "capture", TypedSearchAttributes: workflows.SearchAttributes(cfg),
-	}, wiring.EvalWorkflowName, workflows.EvalInput{Config: cfg})
-	require.NoError(t, err)
-	var res workflows.Result
-	require.NoError(t, c.GetWorkflow(ctx, cfg.RunID, "").Get(ctx, &res))
+	res, hs := captureEval(t, wiring.Config{MaxRollouts: 4}, cfg,
+		client.StartWorkflowOptions{TypedSearchAttributes: workflows.SearchAttributes(cfg)})
 	require.Equal(t, int64(12), res.Rollouts)
-	hs := histories(t, c, cfg.RunID, run.GetRunID())
-	require.Len(t, hs, 2)
-	writeHistory(t, "eval_segment.json", hs[0])
-	writeHistory(t, "eval_final.json", hs[1])
+	writeSegmentAndFinal(t, hs)
 }
 
 // TestCaptureTrainingHistories records histories of the Train, Epoch and
 // Pull workflows for replay tests (see TestCaptureReplayHistories).
 func TestCaptureTrainingHistories(t *testing.T) {
-	if os.Getenv("EVALFLOW_WRITE_HISTORY") == "" {
-		t.Skip("set EVALFLOW_WRITE_HISTORY to a directory to record replay histories")
-	}
+	t.Parallel()
+	skipUnlessCapturing(t)
 	tc := newTrainCluster(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -83,10 +64,7 @@ func TestCaptureTrainingHistories(t *testing.T) {
 	require.NoError(t, err)
 	_, err = p.RunGroup(ctx, ref, 2)
 	require.NoError(t, err)
-	require.NoError(t, p.Close(ctx))
-	pr := tc.c.GetWorkflow(ctx, "replay-pull", "")
-	require.NoError(t, pr.Get(ctx, nil))
-	writeHistory(t, "pull_final.json", histories(t, tc.c, "replay-pull", pr.GetRunID())[0])
+	writeClosedPull(t, ctx, tc, p, "replay-pull")
 }
 
 // TestCaptureVerifyHistories records histories of an eval of tasks with a
@@ -95,39 +73,22 @@ func TestCaptureTrainingHistories(t *testing.T) {
 //
 //	EVALFLOW_WRITE_HISTORY=$PWD/workflows/testdata/verify-step go test ./e2e -run CaptureVerify
 func TestCaptureVerifyHistories(t *testing.T) {
-	if os.Getenv("EVALFLOW_WRITE_HISTORY") == "" {
-		t.Skip("set EVALFLOW_WRITE_HISTORY to a directory to record replay histories")
-	}
+	t.Parallel()
+	skipUnlessCapturing(t)
 	root, marks := t.TempDir(), t.TempDir()
 	for _, name := range []string{"ok-1", "ok-2", "ok-3"} {
 		writeTask(t, root, name, `echo 1 > "$EVALFLOW_VERIFIER_LOGS/reward.txt"`, 30)
 	}
 	// The first run of this verifier writes garbage, the next a reward.
 	writeTask(t, root, "flaky", `m=`+marks+`/flaky; if [ -e $m ]; then echo 1; else touch $m; echo oops; fi > "$EVALFLOW_VERIFIER_LOGS/reward.txt"`, 30)
-	_, c := startServer(t)
-	w, err := wiring.NewWorker(c, wiring.Config{
-		TaskQueue: "capture", RunsDir: t.TempDir(), WorkDir: t.TempDir(), MaxRollouts: 2,
-		DefaultHarness: agentCommand, Logger: slog.New(slog.DiscardHandler),
-	})
-	require.NoError(t, err)
-	require.NoError(t, w.Start())
-	defer w.Stop()
 	cfg := workflows.RunConfig{
 		RunID: "replay-verify", Taskset: "harbor:" + root, MaxConcurrent: 2, Model: "mock",
 		Harness: rollout.HarnessConfig{Command: []string{"true"}},
 		Limits:  workflows.Limits{ContinueAsNewAfter: 3, MaxAttempts: 3},
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: cfg.RunID, TaskQueue: "capture"}, wiring.EvalWorkflowName, workflows.EvalInput{Config: cfg})
-	require.NoError(t, err)
-	var res workflows.Result
-	require.NoError(t, c.GetWorkflow(ctx, cfg.RunID, "").Get(ctx, &res))
+	res, hs := captureEval(t, wiring.Config{WorkDir: t.TempDir(), MaxRollouts: 2}, cfg, client.StartWorkflowOptions{})
 	require.Equal(t, int64(4), res.OK, "%+v", res.FailedSamples)
-	hs := histories(t, c, cfg.RunID, run.GetRunID())
-	require.Len(t, hs, 2)
-	writeHistory(t, "eval_segment.json", hs[0])
-	writeHistory(t, "eval_final.json", hs[1])
+	writeSegmentAndFinal(t, hs)
 }
 
 // TestCapturePolicyHistories records a pull run's history with policy
@@ -137,9 +98,8 @@ func TestCaptureVerifyHistories(t *testing.T) {
 //
 //	EVALFLOW_WRITE_HISTORY=$PWD/workflows/testdata/policy-versions go test ./e2e -run CapturePolicy
 func TestCapturePolicyHistories(t *testing.T) {
-	if os.Getenv("EVALFLOW_WRITE_HISTORY") == "" {
-		t.Skip("set EVALFLOW_WRITE_HISTORY to a directory to record replay histories")
-	}
+	t.Parallel()
+	skipUnlessCapturing(t)
 	tc := newTrainCluster(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -162,10 +122,17 @@ func TestCapturePolicyHistories(t *testing.T) {
 	for _, s := range g.Rollouts {
 		require.Equal(t, 1, s.StaleReruns, "%+v", s)
 	}
+	writeClosedPull(t, ctx, tc, p, "replay-policy")
+}
+
+// writeClosedPull closes the pull run p of runID and, once it ended,
+// writes its history as pull_final.json.
+func writeClosedPull(t *testing.T, ctx context.Context, tc *trainCluster, p *pull.Client, runID string) {
+	t.Helper()
 	require.NoError(t, p.Close(ctx))
-	pr := tc.c.GetWorkflow(ctx, "replay-policy", "")
+	pr := tc.c.GetWorkflow(ctx, runID, "")
 	require.NoError(t, pr.Get(ctx, nil))
-	writeHistory(t, "pull_final.json", histories(t, tc.c, "replay-policy", pr.GetRunID())[0])
+	writeHistory(t, "pull_final.json", histories(t, tc.c, runID, pr.GetRunID())[0])
 }
 
 // TestCaptureRunCostHistories records an eval stopped at its run cost
@@ -173,24 +140,47 @@ func TestCapturePolicyHistories(t *testing.T) {
 //
 //	EVALFLOW_WRITE_HISTORY=$PWD/workflows/testdata/run-cost go test ./e2e -run CaptureRunCost
 func TestCaptureRunCostHistories(t *testing.T) {
+	t.Parallel()
+	skipUnlessCapturing(t)
+	cfg := workflows.RunConfig{RunID: "replay-run-cost", Taskset: "sample", Tasks: 6, MaxConcurrent: 2, Model: "mock", MaxRunCostUSD: 1e-9}
+	res, hs := captureEval(t, wiring.Config{MaxRollouts: 2}, cfg, client.StartWorkflowOptions{})
+	require.Equal(t, workflows.StoppedMaxRunCost, res.Stopped)
+	writeHistory(t, "eval_final.json", hs[0])
+}
+
+// writeSegmentAndFinal writes an eval's two histories: a segment that
+// continued as new, and the final one.
+func writeSegmentAndFinal(t *testing.T, hs []string) {
+	t.Helper()
+	require.Len(t, hs, 2)
+	writeHistory(t, "eval_segment.json", hs[0])
+	writeHistory(t, "eval_final.json", hs[1])
+}
+
+// skipUnlessCapturing skips a test that records histories for the
+// workflows package's replay tests unless EVALFLOW_WRITE_HISTORY names
+// where they go.
+func skipUnlessCapturing(t *testing.T) {
+	t.Helper()
 	if os.Getenv("EVALFLOW_WRITE_HISTORY") == "" {
 		t.Skip("set EVALFLOW_WRITE_HISTORY to a directory to record replay histories")
 	}
-	_, c := startServer(t)
-	w, err := wiring.NewWorker(c, wiring.Config{
-		TaskQueue: "capture", RunsDir: t.TempDir(), MaxRollouts: 2,
-		DefaultHarness: agentCommand, Logger: slog.New(slog.DiscardHandler),
-	})
-	require.NoError(t, err)
-	require.NoError(t, w.Start())
-	defer w.Stop()
-	cfg := workflows.RunConfig{RunID: "replay-run-cost", Taskset: "sample", Tasks: 6, MaxConcurrent: 2, Model: "mock", MaxRunCostUSD: 1e-9}
+}
+
+// captureEval runs an eval of cfg, started with opts, on a server of its
+// own and a worker of worker's settings, on the queue "capture"; it
+// returns the eval's result and the histories of its chain.
+func captureEval(t *testing.T, worker wiring.Config, cfg workflows.RunConfig, opts client.StartWorkflowOptions) (workflows.Result, []string) {
+	t.Helper()
+	_, c := devtest.StartEvalflow(t)
+	worker.TaskQueue, worker.RunsDir, worker.DefaultHarness = "capture", t.TempDir(), agentCommand
+	startWorker(t, c, worker)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: cfg.RunID, TaskQueue: "capture"}, wiring.EvalWorkflowName, workflows.EvalInput{Config: cfg})
+	opts.ID, opts.TaskQueue = cfg.RunID, "capture"
+	run, err := c.ExecuteWorkflow(ctx, opts, wiring.EvalWorkflowName, workflows.EvalInput{Config: cfg})
 	require.NoError(t, err)
 	var res workflows.Result
-	require.NoError(t, run.Get(ctx, &res))
-	require.Equal(t, workflows.StoppedMaxRunCost, res.Stopped)
-	writeHistory(t, "eval_final.json", histories(t, c, cfg.RunID, run.GetRunID())[0])
+	require.NoError(t, c.GetWorkflow(ctx, cfg.RunID, "").Get(ctx, &res))
+	return res, histories(t, c, cfg.RunID, run.GetRunID())
 }

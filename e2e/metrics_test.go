@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,8 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/wiring"
-	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -24,19 +24,15 @@ import (
 // worker's metrics endpoint on, scrapes it over HTTP, and checks the counters
 // against the run store.
 func TestMetricsAfterRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end run on the embedded server")
-	}
-	_, c := startServer(t)
+	t.Parallel()
+	skipShort(t)
+	_, c := devtest.StartEvalflow(t)
 	runsDir := t.TempDir()
-	w, err := wiring.NewWorker(c, wiring.Config{
+	w := startWorker(t, c, wiring.Config{
 		TaskQueue: "metrics", RunsDir: runsDir, MaxRollouts: 4,
-		DefaultHarness: agentCommand, Logger: slog.New(slog.DiscardHandler),
+
 		MetricsAddr: "127.0.0.1:0",
 	})
-	require.NoError(t, err)
-	require.NoError(t, w.Start())
-	defer w.Stop()
 	require.NotEmpty(t, w.MetricsAddr())
 
 	const tasks = 6
@@ -49,8 +45,7 @@ func TestMetricsAfterRun(t *testing.T) {
 	require.NoError(t, run.Get(ctx, &res))
 	require.Equal(t, int64(tasks), res.Rollouts)
 
-	store, err := results.Open(runsDir)
-	require.NoError(t, err)
+	store := storetest.Files(t, runsDir)
 	recs := mustList(t, store, cfg.RunID)
 	require.Len(t, recs, tasks)
 	var ok, turns int

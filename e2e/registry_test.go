@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,27 +14,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
+	"github.com/evalflow/evalflow/internal/gittest"
+	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/providers/mock"
-	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/run"
 	"github.com/evalflow/evalflow/tasksets"
 	"github.com/evalflow/evalflow/workflows"
 )
-
-// git runs git in dir, failing the test on error, and returns its output.
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "git %v: %s", args, out)
-	return strings.TrimSpace(string(out))
-}
 
 // registryTasks is a bare repository with two commits of the Harbor tasks
 // tasks/hello and tasks/bye: at the first each verifier writes reward
@@ -43,22 +32,15 @@ func git(t *testing.T, dir string, args ...string) string {
 // and the two commits.
 func registryTasks(t *testing.T, first, second string) (string, [2]string) {
 	t.Helper()
-	root := t.TempDir()
-	bare := filepath.Join(root, "bench.git")
-	git(t, root, "init", "-q", "--bare", bare)
-	work := filepath.Join(root, "work")
-	git(t, root, "init", "-q", work)
-	var commits [2]string
-	for i, reward := range []string{first, second} {
-		for _, name := range []string{"hello", "bye"} {
-			writeTask(t, filepath.Join(work, "tasks"), name, `echo `+reward+` > "${EVALFLOW_VERIFIER_LOGS:-/logs/verifier}/reward.txt"`, 30)
+	tasks := func(reward string) func(string) {
+		return func(work string) {
+			for _, name := range []string{"hello", "bye"} {
+				writeTask(t, filepath.Join(work, "tasks"), name, `echo `+reward+` > "${EVALFLOW_VERIFIER_LOGS:-/logs/verifier}/reward.txt"`, 30)
+			}
 		}
-		git(t, work, "add", "-A")
-		git(t, work, "commit", "-qm", "tasks")
-		commits[i] = git(t, work, "rev-parse", "HEAD")
-		git(t, work, "push", "-q", bare, "HEAD:refs/heads/main")
 	}
-	return "file://" + bare, commits
+	url, commits := gittest.Repo(t, tasks(first), tasks(second))
+	return url, [2]string(commits)
 }
 
 // writeBenchRegistry writes a registry listing bench@1.0 at commit and
@@ -98,16 +80,13 @@ func TestRegistryTasksetRunsAndAResumeRefusesOtherCommits(t *testing.T) {
 	writeBenchRegistry(t, registry, url, commits[0])
 	ref := resolveBench(t, registry)
 
-	_, c := startServer(t)
+	_, c := devtest.StartEvalflow(t)
 	runsDir, workDir := t.TempDir(), t.TempDir()
-	w, err := wiring.NewWorker(c, wiring.Config{
+	startWorker(t, c, wiring.Config{
 		TaskQueue: "registry", RunsDir: runsDir, MaxRollouts: 2, Multiplex: 2,
-		Runtime: &harness.Local{Dir: workDir}, WorkDir: workDir, DefaultHarness: agentCommand,
-		Logger: slog.New(slog.DiscardHandler), Mock: mock.Config{},
+		Runtime: &local.Runtime{Dir: workDir}, WorkDir: workDir,
+		Mock: mock.Config{},
 	})
-	require.NoError(t, err)
-	require.NoError(t, w.Start())
-	defer w.Stop()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -115,14 +94,13 @@ func TestRegistryTasksetRunsAndAResumeRefusesOtherCommits(t *testing.T) {
 		RunID: "registry-run", Taskset: ref, MaxConcurrent: 2, Model: "mock",
 		Harness: rollout.HarnessConfig{Command: []string{"true"}},
 	}
-	_, err = run.Start(ctx, c, "registry", cfg)
+	_, err := run.Start(ctx, c, "registry", cfg)
 	require.NoError(t, err)
 	var res workflows.Result
 	require.NoError(t, c.GetWorkflow(ctx, cfg.RunID, "").Get(ctx, &res))
 	assert.Equal(t, int64(2), res.Tasks)
 	assert.Zero(t, res.Failed, "%+v", res.FailedSamples)
-	store, err := results.Open(runsDir)
-	require.NoError(t, err)
+	store := storetest.Files(t, runsDir)
 	recs := mustList(t, store, cfg.RunID)
 	require.Len(t, recs, 2)
 	for _, rec := range recs {
@@ -214,6 +192,7 @@ func TestRegistryTasksetUnreachableIsNotTheAgents(t *testing.T) {
 // when the registry then names another commit, `starter resume` with it
 // refuses, naming the tasks.
 func TestStarterEvalOfARegistryDataset(t *testing.T) {
+	t.Parallel()
 	starter := filepath.Join(t.TempDir(), "starter")
 	build := exec.Command("go", "build", "-o", starter, "../starter")
 	out, err := build.CombinedOutput()
@@ -224,7 +203,7 @@ func TestStarterEvalOfARegistryDataset(t *testing.T) {
 	writeBenchRegistry(t, registry, url, commits[0])
 	dataDir, runsDir, cache := t.TempDir(), t.TempDir(), t.TempDir()
 	// An embedded server of this test's own, on a port no other server has.
-	server := []string{"--address", "localhost:" + strconv.Itoa(freePort(t)), "--embedded", "--ui-port", "-1", "--viewer-addr", "-1",
+	server := []string{"--address", "localhost:" + strconv.Itoa(devtest.FreePort(t)), "--embedded", "--ui-port", "-1", "--viewer-addr", "-1",
 		"--runtime", "local", "--data-dir", dataDir, "--runs-dir", runsDir}
 	env := append(os.Environ(), "XDG_CACHE_HOME="+cache, "EVALFLOW_REGISTRY=", "EVALFLOW_AGENT="+agentCommand[0])
 	starterRun := func(args ...string) (string, error) {
@@ -240,8 +219,7 @@ func TestStarterEvalOfARegistryDataset(t *testing.T) {
 	require.NoError(t, err, out2)
 	assert.Regexp(t, `taskset\s+bench@1\.0\n`, out2, "the summary names the dataset, not its resolved tasks")
 	assert.Regexp(t, `mean reward\s+1\.000`, out2, "both tasks scored by their tests at the first commit")
-	store, err := results.Open(runsDir)
-	require.NoError(t, err)
+	store := storetest.Files(t, runsDir)
 	recs := mustList(t, store, "bench-run")
 	require.Len(t, recs, 2)
 	entries, err := os.ReadDir(filepath.Join(cache, "evalflow", "git"))

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,9 +18,11 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
+	"github.com/evalflow/evalflow/internal/logtest"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/providers/mock"
-	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -35,10 +36,8 @@ const judgeKey = "sk-ant-e2e-judge-key-5e6f7a8b"
 // Every turn names the provider that answered, and the judge's key is in
 // no trace, history or log line.
 func TestEvalWithRolesAndFallbacks(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end run on the embedded server")
-	}
-	_, c := startServer(t)
+	skipShort(t)
+	_, c := devtest.StartEvalflow(t)
 	dir := t.TempDir()
 	tasks := filepath.Join(dir, "tasks.jsonl")
 	require.NoError(t, os.WriteFile(tasks, []byte(`{"id": "mul", "prompt": "What is 37 * 17?", "answer": "629"}
@@ -60,10 +59,7 @@ func TestEvalWithRolesAndFallbacks(t *testing.T) {
 		m.ServeHTTP(w, r)
 	}))
 	t.Cleanup(judgeHost.Close)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	down := "http://" + ln.Addr().String() + "/v1"
-	require.NoError(t, ln.Close())
+	down := "http://" + devtest.FreeAddr(t) + "/v1"
 
 	t.Setenv(rollout.ProviderKeyEnv("judge-host"), judgeKey)
 	named := []wiring.Provider{}
@@ -72,17 +68,14 @@ func TestEvalWithRolesAndFallbacks(t *testing.T) {
 		require.NoError(t, err)
 		named = append(named, p)
 	}
-	var logs syncBuffer
+	var logs logtest.Buffer
 	runsDir := t.TempDir()
-	w, err := wiring.NewWorker(c, wiring.Config{
+	startWorker(t, c, wiring.Config{
 		TaskQueue: "e2e-roles", RunsDir: runsDir, MaxRollouts: 2, Multiplex: 2,
-		DefaultHarness: agentCommand, Providers: named,
-		Mock:   mock.Config{ErrorRate: 0},
-		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Providers: named,
+		Mock:      mock.Config{ErrorRate: 0},
+		Logger:    slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
-	require.NoError(t, err)
-	require.NoError(t, w.Start())
-	defer w.Stop()
 
 	const runID = "e2e-roles"
 	cfg := workflows.RunConfig{RunID: runID, Taskset: tasks, Tasks: 2, MaxConcurrent: 2, Model: "mock", Rubric: "judge"}
@@ -100,8 +93,7 @@ func TestEvalWithRolesAndFallbacks(t *testing.T) {
 	assert.Equal(t, int64(2), judged.Load(), "one judge call per rollout, on the judge's provider")
 	assert.Zero(t, badKey.Load(), "the judge's provider got its key from the environment")
 
-	store, err := results.Open(runsDir)
-	require.NoError(t, err)
+	store := storetest.Files(t, runsDir)
 	var traces []string
 	for _, r := range mustList(t, store, runID) {
 		tr, err := store.Trace(ctx, runID, r.Key)

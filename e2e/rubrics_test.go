@@ -14,8 +14,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/wiring"
-	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -36,10 +37,9 @@ fi
 // command and the mock judging: every part is a named metric of the stored
 // records and of rollouts.jsonl, and the judge's call is in the trace.
 func TestEvalWithRubricPrograms(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end run on the embedded server")
-	}
-	_, c := startServer(t)
+	t.Parallel()
+	skipShort(t)
+	_, c := devtest.StartEvalflow(t)
 	dir := t.TempDir()
 	tasks := filepath.Join(dir, "tasks.jsonl")
 	// The mock answers arithmetic right; the last task's reference is wrong,
@@ -74,8 +74,7 @@ func TestEvalWithRubricPrograms(t *testing.T) {
 	require.NoError(t, run.Get(ctx, &res))
 	require.Zero(t, res.Failed, "failed rollouts: %+v", res.FailedSamples)
 
-	store, err := results.Open(runsDir)
-	require.NoError(t, err)
+	store := storetest.Files(t, runsDir)
 	recs := mustList(t, store, runID)
 	require.Len(t, recs, 4)
 	for _, r := range recs {

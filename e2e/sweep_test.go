@@ -4,16 +4,18 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/run"
 	"github.com/evalflow/evalflow/workflows"
@@ -49,10 +51,9 @@ func sweep2x2(runID string) workflows.SweepInput {
 // rollout stored before the kill ran again, that the Temporal UI's filters
 // find a cell, and that the sweep's summary holds the four cells.
 func TestSweepEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end run on the embedded server")
-	}
-	_, c := startServer(t)
+	t.Parallel()
+	skipShort(t)
+	_, c := devtest.StartEvalflow(t)
 	runsDir := t.TempDir()
 	runtime := newRecordingRuntime()
 	newWorker := func() *wiring.Worker {
@@ -72,8 +73,7 @@ func TestSweepEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, s.NoSearchAttributes, "the embedded server has evalflow's attributes, the harness's too")
 
-	store, err := results.Open(runsDir)
-	require.NoError(t, err)
+	store := storetest.Files(t, runsDir)
 	storedNow := func() map[string]bool {
 		keys := map[string]bool{}
 		for _, cell := range in.Cells {
@@ -98,6 +98,32 @@ func TestSweepEndToEnd(t *testing.T) {
 	var res workflows.SweepResult
 	require.NoError(t, c.GetWorkflow(ctx, in.Config.RunID, "").Get(ctx, &res))
 
+	requireCellsRanOnce(t, in, res, store, runtime, stored)
+
+	// The Temporal UI's filter finds one cell by run id, harness and model.
+	query := fmt.Sprintf("%s = %q AND %s = %q AND %s = %q AND ExecutionStatus = 'Completed'",
+		workflows.AttrRunID, in.Config.RunID, workflows.AttrHarness, "shell", workflows.AttrModel, "mock-b")
+	require.Eventually(t, func() bool {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+		if err != nil || len(resp.GetExecutions()) != 1 {
+			return false
+		}
+		return resp.GetExecutions()[0].GetExecution().GetWorkflowId() == workflows.CellRunID(in.Config.RunID, "shell@mock-b")
+	}, time.Minute, 50*time.Millisecond, "query %s", query)
+
+	sum, err := run.ReadSummary(ctx, store, in.Config.RunID)
+	require.NoError(t, err)
+	require.NotNil(t, sum.Sweep, "the sweep's summary is stored under its run id")
+	assert.Len(t, sum.Sweep.Cells, 4)
+
+	resumeFinishedSweep(t, ctx, c, in, runtime)
+}
+
+// requireCellsRanOnce checks a resumed sweep's result: every cell ran
+// every task once, the same tasks, none stored before the kill ran again
+// but each was reused in its own cell, and the harnesses scored apart.
+func requireCellsRanOnce(t *testing.T, in workflows.SweepInput, res workflows.SweepResult, store *results.Files, runtime *recordingRuntime, stored map[string]bool) {
+	t.Helper()
 	require.Len(t, res.Cells, 4)
 	var reused int64
 	order := map[string][]int64{}
@@ -127,26 +153,17 @@ func TestSweepEndToEnd(t *testing.T) {
 		agent, shell := res.Cells[cellIndex(res, "agent@"+m)].Result, res.Cells[cellIndex(res, "shell@"+m)].Result
 		assert.Greater(t, agent.MeanReward, shell.MeanReward, "the harnesses differ on %s", m)
 	}
+}
 
-	// The Temporal UI's filter finds one cell by run id, harness and model.
-	query := fmt.Sprintf("%s = %q AND %s = %q AND %s = %q AND ExecutionStatus = 'Completed'",
-		workflows.AttrRunID, in.Config.RunID, workflows.AttrHarness, "shell", workflows.AttrModel, "mock-b")
-	require.Eventually(t, func() bool {
-		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
-		if err != nil || len(resp.GetExecutions()) != 1 {
-			return false
-		}
-		return resp.GetExecutions()[0].GetExecution().GetWorkflowId() == workflows.CellRunID(in.Config.RunID, "shell@mock-b")
-	}, time.Minute, 50*time.Millisecond, "query %s", query)
-
-	sum, err := run.ReadSummary(ctx, store, in.Config.RunID)
-	require.NoError(t, err)
-	require.NotNil(t, sum.Sweep, "the sweep's summary is stored under its run id")
-	assert.Len(t, sum.Sweep.Cells, 4)
-
+// resumeFinishedSweep resumes the finished sweep of in with its failures
+// rerun (there are none: nothing runs), then one of its cells on its own,
+// which the sweep's filter still finds.
+func resumeFinishedSweep(t *testing.T, ctx context.Context, c client.Client, in workflows.SweepInput, runtime *recordingRuntime) {
+	t.Helper()
+	var res workflows.SweepResult
 	// Resumed once more with its failures rerun: there are none, nothing runs.
 	ran := runtime.total()
-	r, err = run.Resume(ctx, c, run.ResumeInput{RunID: in.Config.RunID, TaskQueue: "sweep", RetryFailed: true})
+	r, err := run.Resume(ctx, c, run.ResumeInput{RunID: in.Config.RunID, TaskQueue: "sweep", RetryFailed: true})
 	require.NoError(t, err)
 	require.NotNil(t, r.Started, "a finished sweep reruns its failures when asked")
 	require.NoError(t, c.GetWorkflow(ctx, in.Config.RunID, "").Get(ctx, &res))
@@ -162,7 +179,7 @@ func TestSweepEndToEnd(t *testing.T) {
 	require.NotNil(t, r.Started, "a finished cell reruns its failures when asked")
 	resumed := c.GetWorkflow(ctx, cellID, "")
 	require.NoError(t, resumed.Get(ctx, nil))
-	query = fmt.Sprintf("%s = %q AND %s = %q", workflows.AttrRunID, in.Config.RunID, workflows.AttrHarness, "shell")
+	query := fmt.Sprintf("%s = %q AND %s = %q", workflows.AttrRunID, in.Config.RunID, workflows.AttrHarness, "shell")
 	require.Eventually(t, func() bool {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
 		if err != nil {
@@ -190,22 +207,15 @@ func cellIndex(res workflows.SweepResult, name string) int {
 //
 //	EVALFLOW_WRITE_HISTORY=$PWD/workflows/testdata/sweep go test ./e2e -run CaptureSweep
 func TestCaptureSweepHistories(t *testing.T) {
-	if os.Getenv("EVALFLOW_WRITE_HISTORY") == "" {
-		t.Skip("set EVALFLOW_WRITE_HISTORY to a directory to record replay histories")
-	}
-	_, c := startServer(t)
-	w, err := wiring.NewWorker(c, wiring.Config{
-		TaskQueue: "capture", RunsDir: t.TempDir(), MaxRollouts: 4,
-		DefaultHarness: agentCommand, Logger: slog.New(slog.DiscardHandler),
-	})
-	require.NoError(t, err)
-	require.NoError(t, w.Start())
-	defer w.Stop()
+	t.Parallel()
+	skipUnlessCapturing(t)
+	_, c := devtest.StartEvalflow(t)
+	startWorker(t, c, wiring.Config{TaskQueue: "capture", MaxRollouts: 4})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	in := sweep2x2("replay-sweep")
 	in.Config.Tasks = 2
-	_, err = run.StartSweep(ctx, c, "capture", in)
+	_, err := run.StartSweep(ctx, c, "capture", in)
 	require.NoError(t, err)
 	wr := c.GetWorkflow(ctx, in.Config.RunID, "")
 	var res workflows.SweepResult

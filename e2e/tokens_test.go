@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -13,10 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/pull"
-	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/trajectory"
 )
@@ -25,6 +25,7 @@ import (
 // token ids and logprobs per turn, as the trace recorded them from the
 // (mock) upstream; a run that does not gets none.
 func TestPullReturnsTokenData(t *testing.T) {
+	t.Parallel()
 	tc := newTrainCluster(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -90,17 +91,14 @@ func TestPullReturnsTokenData(t *testing.T) {
 // exactly, and the trace and the pulled rollout say which turns went in as
 // tokens.
 func TestTokenInPull(t *testing.T) {
-	_, c := startServer(t)
+	t.Parallel()
+	_, c := devtest.StartEvalflow(t)
 	runsDir := t.TempDir()
-	store, err := results.Open(runsDir)
-	require.NoError(t, err)
-	w, err := wiring.NewWorker(c, wiring.Config{
+	store := storetest.Files(t, runsDir)
+	startWorker(t, c, wiring.Config{
 		TaskQueue: "token-in", RunsDir: runsDir, MaxRollouts: 4, Runtime: newRecordingRuntime(),
-		DefaultHarness: agentCommand, Logger: slog.New(slog.DiscardHandler), Mock: mock.Config{TokenMerge: true},
+		Mock: mock.Config{TokenMerge: true},
 	})
-	require.NoError(t, err)
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 

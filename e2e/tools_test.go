@@ -18,9 +18,13 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
+	"github.com/evalflow/evalflow/internal/harness/local"
+	"github.com/evalflow/evalflow/internal/logtest"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/trace"
 	"github.com/evalflow/evalflow/tunnel"
@@ -95,24 +99,21 @@ func runTools(t *testing.T, c client.Client, queue string, r toolsRun) toolsResu
 	runsDir := t.TempDir()
 	rt := r.runtime
 	if rt == nil {
-		rt = &harness.Local{Dir: t.TempDir()}
+		rt = &local.Runtime{Dir: t.TempDir()}
 	}
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("worker log:\n%s", logs.String())
 		}
 	})
-	w, err := wiring.NewWorker(c, wiring.Config{
+	startWorker(t, c, wiring.Config{
 		TaskQueue: queue, RunsDir: runsDir, MaxRollouts: 4, Multiplex: 4,
-		Runtime: rt, DefaultHarness: agentCommand,
+		Runtime:      rt,
 		Mock:         mock.Config{Script: r.script},
 		Interception: wiring.Interception{Use: r.tunnel},
 		Logger:       slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
-	require.NoError(t, err)
-	require.NoError(t, w.Start())
-	defer w.Stop()
 
 	runID := "tools-" + queue
 	cfg := workflows.RunConfig{RunID: runID, Taskset: r.tasks, MaxConcurrent: 4, Model: "mock", Rubric: r.rubric,
@@ -123,7 +124,7 @@ func runTools(t *testing.T, c client.Client, queue string, r toolsRun) toolsResu
 	require.NoError(t, err)
 	out := toolsResult{records: map[string]results.Record{}, traces: map[string]trace.Rollout{}}
 	require.NoError(t, run.Get(ctx, &out.res))
-	store := mustOpenStore(t, runsDir)
+	store := storetest.Files(t, runsDir)
 	for _, rec := range mustList(t, store, runID) {
 		out.records[rec.TaskID] = rec
 		out.traces[rec.TaskID] = readTrace(t, store.Dir(runID), rec)
@@ -168,7 +169,7 @@ func requireGone(t *testing.T, pid int, what string) {
 func counterTasks(t *testing.T, dir string) (tasks, script, rubric string) {
 	bin := counterServer(t)
 	tools := []map[string]any{{"name": "counter", "command": []string{bin}}}
-	port := freePort(t)
+	port := devtest.FreePort(t)
 	httpTools := []map[string]any{{"name": "counter", "transport": "http", "port": port,
 		"command": []string{bin, "--http", fmt.Sprintf("127.0.0.1:%d", port)}}}
 	tasks = writeFile(t, dir, "tasks.jsonl", jsonLines(t,
@@ -195,7 +196,8 @@ func counterTasks(t *testing.T, dir string) (tasks, script, rubric string) {
 // the rubric reads it, and the server is gone after the rollout — also
 // after one that failed.
 func TestToolServerKeepsCounterInState(t *testing.T) {
-	_, c := startServer(t)
+	t.Parallel()
+	_, c := devtest.StartEvalflow(t)
 	tasks, script, rubric := counterTasks(t, t.TempDir())
 	out := runTools(t, c, "tools-local", toolsRun{tasks: tasks, script: script, rubric: rubric})
 
@@ -232,7 +234,8 @@ func TestToolServerKeepsCounterInState(t *testing.T) {
 // trace records them as user turns and the rubric sees the conversation
 // they made.
 func TestUserSimulatorTakesTurns(t *testing.T) {
-	_, c := startServer(t)
+	t.Parallel()
+	_, c := devtest.StartEvalflow(t)
 	dir := t.TempDir()
 	userScript := writeFile(t, dir, "user.sh", `cat > /dev/null
 case "$EVALFLOW_USER_TURN" in
@@ -279,7 +282,7 @@ if [ "$users" -eq 3 ] && grep -q 'Now add 10.' "$t" && grep -q 'Now double it.' 
 // frp; the server reaches the rollout's /state at the one base URL the
 // tunnel gives, and the counter lands in the trace.
 func TestToolServerInNetnsReachesStateThroughFRP(t *testing.T) {
-	_, c := startServer(t)
+	_, c := devtest.StartEvalflow(t)
 	n := newNetns(t, "10.213.20.0")
 	frps := tunneltest.StartFRPSOn(t, n.HostIP)
 	tun := &tunnel.FRP{ServerAddr: frps.Addr, ServerPort: frps.Port, Token: frps.Token}
@@ -303,7 +306,8 @@ func TestToolServerInNetnsReachesStateThroughFRP(t *testing.T) {
 // asks it for each turn at /user, and the trace keeps its turns with the
 // model call behind each.
 func TestPersonaUserTakesTurns(t *testing.T) {
-	_, c := startServer(t)
+	t.Parallel()
+	_, c := devtest.StartEvalflow(t)
 	dir := t.TempDir()
 	persona := "You play a student who asked: {{prompt}}\n\nThe conversation so far:\n{{conversation}}\n\nReply as the student; say [DONE] when satisfied."
 	tasks := writeFile(t, dir, "tasks.jsonl", jsonLines(t,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/pull"
 	"github.com/evalflow/evalflow/results"
@@ -35,19 +35,13 @@ type trainCluster struct {
 
 func newTrainCluster(t *testing.T, workers int) *trainCluster {
 	t.Helper()
-	_, c := startServer(t)
+	_, c := devtest.StartEvalflow(t)
 	tc := &trainCluster{c: c, runsDir: t.TempDir(), runtime: newRecordingRuntime(), queue: "train"}
 	var err error
 	tc.store, err = results.Open(tc.runsDir)
 	require.NoError(t, err)
 	for range workers {
-		w, err := wiring.NewWorker(c, wiring.Config{
-			TaskQueue: tc.queue, RunsDir: tc.runsDir, MaxRollouts: 16, Runtime: tc.runtime,
-			DefaultHarness: agentCommand, Logger: slog.New(slog.DiscardHandler),
-		})
-		require.NoError(t, err)
-		require.NoError(t, w.Start())
-		t.Cleanup(w.Stop)
+		startWorker(t, c, wiring.Config{TaskQueue: tc.queue, RunsDir: tc.runsDir, MaxRollouts: 16, Runtime: tc.runtime})
 	}
 	return tc
 }
@@ -85,9 +79,8 @@ func trainConfig(runID string, broken string) workflows.TrainInput {
 // checks that every (epoch, task, k) is stored once and nothing finished
 // ran again.
 func TestTrainResumesAKilledRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end run on the embedded server")
-	}
+	t.Parallel()
+	skipShort(t)
 	tc := newTrainCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -147,9 +140,8 @@ func TestTrainResumesAKilledRun(t *testing.T) {
 // TestTrainFailsPastMaxFailuresThenResumes breaks the harness, sees the
 // epoch fail with its reason, fixes it and resumes.
 func TestTrainFailsPastMaxFailuresThenResumes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end run on the embedded server")
-	}
+	t.Parallel()
+	skipShort(t)
 	tc := newTrainCluster(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -178,9 +170,8 @@ func TestTrainFailsPastMaxFailuresThenResumes(t *testing.T) {
 // TestPullersGetDisjointPositions has two trainers pull 100 positions at
 // once, run groups on some, and get a never-sampled position refused.
 func TestPullersGetDisjointPositions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end run on the embedded server")
-	}
+	t.Parallel()
+	skipShort(t)
 	tc := newTrainCluster(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -22,9 +22,13 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
+	"github.com/evalflow/evalflow/internal/harness/local"
+	"github.com/evalflow/evalflow/internal/logtest"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/providers/mock"
-	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/providers/mock/mocktest"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/tunnel"
 	"github.com/evalflow/evalflow/tunnel/tunneltest"
 	"github.com/evalflow/evalflow/workflows"
@@ -74,7 +78,7 @@ func (r *remoteRuntime) baseURLs() []string {
 
 // newNetns makes a network namespace that reaches this host only at its veth
 // address, or skips the test.
-func newNetns(t *testing.T, subnet string) *harness.Netns {
+func newNetns(t *testing.T, subnet string) *local.Netns {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("network namespaces need root")
@@ -82,20 +86,10 @@ func newNetns(t *testing.T, subnet string) *harness.Netns {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("iproute2 is not installed")
 	}
-	n, err := harness.NewNetns(context.Background(), subnet, harness.Local{})
+	n, err := local.NewNetns(context.Background(), subnet, local.Runtime{})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, n.Close()) })
 	return n
-}
-
-// slowProvider is the upstream model with latency, so rollouts are in flight.
-func slowProvider(t *testing.T, latency time.Duration) *httptest.Server {
-	t.Helper()
-	m, err := mock.New(mock.Config{Model: "mock-e2e", Latency: latency})
-	require.NoError(t, err)
-	srv := httptest.NewServer(m)
-	t.Cleanup(srv.Close)
-	return srv
 }
 
 type tunnelRun struct {
@@ -111,7 +105,8 @@ type tunnelRun struct {
 	// concurrency is rollouts in flight (16 when 0); multiplex is rollouts per
 	// server (4 when 0).
 	concurrency, multiplex int
-	// upstream is the model's URL; a slowProvider with latency when empty.
+	// upstream is the model's base URL (…/v1); the mock with latency when
+	// empty, so rollouts are in flight.
 	upstream string
 }
 
@@ -121,7 +116,7 @@ type tunnelRun struct {
 func runThroughTunnel(t *testing.T, c client.Client, r tunnelRun) (workflows.Result, []string, string) {
 	t.Helper()
 	if r.upstream == "" {
-		r.upstream = slowProvider(t, r.latency).URL
+		_, r.upstream = mocktest.Serve(t, mock.Config{Model: "mock-e2e", Latency: r.latency})
 	}
 	runsDir := t.TempDir()
 	if r.concurrency == 0 {
@@ -130,14 +125,14 @@ func runThroughTunnel(t *testing.T, c client.Client, r tunnelRun) (workflows.Res
 	if r.multiplex == 0 {
 		r.multiplex = 4
 	}
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("worker log:\n%s", logs.String())
 		}
 	})
 	w, err := wiring.NewWorker(c, wiring.Config{
-		TaskQueue: r.queue, RunsDir: runsDir, BaseURL: r.upstream + "/v1",
+		TaskQueue: r.queue, RunsDir: runsDir, BaseURL: r.upstream,
 		MaxRollouts: r.concurrency, Multiplex: r.multiplex, Runtime: r.rt,
 		DefaultHarness: agentCommand,
 		Interception:   wiring.Interception{Use: r.tun, HealthInterval: r.health},
@@ -163,7 +158,7 @@ func runThroughTunnel(t *testing.T, c client.Client, r tunnelRun) (workflows.Res
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE}, wiring.EvalWorkflowName, workflows.EvalInput{Config: cfg})
 	require.NoError(t, err)
 	if r.during != nil {
-		store := mustOpenStore(t, runsDir)
+		store := storetest.Files(t, runsDir)
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			recs, err := store.List(ctx, runID)
 			require.NoError(c, err)
@@ -179,17 +174,15 @@ func runThroughTunnel(t *testing.T, c client.Client, r tunnelRun) (workflows.Res
 }
 
 func TestEvalFromNetnsThroughTunnel(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end run on the embedded server")
-	}
-	_, c := startServer(t)
+	skipShort(t)
+	_, c := devtest.StartEvalflow(t)
 	tests := []struct {
 		name, subnet string
 		// setup starts the server side reachable from n and returns the
 		// tunnel and how many forwards the server side holds (nil: unknown).
-		setup func(t *testing.T, n *harness.Netns) (tunnel.Tunnel, func() int, string)
+		setup func(t *testing.T, n *local.Netns) (tunnel.Tunnel, func() int, string)
 	}{
-		{"frp", "10.213.10.0", func(t *testing.T, n *harness.Netns) (tunnel.Tunnel, func() int, string) {
+		{"frp", "10.213.10.0", func(t *testing.T, n *local.Netns) (tunnel.Tunnel, func() int, string) {
 			frps := tunneltest.StartFRPSOn(t, n.HostIP)
 			return &tunnel.FRP{ServerAddr: frps.Addr, ServerPort: frps.Port, Token: frps.Token}, func() int {
 				online, err := frps.OnlineProxies()
@@ -197,7 +190,7 @@ func TestEvalFromNetnsThroughTunnel(t *testing.T) {
 				return len(online)
 			}, frps.Token
 		}},
-		{"ssh", "10.213.11.0", func(t *testing.T, n *harness.Netns) (tunnel.Tunnel, func() int, string) {
+		{"ssh", "10.213.11.0", func(t *testing.T, n *local.Netns) (tunnel.Tunnel, func() int, string) {
 			sshd := tunneltest.StartSSHD(t)
 			key, err := os.ReadFile(sshd.KeyFile)
 			require.NoError(t, err)
@@ -237,10 +230,8 @@ func TestEvalFromNetnsThroughTunnel(t *testing.T) {
 }
 
 func TestEvalAllInFlightThroughFRP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end run on the embedded server")
-	}
-	_, c := startServer(t)
+	skipShort(t)
+	_, c := devtest.StartEvalflow(t)
 	n := newNetns(t, "10.213.13.0")
 	frps := tunneltest.StartFRPSOn(t, n.HostIP)
 	tun := &tunnel.FRP{ServerAddr: frps.Addr, ServerPort: frps.Port, Token: frps.Token}
@@ -275,7 +266,7 @@ func TestEvalAllInFlightThroughFRP(t *testing.T) {
 
 	res, _, _ := runThroughTunnel(t, c, tunnelRun{
 		queue: "frp-all", tun: tun, rt: newRemoteRuntime(n), tasks: rollouts,
-		concurrency: rollouts, multiplex: multiplex, upstream: upstream.URL,
+		concurrency: rollouts, multiplex: multiplex, upstream: upstream.URL + "/v1",
 	})
 
 	assert.Equal(t, int64(rollouts), res.OK, "%+v %+v", res.Errors, res.FailedSamples)
@@ -291,10 +282,8 @@ func TestEvalAllInFlightThroughFRP(t *testing.T) {
 }
 
 func TestEvalSurvivesTunnelLoss(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end run on the embedded server")
-	}
-	_, c := startServer(t)
+	skipShort(t)
+	_, c := devtest.StartEvalflow(t)
 	n := newNetns(t, "10.213.12.0")
 	frps := tunneltest.StartFRPSOn(t, n.HostIP)
 	tun := &tunnel.FRP{ServerAddr: frps.Addr, ServerPort: frps.Port, Token: frps.Token}
@@ -330,12 +319,10 @@ func (f *flakyTunnel) Expose(ctx context.Context, host string, port int) (tunnel
 }
 
 func TestExposeRetriesInHistory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end run on the embedded server")
-	}
-	_, c := startServer(t)
+	skipShort(t)
+	_, c := devtest.StartEvalflow(t)
 	tun := &flakyTunnel{Tunnel: tunnel.Local{}, failures: 2}
-	res, hs, _ := runThroughTunnel(t, c, tunnelRun{queue: "flaky", tun: tun, rt: newRemoteRuntime(&harness.Local{}), tasks: 1})
+	res, hs, _ := runThroughTunnel(t, c, tunnelRun{queue: "flaky", tun: tun, rt: newRemoteRuntime(&local.Runtime{}), tasks: 1})
 
 	assert.Equal(t, int64(1), res.OK, "the rollout succeeds once the tunnel comes up")
 	assert.Equal(t, int32(3), tun.calls.Load())
@@ -345,11 +332,4 @@ func TestExposeRetriesInHistory(t *testing.T) {
 	assert.Contains(t, joined, `"attempt":3`)
 	assert.Contains(t, joined, `"type":"TunnelError"`)
 	assert.Contains(t, joined, fmt.Sprintf("%q", "Expose"))
-}
-
-func mustOpenStore(t *testing.T, dir string) *results.Files {
-	t.Helper()
-	s, err := results.Open(dir)
-	require.NoError(t, err)
-	return s
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/pull"
 	"github.com/evalflow/evalflow/rollout"
@@ -40,18 +40,11 @@ func (f failSecondSample) Run(ctx context.Context, spec harness.Spec) (harness.R
 // current details (saying how many failed), and the run's search
 // attributes on its epochs and pull runs.
 func TestTemporalUIShowsTheRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end run on the embedded server")
-	}
-	_, c := startServer(t)
+	t.Parallel()
+	skipShort(t)
+	_, c := devtest.StartEvalflow(t)
 	rt := newRecordingRuntime()
-	w, err := wiring.NewWorker(c, wiring.Config{
-		TaskQueue: "ui", RunsDir: t.TempDir(), MaxRollouts: 4, Runtime: failSecondSample{rt},
-		DefaultHarness: agentCommand, Logger: slog.New(slog.DiscardHandler),
-	})
-	require.NoError(t, err)
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
+	startWorker(t, c, wiring.Config{TaskQueue: "ui", MaxRollouts: 4, Runtime: failSecondSample{rt}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,10 +17,12 @@ import (
 
 	"github.com/evalflow/evalflow/activities"
 	"github.com/evalflow/evalflow/harness"
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/tasksets"
 	"github.com/evalflow/evalflow/trace"
@@ -58,21 +59,17 @@ type harborResult struct {
 
 func runHarbor(t *testing.T, r harborRun) harborResult {
 	t.Helper()
-	_, c := startServer(t)
+	_, c := devtest.StartEvalflow(t)
 	runsDir, workDir := t.TempDir(), t.TempDir()
 	rt := r.runtime
 	if rt == nil {
 		rt = &local.Runtime{Dir: workDir}
 	}
-	w, err := wiring.NewWorker(c, wiring.Config{
+	startWorker(t, c, wiring.Config{
 		TaskQueue: "harbor", RunsDir: runsDir, MaxRollouts: 4, Multiplex: 4,
-		Runtime: rt, WorkDir: workDir, SkipUnsupported: r.skipUnsupported, DefaultHarness: agentCommand,
-		Mock:   mock.Config{Script: r.script},
-		Logger: slog.New(slog.DiscardHandler),
+		Runtime: rt, WorkDir: workDir, SkipUnsupported: r.skipUnsupported,
+		Mock: mock.Config{Script: r.script},
 	})
-	require.NoError(t, err)
-	require.NoError(t, w.Start())
-	defer w.Stop()
 
 	runID := "harbor-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
 	cfg := workflows.RunConfig{
@@ -89,8 +86,7 @@ func runHarbor(t *testing.T, r harborRun) harborResult {
 		require.NoError(t, out.err)
 	}
 	out.scheduled = scheduledActivities(t, c, runID, run.GetRunID())
-	store, err := results.Open(runsDir)
-	require.NoError(t, err)
+	store := storetest.Files(t, runsDir)
 	out.runDir = store.Dir(runID)
 	for _, rec := range mustList(t, store, runID) {
 		_, dup := out.records[rec.TaskID]
@@ -143,6 +139,7 @@ func harborSampleLen(t *testing.T) int {
 // harness all score 1, each verified by its own Verify activity, with the
 // verifier's named numbers stored as metrics.
 func TestHarborSampleOracle(t *testing.T) {
+	t.Parallel()
 	n := harborSampleLen(t)
 	got := runHarbor(t, harborRun{taskset: tasksets.HarborSampleName, harness: rollout.HarnessConfig{Oracle: true}})
 
@@ -166,6 +163,7 @@ func TestHarborSampleOracle(t *testing.T) {
 // A rubric naming tests combines the verifier's verdict with its other
 // parts: every part, and the verifier's own named numbers, a metric.
 func TestHarborSampleVerifierInARubric(t *testing.T) {
+	t.Parallel()
 	got := runHarbor(t, harborRun{
 		taskset: tasksets.HarborSampleName, harness: rollout.HarnessConfig{Oracle: true},
 		rubric: "tests*0.8+(command:echo 0.5)*0.2",
@@ -184,6 +182,7 @@ func TestHarborSampleVerifierInARubric(t *testing.T) {
 }
 
 func TestHarborSampleDoNothing(t *testing.T) {
+	t.Parallel()
 	n := harborSampleLen(t)
 	got := runHarbor(t, harborRun{taskset: tasksets.HarborSampleName, harness: rollout.HarnessConfig{Command: []string{"true"}}})
 
@@ -201,6 +200,7 @@ func TestHarborSampleDoNothing(t *testing.T) {
 // script solves score 1, the one it deliberately fails and those it has no
 // script for score 0.
 func TestHarborSampleScriptedAgent(t *testing.T) {
+	t.Parallel()
 	script, err := filepath.Abs("testdata/harbor-agent.jsonl")
 	require.NoError(t, err)
 	got := runHarbor(t, harborRun{taskset: tasksets.HarborSampleName, script: script})
@@ -263,6 +263,7 @@ func mustJSON(t *testing.T, v any) []byte {
 // that looks for /tests and /solution finds neither, and its reads fail;
 // the verifier, after it, has the tests.
 func TestBwrapAgentCannotSeeTestsOrSolution(t *testing.T) {
+	t.Parallel()
 	_, err := exec.LookPath("bwrap")
 	require.NoError(t, err, "the bwrap runtime needs bubblewrap: apt-get install bubblewrap")
 	script, err := filepath.Abs("testdata/harbor-peek.jsonl")
@@ -311,6 +312,7 @@ func strconvF(f float64) string { b, _ := json.Marshal(f); return string(b) }
 // both are retried, then recorded as the verifier's errors — never a
 // reward of 0 for the agent — with each attempt's trace kept.
 func TestBrokenVerifiersAreVerifierErrors(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeTask(t, root, "hangs", "echo about to hang; sleep 1000", 1)
 	writeTask(t, root, "garbage", `echo abc > "${EVALFLOW_VERIFIER_LOGS:-/logs/verifier}/reward.txt"`, 30)
@@ -361,6 +363,7 @@ func TestBrokenVerifiersAreVerifierErrors(t *testing.T) {
 // line, without retrying it; a worker started with
 // --runtime.skip-unsupported runs it, the line noted in its trace.
 func TestRunLinesRefusedUnlessSkipped(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeTask(t, root, "needs-jq", `echo 1 > "${EVALFLOW_VERIFIER_LOGS:-/logs/verifier}/reward.txt"`, 30)
 	require.NoError(t, os.WriteFile(filepath.Join(root, "needs-jq", "environment", "Dockerfile"),
@@ -390,7 +393,8 @@ func TestRunLinesRefusedUnlessSkipped(t *testing.T) {
 // runtimes that give them; nothing is scored. Under bwrap the same task
 // scores 1 with its solution.
 func TestHarborTaskUnderLocalIsRefusedAtStart(t *testing.T) {
-	root, err := filepath.Abs("../harness/testdata/harbor-app")
+	t.Parallel()
+	root, err := filepath.Abs("../internal/harness/hostpaths/testdata/harbor-app")
 	require.NoError(t, err)
 	run := harborRun{taskset: "harbor:" + root, harness: rollout.HarnessConfig{Oracle: true}, mayFail: true}
 

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,11 +16,13 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/viewer"
 	"github.com/evalflow/evalflow/internal/viewer/viewertest"
 	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/results"
+	"github.com/evalflow/evalflow/results/storetest"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/workflows"
 )
@@ -35,40 +35,24 @@ import (
 // has one point per epoch. Neither the provider's key nor any rollout's
 // secret reaches the viewer's pages or API.
 func TestViewerOnARealRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end run on the embedded server")
-	}
+	skipShort(t)
 	b := viewertest.New(t, "viewer-e2e")
-	_, c := startServer(t)
+	_, c := devtest.StartEvalflow(t)
 
 	// The provider: the mock behind a check of the worker's key, scripted
 	// to refuse the sample task about Maria's stickers (task 1).
 	script := filepath.Join(t.TempDir(), "script.jsonl")
 	require.NoError(t, os.WriteFile(script, []byte(
 		`{"match": "Maria had 79 stickers", "turns": [{"status": 400, "error": "this request is refused by the test"}]}`+"\n"), 0o644))
-	m, err := mock.New(mock.Config{Model: "mock-e2e", Script: script})
-	require.NoError(t, err)
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+providerKey {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			fmt.Fprint(w, `{"error":{"message":"bad key","type":"invalid_request_error"}}`)
-			return
-		}
-		m.ServeHTTP(w, r)
-	}))
-	t.Cleanup(upstream.Close)
+	upstream, _ := provider(t, mock.Config{Model: "mock-e2e", Script: script})
 	t.Setenv("E2E_PROVIDER_KEY", providerKey)
 
 	runsDir := t.TempDir()
 	runtime := newRecordingRuntime()
-	w, err := wiring.NewWorker(c, wiring.Config{
+	startWorker(t, c, wiring.Config{
 		TaskQueue: "viewer", RunsDir: runsDir, BaseURL: upstream.URL + "/v1", APIKeyEnv: "E2E_PROVIDER_KEY",
-		MaxRollouts: 8, Runtime: runtime, DefaultHarness: agentCommand, Logger: slog.New(slog.DiscardHandler),
+		MaxRollouts: 8, Runtime: runtime,
 	})
-	require.NoError(t, err)
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -94,8 +78,7 @@ func TestViewerOnARealRun(t *testing.T) {
 	var train workflows.TrainResult
 	require.NoError(t, trainRun.Get(ctx, &train))
 
-	store, err := results.Open(runsDir)
-	require.NoError(t, err)
+	store := storetest.Files(t, runsDir)
 	failedKey := rollout.Key(evalID, 0, 1, 0)
 	failed, ok, err := store.Get(ctx, evalID, failedKey)
 	require.NoError(t, err)
@@ -116,9 +99,17 @@ func TestViewerOnARealRun(t *testing.T) {
 		bodies = append(bodies, httpGet(t, srv.URL+"/api/runs/"+evalID+"/rollout?key="+url.QueryEscape(rec.Key)))
 	}
 	requireNoSecret(t, "viewer API", bodies, secrets)
+	requireNoSecret(t, "viewer page", browseRuns(t, b, srv.URL, evalID, trainID, failed), secrets)
+}
 
+// browseRuns reads the finished eval evalID, whose rollout failed failed,
+// and the training run trainID in the viewer at viewerURL, and returns the
+// pages of the failed rollout and of the training run.
+func browseRuns(t *testing.T, b *viewertest.Browser, viewerURL, evalID, trainID string, failed results.Record) []string {
+	t.Helper()
+	failedKey := failed.Key
 	// The runs list.
-	b.Open(srv.URL + "/")
+	b.Open(viewerURL + "/")
 	b.WaitVisible(`tr[data-run="` + trainID + `"]`)
 	row := b.Text(`tr[data-run="` + evalID + `"]`)
 	for _, want := range []string{"eval", "finished", "mock-e2e", "sample"} {
@@ -161,7 +152,7 @@ func TestViewerOnARealRun(t *testing.T) {
 	assert.Equal(t, 3, b.Count(`#epoch-plot circle.epoch-point`))
 	pages = append(pages, b.HTML())
 	b.Shot("train.png")
-	requireNoSecret(t, "viewer page", pages, secrets)
+	return pages
 }
 
 func httpGet(t *testing.T, u string) string {
