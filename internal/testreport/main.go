@@ -26,4 +26,3 @@ func main() {
 		os.Exit(1)
 	}
 }
-
