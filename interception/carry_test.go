@@ -579,17 +579,7 @@ func TestTranslatedFieldsReachUpstream(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var seen map[string]any
-			up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
-				require.NoError(t, json.NewDecoder(r.Body).Decode(&seen))
-				d, _ := dialects.ByName(tt.upstream)
-				out, _ := d.EncodeResponse(dialects.Response{Model: "m", Message: dialects.Message{Role: "assistant",
-					Content: []dialects.Part{{Type: dialects.PartText, Text: "ok"}}}})
-				writeJSON(w, http.StatusOK, string(out))
-			})
-			f := dialectFixture(t, tt.upstream, up.URL+"/v1", nil)
-			resp, body := f.post(t, tt.path, tt.body, tt.caller == dialects.NameAnthropic)
-			require.Equal(t, http.StatusOK, resp.StatusCode, body)
+			_, seen := postTranslated(t, tt.upstream, tt.path, tt.body, tt.caller == dialects.NameAnthropic)
 			tt.check(t, seen)
 		})
 	}

@@ -175,17 +175,7 @@ func TestTranslateEdgeCases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var seen map[string]any
-			up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
-				require.NoError(t, json.NewDecoder(r.Body).Decode(&seen))
-				d, _ := dialects.ByName(tt.upstream)
-				out, _ := d.EncodeResponse(dialects.Response{Model: "m", Message: dialects.Message{Role: "assistant",
-					Content: []dialects.Part{{Type: dialects.PartText, Text: "ok"}}}})
-				writeJSON(w, http.StatusOK, string(out))
-			})
-			f := dialectFixture(t, tt.upstream, up.URL+"/v1", nil)
-			resp, body := f.post(t, tt.path, tt.body, tt.anthropicCarrier)
-			require.Equal(t, http.StatusOK, resp.StatusCode, body)
+			f, seen := postTranslated(t, tt.upstream, tt.path, tt.body, tt.anthropicCarrier)
 			tt.check(t, seen)
 			turn := f.turn(t)
 			assert.Equal(t, tt.caller, turn.Dialect)
@@ -363,4 +353,24 @@ func TestGarbageGetsNativeError(t *testing.T) {
 			}
 		}
 	}
+}
+
+// postTranslated posts body at path (in the caller's dialect: Anthropic's
+// when anthropic) through a fixture in front of an upstream of dialect
+// upstreamDialect, which answers "ok" in it. It returns the fixture and the
+// request the upstream got, decoded.
+func postTranslated(t *testing.T, upstreamDialect, path, body string, anthropic bool) (fixture, map[string]any) {
+	t.Helper()
+	var seen map[string]any
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		require.NoError(t, json.NewDecoder(r.Body).Decode(&seen))
+		d, _ := dialects.ByName(upstreamDialect)
+		out, _ := d.EncodeResponse(dialects.Response{Model: "m", Message: dialects.Message{Role: "assistant",
+			Content: []dialects.Part{{Type: dialects.PartText, Text: "ok"}}}})
+		writeJSON(w, http.StatusOK, string(out))
+	})
+	f := dialectFixture(t, upstreamDialect, up.URL+"/v1", nil)
+	resp, respBody := f.post(t, path, body, anthropic)
+	require.Equal(t, http.StatusOK, resp.StatusCode, respBody)
+	return f, seen
 }

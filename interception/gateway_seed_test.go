@@ -23,6 +23,7 @@ import (
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/interception/gateway"
+	"github.com/evalflow/evalflow/internal/logtest"
 	"github.com/evalflow/evalflow/providers/mock"
 )
 
@@ -88,7 +89,7 @@ func TestGatewaySeedContract(t *testing.T) {
 	})
 	t.Run("on an interception server", func(t *testing.T) {
 		up := newSeenUpstream(t)
-		var logs lockedBuffer
+		var logs logtest.Buffer
 		f := newFixture(t, up.url, func(c *interception.Config) {
 			c.GatewayToken = gatewayToken
 			c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -98,24 +99,6 @@ func TestGatewaySeedContract(t *testing.T) {
 		assert.NotContains(t, logs.String(), gatewayToken, "no log line holds the gateway token")
 		assert.NotContains(t, logs.String(), secret, "no log line holds the rollout's secret")
 	})
-}
-
-// lockedBuffer is a bytes.Buffer a logger and a test can share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // seedRollout runs a rollout at the gateway gw as a seed-written

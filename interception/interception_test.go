@@ -38,7 +38,14 @@ type fixture struct {
 
 func newFixture(t *testing.T, upstreamURL string, mutate func(*interception.Config)) fixture {
 	t.Helper()
-	up := providers.NewOpenAI(upstreamURL+"/v1", "upstream-key")
+	return fixtureOf(t, providers.NewOpenAI(upstreamURL+"/v1", "upstream-key"),
+		dialects.Sampling{Temperature: ptr(0.25), Seed: ptr(int64(7))}, mutate)
+}
+
+// fixtureOf is an interception pool in front of up, retried without
+// delays, with one rollout of runModel acquired that samples as sampling.
+func fixtureOf(t *testing.T, up *providers.Client, sampling dialects.Sampling, mutate func(*interception.Config)) fixture {
+	t.Helper()
 	up.BaseDelay, up.MaxDelay = time.Microsecond, time.Microsecond
 	recorded := make(chan trace.Turn, 16)
 	cfg := interception.Config{
@@ -50,11 +57,7 @@ func newFixture(t *testing.T, upstreamURL string, mutate func(*interception.Conf
 	}
 	pool := interception.NewPool(cfg)
 	t.Cleanup(func() { assert.NoError(t, pool.Close()) })
-	slot, err := pool.Acquire(context.Background(), interception.Rollout{
-		Key:      "run/0/0/0",
-		Model:    runModel,
-		Sampling: dialects.Sampling{Temperature: ptr(0.25), Seed: ptr(int64(7))},
-	})
+	slot, err := pool.Acquire(context.Background(), interception.Rollout{Key: "run/0/0/0", Model: runModel, Sampling: sampling})
 	require.NoError(t, err)
 	return fixture{pool: pool, slot: slot, recorded: recorded}
 }

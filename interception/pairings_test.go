@@ -2,9 +2,7 @@ package interception_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	aoption "github.com/anthropics/anthropic-sdk-go/option"
@@ -18,6 +16,7 @@ import (
 	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
+	"github.com/evalflow/evalflow/providers/mock/mocktest"
 	"github.com/evalflow/evalflow/trace"
 )
 
@@ -32,32 +31,14 @@ func dialectFixture(t *testing.T, upstreamDialect, url string, mutate func(*inte
 	t.Helper()
 	up, err := providers.New(upstreamDialect, url, "upstream-key")
 	require.NoError(t, err)
-	up.BaseDelay, up.MaxDelay = time.Microsecond, time.Microsecond
-	recorded := make(chan trace.Turn, 16)
-	cfg := interception.Config{
-		Upstream: up,
-		OnTurn:   func(_ string, turn trace.Turn) { recorded <- turn },
-	}
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	pool := interception.NewPool(cfg)
-	t.Cleanup(func() { assert.NoError(t, pool.Close()) })
-	slot, err := pool.Acquire(context.Background(), interception.Rollout{
-		Key: "run/0/0/0", Model: runModel, Sampling: dialects.Sampling{Temperature: ptr(0.25)},
-	})
-	require.NoError(t, err)
-	return fixture{pool: pool, slot: slot, recorded: recorded}
+	return fixtureOf(t, up, dialects.Sampling{Temperature: ptr(0.25)}, mutate)
 }
 
 // mockUpstream starts the offline mock model and returns its /v1 URL.
 func mockUpstream(t *testing.T) string {
 	t.Helper()
-	m, err := mock.New(mock.Config{})
-	require.NoError(t, err)
-	srv := httptest.NewServer(m)
-	t.Cleanup(srv.Close)
-	return srv.URL + "/v1"
+	_, url := mocktest.Serve(t, mock.Config{})
+	return url
 }
 
 func (f fixture) anthropic(secret string) anthropic.Client {
@@ -172,16 +153,7 @@ func responsesConversation(t *testing.T, f fixture, stream bool) (string, string
 	for _, item := range first.Output {
 		switch item.Type {
 		case "reasoning":
-			r := item.AsReasoning()
-			var summary []responses.ResponseReasoningItemSummaryParam
-			for _, s := range r.Summary {
-				summary = append(summary, responses.ResponseReasoningItemSummaryParam{Text: s.Text})
-			}
-			in := responses.ResponseInputItemParamOfReasoning(r.ID, summary)
-			if r.EncryptedContent != "" {
-				in.OfReasoning.EncryptedContent = openai.String(r.EncryptedContent)
-			}
-			input = append(input, in)
+			input = append(input, carriedReasoning(item.AsReasoning()))
 		case "function_call":
 			fc := item.AsFunctionCall()
 			assert.Equal(t, "calculator", fc.Name)
@@ -307,4 +279,19 @@ func TestPairings(t *testing.T) {
 			}
 		}
 	}
+}
+
+// carriedReasoning is a response's reasoning item as the next request's
+// input, encrypted content and all, as a client that keeps no state on
+// the server carries it.
+func carriedReasoning(r responses.ResponseReasoningItem) responses.ResponseInputItemUnionParam {
+	var summary []responses.ResponseReasoningItemSummaryParam
+	for _, s := range r.Summary {
+		summary = append(summary, responses.ResponseReasoningItemSummaryParam{Text: s.Text})
+	}
+	in := responses.ResponseInputItemParamOfReasoning(r.ID, summary)
+	if r.EncryptedContent != "" {
+		in.OfReasoning.EncryptedContent = openai.String(r.EncryptedContent)
+	}
+	return in
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/internal/logtest"
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/trace"
@@ -63,13 +64,13 @@ func client(url, key string) *providers.Client {
 type routed struct {
 	pool *interception.Pool
 	slot *interception.Registration
-	log  *syncBuffer
+	log  *logtest.Buffer
 	turn chan trace.Turn
 }
 
 func newRouted(t *testing.T, r interception.Rollout) routed {
 	t.Helper()
-	log := &syncBuffer{}
+	log := &logtest.Buffer{}
 	turns := make(chan trace.Turn, 16)
 	pool := interception.NewPool(interception.Config{
 		Upstream: client(closedURL(t), ""),

@@ -23,6 +23,7 @@ import (
 
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/internal/logtest"
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/trace"
@@ -222,7 +223,7 @@ func TestTokenInExactPrefix(t *testing.T) {
 // A conversation that rewrites its history is no prefix of an earlier
 // turn's: it goes as text.
 func TestTokenInRewrittenHistoryGoesAsText(t *testing.T) {
-	var log syncBuffer
+	var log logtest.Buffer
 	r := newTokenInRig(t, nil, func(c *interception.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
@@ -253,24 +254,6 @@ func TestTokenInRewrittenHistoryGoesAsText(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(log.String(), "token-in: call sent as text"), "said once per rollout: %s", log.String())
 	assert.Contains(t, log.String(), "no earlier turn")
 	assert.NotContains(t, log.String(), s.Secret)
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // An upstream that does not serve /tokenize gets token-in calls as text;
