@@ -2,7 +2,6 @@ package activities_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,10 +10,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/internal/harness/packaged"
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
+	"github.com/evalflow/evalflow/providers/mock/mocktest"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/trace"
 )
@@ -27,12 +28,12 @@ import (
 func TestRunEndsPackagedHarnessesAtTheTurnLimit(t *testing.T) {
 	for _, tc := range []struct {
 		h        packaged.Harness
-		upstream func(url string) *providers.Client
+		upstream string // the upstream's dialect
 		script   string
 	}{
-		{packaged.Codex, func(url string) *providers.Client { return providers.NewResponses(url+"/v1", "upstream-key") },
+		{packaged.Codex, dialects.NameResponses,
 			`{"match":"","turns":[{"tool_calls":[{"name":"exec_command","arguments":{"cmd":"echo still working"}}]}]}`},
-		{packaged.ClaudeCode, func(url string) *providers.Client { return providers.NewAnthropic(url+"/v1", "upstream-key") },
+		{packaged.ClaudeCode, dialects.NameAnthropic,
 			`{"match":"","turns":[{"tool_calls":[{"name":"Bash","arguments":{"command":"echo still working","description":"Keep working"}}]}]}`},
 	} {
 		t.Run(tc.h.Name, func(t *testing.T) {
@@ -45,13 +46,12 @@ func TestRunEndsPackagedHarnessesAtTheTurnLimit(t *testing.T) {
 
 			script := filepath.Join(t.TempDir(), "script.jsonl")
 			require.NoError(t, os.WriteFile(script, []byte(tc.script+"\n"), 0o644))
-			model, err := mock.New(mock.Config{Script: script})
+			_, url := mocktest.Serve(t, mock.Config{Script: script})
+			up, err := providers.New(tc.upstream, url, "upstream-key")
 			require.NoError(t, err)
-			up := httptest.NewServer(model)
-			t.Cleanup(up.Close)
 
 			rt := &packaged.Runtime{Runtime: &local.Runtime{Dir: t.TempDir()}, Installer: installer, Dir: t.TempDir()}
-			r := newRigWith(t, tc.upstream(up.URL), fakeRuntime(rt.Run))
+			r := newRigWith(t, up, fakeRuntime(rt.Run))
 			ref := ref(1)
 			ref.Harness = rollout.HarnessConfig{Command: packaged.Command(tc.h, ""), Timeout: 2 * time.Minute, MaxTurns: 3}
 

@@ -3,7 +3,6 @@ package packaged_test
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,12 +13,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/interception"
 	"github.com/evalflow/evalflow/internal/harness/local"
 	"github.com/evalflow/evalflow/internal/harness/packaged"
-	"github.com/evalflow/evalflow/providers"
-	"github.com/evalflow/evalflow/providers/mock"
 	"github.com/evalflow/evalflow/tasksets"
 )
 
@@ -43,21 +41,17 @@ func TestHarnessesCallTaskToolServers(t *testing.T) {
 	counter := buildCounter(t)
 	for _, tc := range []struct {
 		h        packaged.Harness
-		upstream func(url string) *providers.Client
+		upstream string // the upstream's dialect
 		config   string // the MCP configuration evalflow writes, in the session
 		calls    int    // the counter the scripted calls leave
 	}{
-		{packaged.Codex, func(url string) *providers.Client { return providers.NewResponses(url+"/v1", "upstream-key") }, "codex-home/config.toml", 0},
-		{packaged.ClaudeCode, func(url string) *providers.Client { return providers.NewAnthropic(url+"/v1", "upstream-key") }, "mcp.json", 3},
+		{packaged.Codex, dialects.NameResponses, "codex-home/config.toml", 0},
+		{packaged.ClaudeCode, dialects.NameAnthropic, "mcp.json", 3},
 	} {
 		t.Run(tc.h.Name, func(t *testing.T) {
 			install(t, tc.h)
-			model, err := mock.New(mock.Config{Script: filepath.Join("testdata", "mcp-"+tc.h.Name+".jsonl")})
-			require.NoError(t, err)
-			up := httptest.NewServer(model)
-			t.Cleanup(up.Close)
 			rec := &recorder{}
-			pool := interception.NewPool(interception.Config{Upstream: tc.upstream(up.URL), OnTurn: rec.add})
+			pool := interception.NewPool(interception.Config{Upstream: scriptedUpstream(t, "mcp-"+tc.h.Name+".jsonl", tc.upstream), OnTurn: rec.add})
 			t.Cleanup(func() { assert.NoError(t, pool.Close()) })
 			const key = "run/0/0/0"
 			slot, err := pool.Acquire(context.Background(), interception.Rollout{Key: key, Model: "mock"})

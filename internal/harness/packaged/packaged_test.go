@@ -2,7 +2,6 @@ package packaged_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/evalflow/evalflow/internal/harness/packaged"
 	"github.com/evalflow/evalflow/providers"
 	"github.com/evalflow/evalflow/providers/mock"
+	"github.com/evalflow/evalflow/providers/mock/mocktest"
 	"github.com/evalflow/evalflow/tasksets"
 	"github.com/evalflow/evalflow/trace"
 )
@@ -39,21 +39,27 @@ func install(t *testing.T, h packaged.Harness) {
 		h.Name, dir, h.Package, h.Version)
 }
 
-// scriptedSlot is an interception slot for key whose upstream, reached
-// through upstream, is the mock model playing testdata/script, and the
-// recorder of its turns.
-func scriptedSlot(t *testing.T, script string, upstream func(url string) *providers.Client, key string) (interception.Slot, *recorder) {
+// scriptedSlot is an interception slot for key whose upstream, spoken to
+// in dialect, is the mock model playing testdata/script, and the recorder
+// of its turns.
+func scriptedSlot(t *testing.T, script, dialect, key string) (interception.Slot, *recorder) {
 	t.Helper()
-	model, err := mock.New(mock.Config{Script: filepath.Join("testdata", script)})
-	require.NoError(t, err)
-	up := httptest.NewServer(model)
-	t.Cleanup(up.Close)
 	rec := &recorder{}
-	pool := interception.NewPool(interception.Config{Upstream: upstream(up.URL), OnTurn: rec.add})
+	pool := interception.NewPool(interception.Config{Upstream: scriptedUpstream(t, script, dialect), OnTurn: rec.add})
 	t.Cleanup(func() { assert.NoError(t, pool.Close()) })
 	slot, err := pool.Acquire(context.Background(), interception.Rollout{Key: key, Model: "mock"})
 	require.NoError(t, err)
 	return slot.Slot, rec
+}
+
+// scriptedUpstream is a client, in dialect, of the mock model playing
+// testdata/script.
+func scriptedUpstream(t *testing.T, script, dialect string) *providers.Client {
+	t.Helper()
+	_, url := mocktest.Serve(t, mock.Config{Script: filepath.Join("testdata", script)})
+	up, err := providers.New(dialect, url, "upstream-key")
+	require.NoError(t, err)
+	return up
 }
 
 // bundledTask is a task of the bundled Harbor taskset.
@@ -97,22 +103,17 @@ func (r *recorder) all() []trace.Turn {
 // logs are kept. Each CLI runs against an upstream of its own dialect
 // (relayed) and of another (its streams translated event by event).
 func TestHarnessesCompleteBundledTask(t *testing.T) {
-	chat := func(url string) *providers.Client {
-		c, err := providers.New(dialects.NameChat, url+"/v1", "upstream-key")
-		require.NoError(t, err)
-		return c
-	}
 	for _, tc := range []struct {
 		h        packaged.Harness
 		via      string
-		upstream func(url string) *providers.Client
+		upstream string // the upstream's dialect
 		tool     string
 		logs     string // a session log's name starts with it
 	}{
-		{packaged.Codex, "", func(url string) *providers.Client { return providers.NewResponses(url+"/v1", "upstream-key") }, "exec_command", "codex-home/sessions/"},
-		{packaged.ClaudeCode, "", func(url string) *providers.Client { return providers.NewAnthropic(url+"/v1", "upstream-key") }, "Bash", "claude-config/projects/"},
-		{packaged.Codex, "/via-anthropic", func(url string) *providers.Client { return providers.NewAnthropic(url+"/v1", "upstream-key") }, "exec_command", "codex-home/sessions/"},
-		{packaged.ClaudeCode, "/via-chat", chat, "Bash", "claude-config/projects/"},
+		{packaged.Codex, "", dialects.NameResponses, "exec_command", "codex-home/sessions/"},
+		{packaged.ClaudeCode, "", dialects.NameAnthropic, "Bash", "claude-config/projects/"},
+		{packaged.Codex, "/via-anthropic", dialects.NameAnthropic, "exec_command", "codex-home/sessions/"},
+		{packaged.ClaudeCode, "/via-chat", dialects.NameChat, "Bash", "claude-config/projects/"},
 	} {
 		t.Run(tc.h.Name+tc.via, func(t *testing.T) {
 			install(t, tc.h)

@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/internal/harness/container/containertest"
 	"github.com/evalflow/evalflow/internal/harness/packaged"
-	"github.com/evalflow/evalflow/providers"
 )
 
 // codex and claude-code complete a workspace task inside a container
@@ -24,11 +24,11 @@ import (
 func TestHarnessesCompleteATaskInAContainer(t *testing.T) {
 	for _, tc := range []struct {
 		h        packaged.Harness
-		upstream func(url string) *providers.Client
+		upstream string // the upstream's dialect
 		logs     string
 	}{
-		{packaged.Codex, func(url string) *providers.Client { return providers.NewResponses(url+"/v1", "upstream-key") }, "codex-home/sessions/"},
-		{packaged.ClaudeCode, func(url string) *providers.Client { return providers.NewAnthropic(url+"/v1", "upstream-key") }, "claude-config/projects/"},
+		{packaged.Codex, dialects.NameResponses, "codex-home/sessions/"},
+		{packaged.ClaudeCode, dialects.NameAnthropic, "claude-config/projects/"},
 	} {
 		t.Run(tc.h.Name, func(t *testing.T) {
 			install(t, tc.h)
