@@ -3,7 +3,6 @@ package orchestration
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,7 +24,6 @@ import (
 func BenchmarkEvalEmbeddedVsCluster(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	dir := b.TempDir()
 	_, embedded := devtest.StartEvalflow(b)
 	cc := temporalcluster.ForTest(b, temporalcluster.Options{Shards: 16}).Dial(b, "default")
 	_, err := namespace.Ensure(ctx, namespace.Services{Workflow: cc.WorkflowService(), Operator: cc.OperatorService()}, namespace.Evalflow("default"))
@@ -38,7 +36,7 @@ func BenchmarkEvalEmbeddedVsCluster(b *testing.B) {
 	}{{"embedded", embedded}, {"cluster", cc}}
 	for _, sys := range systems {
 		b.Run(sys.name, func(b *testing.B) {
-			cfg := Config{Rollouts: rollouts, Concurrency: concurrency, RunsDir: filepath.Join(dir, "runs-"+sys.name)}
+			cfg := Config{Rollouts: rollouts, Concurrency: concurrency, RunsDir: b.TempDir()}
 			queue := "bench-" + sys.name
 			w, err := NewWorker(sys.client, queue, cfg)
 			require.NoError(b, err)

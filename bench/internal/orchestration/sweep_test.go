@@ -3,7 +3,6 @@ package orchestration
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,7 +24,6 @@ import (
 func BenchmarkSweepVsEvals(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	dir := b.TempDir()
 	_, cl := devtest.StartEvalflow(b)
 
 	const perCell, concurrency = 64, 16
@@ -36,7 +34,7 @@ func BenchmarkSweepVsEvals(b *testing.B) {
 				Harness: workflowsHarness([]string{"true"})})
 		}
 	}
-	cfg := Config{Rollouts: perCell, Concurrency: concurrency, RunsDir: filepath.Join(dir, "runs")}
+	cfg := Config{Rollouts: perCell, Concurrency: concurrency, RunsDir: b.TempDir()}
 	w, err := NewWorker(cl, "bench-sweep", Config{Concurrency: len(cells) * concurrency, RunsDir: cfg.RunsDir})
 	require.NoError(b, err)
 	defer w.Stop()
