@@ -2,6 +2,10 @@ package faults
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,7 +122,7 @@ func TestStarterKilledAndRerun(t *testing.T) {
 	requireExactlyOnce(t, runs, "kill-starter", 200)
 	// The embedded server is gone with the starter: serve its data again,
 	// for the secret scan of its histories.
-	(&server{addr: devtest.FreeAddr(t), dataDir: dataDir}).start(t)
+	newServer(t, dataDir).start(t)
 	figure(t, "starter SIGKILL at %d/200 stored: 200 stored, 0 duplicates; its agents gone %s after the kill; "+
 		"the rerun finished %s after the kill",
 		atKill, orphansGone.Sub(killed).Round(time.Millisecond), ended.Sub(killed).Round(time.Millisecond))
@@ -129,4 +133,23 @@ func durationSince(from, to time.Time) time.Duration {
 		return 0
 	}
 	return to.Sub(from).Round(time.Millisecond)
+}
+
+// agentsLeft counts live processes of the suite's built-in agent binary.
+func agentsLeft(t *testing.T) int {
+	t.Helper()
+	want := filepath.Join(bin, "evalflow-agent")
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	n := 0
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err == nil && strings.TrimSuffix(exe, " (deleted)") == want {
+			n++
+		}
+	}
+	return n
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/evalflow/evalflow/internal/harness/agent"
@@ -64,3 +65,11 @@ func run(m *testing.M) int {
 	}
 	return code
 }
+
+// figure logs one of the suite's figures.
+func figure(t *testing.T, format string, args ...any) {
+	t.Helper()
+	t.Logf("figure: "+format, args...)
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -2,12 +2,9 @@ package faults
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -17,8 +14,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/evalflow/evalflow/internal/devserver/devtest"
-	"github.com/evalflow/evalflow/internal/wiring"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/workflows"
@@ -104,57 +99,6 @@ func tail(s string, n int) string {
 	return "…" + s[len(s)-n:]
 }
 
-// server is a Temporal server running as its own process (starter dev,
-// without a worker), persisted to dataDir so a restart keeps every run.
-type server struct {
-	addr    string
-	dataDir string
-	proc    *proc
-}
-
-func startServer(t *testing.T) *server {
-	t.Helper()
-	s := &server{addr: devtest.FreeAddr(t), dataDir: caseDir(t)}
-	s.start(t)
-	return s
-}
-
-// start runs the server process and waits until its frontend answers.
-func (s *server) start(t *testing.T) {
-	t.Helper()
-	p := spawn(t, "starter", "dev", "--worker=false", "--address", s.addr, "--data-dir", s.dataDir, "--ui-port", "-1")
-	s.proc = p
-	c := dial(t, s.addr)
-	c.Close()
-	// Before the process goes (cleanups run last first), its histories go
-	// to the secret scan, whether the case passed or not; a server started
-	// again on the same data dumps them itself, and one that died has its
-	// data directory scanned still.
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			if s.proc == p {
-				dumpHistories(t, s.addr)
-			}
-		}
-	})
-}
-
-// dial connects to the server at addr once its frontend answers.
-func dial(t *testing.T, addr string) client.Client {
-	t.Helper()
-	var c client.Client
-	require.Eventually(t, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		var err error
-		c, err = wiring.Dial(ctx, addr, "default", slog.New(slog.DiscardHandler), 10*time.Second)
-		return err == nil
-	}, 2*time.Minute, 100*time.Millisecond, "the Temporal server at %s answers", addr)
-	return c
-}
-
 // startWorker runs a worker process on the server's queue, storing into
 // runsDir; the lean agent beside it is the built-in harness.
 func startWorker(t *testing.T, addr, runsDir, queue string, args ...string) *proc {
@@ -235,30 +179,3 @@ func requireExactlyOnce(t *testing.T, runsDir, runID string, n int) []results.Re
 	}
 	return recs
 }
-
-// agentsLeft counts live processes of the suite's built-in agent binary.
-func agentsLeft(t *testing.T) int {
-	t.Helper()
-	want := filepath.Join(bin, "evalflow-agent")
-	entries, err := os.ReadDir("/proc")
-	require.NoError(t, err)
-	n := 0
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if err == nil && strings.TrimSuffix(exe, " (deleted)") == want {
-			n++
-		}
-	}
-	return n
-}
-
-// figure logs one of the suite's figures.
-func figure(t *testing.T, format string, args ...any) {
-	t.Helper()
-	t.Logf("figure: "+format, args...)
-}
-
-func itoa(i int) string { return strconv.Itoa(i) }

@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -59,9 +58,8 @@ func terminate(t *testing.T, p *proc) {
 // store, and while it polls with nothing to do. (Draining a rollout:
 // TestDrainedRolloutMovesToAnotherWorkerAtOnce.)
 func TestWorkerStopsWithinSecondsInEveryState(t *testing.T) {
-	closedPort := func() string { return devtest.FreeAddr(t) }
 	t.Run("Temporal unreachable", func(t *testing.T) {
-		w := spawnService(t, "worker", "--address", closedPort())
+		w := spawnService(t, "worker", "--address", devtest.FreeAddr(t))
 		waitLog(t, w, "waiting for Temporal at", time.Minute)
 		terminate(t, w)
 	})
@@ -70,7 +68,7 @@ func TestWorkerStopsWithinSecondsInEveryState(t *testing.T) {
 		const password = "svc-closed-port-pw-5d1e"
 		addSecret("unreachable-store-password", password)
 		w := spawnService(t, "worker", "--address", srv.addr, "--task-queue", "faults-service-store",
-			"--store", "postgres://evalflow:"+password+"@"+closedPort()+"/evalflow?sslmode=disable")
+			"--store", "postgres://evalflow:"+password+"@"+devtest.FreeAddr(t)+"/evalflow?sslmode=disable")
 		waitLog(t, w, "waiting for the run store", time.Minute)
 		terminate(t, w)
 		assert.NotContains(t, logOf(t, w), password)
@@ -101,7 +99,7 @@ func TestWorkerGivesUpAfterTheStartTimeout(t *testing.T) {
 // server waits for it, logging its attempts, connects when it comes up and
 // runs rollouts.
 func TestWorkerWaitsForTemporalToComeUp(t *testing.T) {
-	srv := &server{addr: devtest.FreeAddr(t), dataDir: caseDir(t)}
+	srv := newServer(t, caseDir(t))
 	queue := "faults-service-wait"
 	w := spawnService(t, "worker", "--address", srv.addr, "--task-queue", queue)
 	waitLog(t, w, "waiting for Temporal at "+srv.addr, time.Minute)
@@ -141,12 +139,12 @@ func TestDrainedRolloutMovesToAnotherWorkerAtOnce(t *testing.T) {
 		{"second signal", "10m", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			runs, queue := caseDir(t), "faults-service-drain-"+strconv.Itoa(i)
+			runs, queue := caseDir(t), "faults-service-drain-"+itoa(i)
 			// The first worker's model takes 10 minutes to answer.
 			slow := spawnService(t, "slow-worker", "--address", srv.addr, "--task-queue", queue, "--runs-dir", runs,
 				"--mock-latency", "10m", "--drain-timeout", tc.drain)
 			waitLog(t, slow, "worker started", time.Minute)
-			cfg := evalConfig("service-drain-"+strconv.Itoa(i), 1, 1)
+			cfg := evalConfig("service-drain-"+itoa(i), 1, 1)
 			cfg.Limits.HeartbeatTimeout = 10 * time.Minute
 			run := startEval(t, c, queue, cfg)
 			require.Eventually(t, func() bool { return runStarted(t, c, cfg.RunID) }, time.Minute, 50*time.Millisecond,
