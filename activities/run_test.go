@@ -332,20 +332,8 @@ func TestRunTunnelLostIsRetriedNotScored(t *testing.T) {
 		r.tun.kill()
 		return harness.Result{ExitCode: 1, Stderr: "openai.APIConnectionError: Connection error."}, nil
 	})
-	ctx := context.Background()
 	_, err := r.rollout(t, ref(1))
-	require.Error(t, err)
-	var appErr *temporal.ApplicationError
-	require.ErrorAs(t, err, &appErr)
-	assert.Equal(t, rollout.ErrTypeTunnel, appErr.Type())
-	assert.False(t, appErr.NonRetryable(), "the workflow retries it")
-
-	_, ok, err := r.store.Get(ctx, "run", ref(1).Key())
-	require.NoError(t, err)
-	assert.False(t, ok, "nothing is scored")
-	all, err := r.store.Attempts(ctx, "run", ref(1).Key())
-	require.NoError(t, err)
-	require.Len(t, all, 1)
+	all := retriedUnscored(t, r, err, rollout.ErrTypeTunnel, ref(1))
 	assert.Equal(t, 1, all[0].N)
 	assert.Contains(t, all[0].Error, "tunnel lost")
 	assert.Len(t, all[0].Turns, 1, "the turns before the tunnel died are kept")
@@ -364,21 +352,9 @@ func TestRunUpstreamUnavailableIsRetried(t *testing.T) {
 		return harness.Result{ExitCode: 1, Stderr: fmt.Sprintf("openai.InternalServerError: %d", status)}, nil
 	})
 	r.up.status.Store(http.StatusServiceUnavailable)
-	ctx := context.Background()
 	_, err := r.rollout(t, ref(2))
-	require.Error(t, err)
-	var appErr *temporal.ApplicationError
-	require.ErrorAs(t, err, &appErr)
-	assert.Equal(t, rollout.ErrTypeUpstream, appErr.Type())
-	assert.False(t, appErr.NonRetryable(), "the workflow retries it")
+	all := retriedUnscored(t, r, err, rollout.ErrTypeUpstream, ref(2))
 	assert.Contains(t, err.Error(), "503")
-
-	_, ok, err := r.store.Get(ctx, "run", ref(2).Key())
-	require.NoError(t, err)
-	assert.False(t, ok, "nothing is scored")
-	all, err := r.store.Attempts(ctx, "run", ref(2).Key())
-	require.NoError(t, err)
-	require.Len(t, all, 1)
 	assert.Equal(t, 2, all[0].N, "the workflow's attempt number")
 	assert.Contains(t, all[0].Error, "kept failing")
 	require.Len(t, all[0].Turns, 1)
@@ -569,4 +545,25 @@ func TestRunEnforcesTheCostLimit(t *testing.T) {
 	require.NotNil(t, tr.Turns[0].CostUSD)
 	assert.InDelta(t, perCall, *tr.Turns[0].CostUSD, 1e-12)
 	assert.Equal(t, trace.LimitCost, tr.Turns[2].Limit)
+}
+
+// retriedUnscored checks that a rollout's error is a retryable errType, that
+// nothing was scored for in, and that one attempt was kept; it returns the
+// attempts.
+func retriedUnscored(t *testing.T, r *rig, err error, errType string, in rollout.Ref) []results.Attempt {
+	t.Helper()
+	require.Error(t, err)
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	assert.Equal(t, errType, appErr.Type())
+	assert.False(t, appErr.NonRetryable(), "the workflow retries it")
+
+	ctx := context.Background()
+	_, ok, err := r.store.Get(ctx, "run", in.Key())
+	require.NoError(t, err)
+	assert.False(t, ok, "nothing is scored")
+	all, err := r.store.Attempts(ctx, "run", in.Key())
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	return all
 }
