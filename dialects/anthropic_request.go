@@ -4,27 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"reflect"
 
 	"github.com/evalflow/evalflow/internal/jsonwire"
 )
-
-// anthropicDialect is Anthropic Messages.
-type anthropicDialect struct{}
-
-var _ Dialect = anthropicDialect{}
-
-func (anthropicDialect) Name() string { return NameAnthropic }
-
-func (anthropicDialect) Path() string { return "/messages" }
-
-func (anthropicDialect) Secret(h http.Header) string {
-	if s := h.Get("X-Api-Key"); s != "" {
-		return s
-	}
-	return bearer(h)
-}
 
 // ParseRequest reads a Messages request. Every system block becomes a part
 // of one leading system message; a user turn's tool_result blocks become

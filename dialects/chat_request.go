@@ -4,27 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"reflect"
 
 	"github.com/evalflow/evalflow/internal/jsonwire"
 )
-
-// chatDialect is OpenAI chat completions.
-type chatDialect struct{}
-
-var _ Dialect = chatDialect{}
-
-func (chatDialect) Name() string { return NameChat }
-
-func (chatDialect) Path() string { return "/chat/completions" }
-
-func (chatDialect) Secret(h http.Header) string {
-	if s := bearer(h); s != "" {
-		return s
-	}
-	return h.Get("X-Api-Key")
-}
 
 func (chatDialect) ParseRequest(body []byte) (Request, error) { return ParseChatRequest(body) }
 

@@ -119,6 +119,43 @@ func ByName(name string) (Dialect, error) {
 	return nil, fmt.Errorf("unknown dialect %q (want chat, responses or anthropic)", name)
 }
 
+// chatDialect is OpenAI chat completions.
+type chatDialect struct{}
+
+func (chatDialect) Name() string { return NameChat }
+
+func (chatDialect) Path() string { return "/chat/completions" }
+
+func (chatDialect) Secret(h http.Header) string {
+	if s := bearer(h); s != "" {
+		return s
+	}
+	return h.Get("X-Api-Key")
+}
+
+// responsesDialect is the OpenAI Responses API.
+type responsesDialect struct{}
+
+func (responsesDialect) Name() string { return NameResponses }
+
+func (responsesDialect) Path() string { return "/responses" }
+
+func (responsesDialect) Secret(h http.Header) string { return chatDialect{}.Secret(h) }
+
+// anthropicDialect is Anthropic Messages.
+type anthropicDialect struct{}
+
+func (anthropicDialect) Name() string { return NameAnthropic }
+
+func (anthropicDialect) Path() string { return "/messages" }
+
+func (anthropicDialect) Secret(h http.Header) string {
+	if s := h.Get("X-Api-Key"); s != "" {
+		return s
+	}
+	return bearer(h)
+}
+
 // bearer reads Authorization: Bearer.
 func bearer(h http.Header) string {
 	if v := h.Get("Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {

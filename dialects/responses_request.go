@@ -4,22 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"reflect"
 
 	"github.com/evalflow/evalflow/internal/jsonwire"
 )
-
-// responsesDialect is the OpenAI Responses API.
-type responsesDialect struct{}
-
-var _ Dialect = responsesDialect{}
-
-func (responsesDialect) Name() string { return NameResponses }
-
-func (responsesDialect) Path() string { return "/responses" }
-
-func (responsesDialect) Secret(h http.Header) string { return chatDialect{}.Secret(h) }
 
 // ParseRequest reads a Responses request. instructions become a leading
 // system message; each run of assistant-side items (reasoning, assistant
