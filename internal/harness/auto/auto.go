@@ -6,7 +6,6 @@ package auto
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/evalflow/evalflow/harness"
@@ -80,14 +79,12 @@ func (a *Runtime) Run(ctx context.Context, spec harness.Spec) (harness.Result, e
 }
 
 // Verify runs the verifier where the harness ran: in its sandbox, else in
-// the runtime of the workspace's kind.
+// the runtime of the workspace's kind. A spec without a workspace goes to
+// Local, which refuses it.
 func (a *Runtime) Verify(ctx context.Context, spec harness.VerifySpec) (harness.VerifyResult, error) {
-	ws := spec.Workspace
-	if ws == nil {
-		return harness.VerifyResult{}, errors.New("verify: no workspace")
-	}
 	var v harness.Verifier = a.Local
-	switch {
+	switch ws := spec.Workspace; {
+	case ws == nil:
 	case ws.Sandbox() != nil && a.Sandboxes != nil:
 		v = a.Sandboxes
 	case ws.Dir == "" && a.Sandboxes != nil:

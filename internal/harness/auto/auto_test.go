@@ -45,3 +45,15 @@ func TestCheckTaskWhereTheTaskRuns(t *testing.T) {
 	require.True(t, ok)
 	assert.Same(t, isolated, c)
 }
+
+// A verifier spec without a workspace is refused whatever sandboxes there
+// are: no runtime ran a harness for it.
+func TestVerifyRefusesASpecWithoutAWorkspace(t *testing.T) {
+	for _, rt := range []*Runtime{
+		{Local: &local.Runtime{}},
+		{Local: &local.Runtime{}, Sandboxes: fakeSandboxes{}, Isolated: &local.Bwrap{}},
+	} {
+		_, err := rt.Verify(context.Background(), harness.VerifySpec{Command: "true"})
+		assert.EqualError(t, err, "verify: no workspace")
+	}
+}
