@@ -148,7 +148,7 @@ func BenchmarkRolloutsHarborOracle(b *testing.B) {
 
 // BenchmarkRolloutsHarborOracleBwrap: the same in bwrap sandboxes.
 func BenchmarkRolloutsHarborOracleBwrap(b *testing.B) {
-	benchEval(b, &local.Bwrap{Agent: agentCommand[0], Local: local.Runtime{Dir: b.TempDir()}}, harborBench(rollout.HarnessConfig{Oracle: true}))
+	benchEval(b, bwrapRuntime(b), harborBench(rollout.HarnessConfig{Oracle: true}))
 }
 
 // BenchmarkRollouts16Container: 64 rollouts of the bundled tasks solved by
@@ -159,7 +159,7 @@ func BenchmarkRollouts16Container(b *testing.B) {
 }
 
 func BenchmarkRollouts16Bwrap(b *testing.B) {
-	benchEvalAt(b, 16, &local.Bwrap{Agent: agentCommand[0], Local: local.Runtime{Dir: b.TempDir()}}, harborBench(rollout.HarnessConfig{Oracle: true}))
+	benchEvalAt(b, 16, bwrapRuntime(b), harborBench(rollout.HarnessConfig{Oracle: true}))
 }
 
 // BenchmarkRolloutsHarborNoop: the bundled Harbor tasks with a harness

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -52,6 +53,16 @@ func startWorker(t testing.TB, c client.Client, cfg wiring.Config) *wiring.Worke
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	return w
+}
+
+// bwrapRuntime is the bwrap runtime with the tests' built-in agent, its
+// workspaces in a temp dir of the test's. It fails the test where
+// bubblewrap is not installed.
+func bwrapRuntime(t testing.TB) *local.Bwrap {
+	t.Helper()
+	_, err := exec.LookPath("bwrap")
+	require.NoError(t, err, "the bwrap runtime needs bubblewrap: apt-get install bubblewrap")
+	return &local.Bwrap{Agent: agentCommand[0], Local: local.Runtime{Dir: t.TempDir()}}
 }
 
 const providerKey = "sk-e2e-provider-key-0f9a8b7c6d5e"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -264,15 +263,10 @@ func mustJSON(t *testing.T, v any) []byte {
 // the verifier, after it, has the tests.
 func TestBwrapAgentCannotSeeTestsOrSolution(t *testing.T) {
 	t.Parallel()
-	_, err := exec.LookPath("bwrap")
-	require.NoError(t, err, "the bwrap runtime needs bubblewrap: apt-get install bubblewrap")
+	rt := bwrapRuntime(t)
 	script, err := filepath.Abs("testdata/harbor-peek.jsonl")
 	require.NoError(t, err)
-	workDir := t.TempDir()
-	got := runHarbor(t, harborRun{
-		taskset: tasksets.HarborSampleName, script: script,
-		runtime: &local.Bwrap{Agent: agentCommand[0], Local: local.Runtime{Dir: workDir}},
-	})
+	got := runHarbor(t, harborRun{taskset: tasksets.HarborSampleName, script: script, runtime: rt})
 
 	require.Zero(t, got.res.Failed, "%+v", got.res.FailedSamples)
 	rec := got.records["hello-file"]
@@ -290,7 +284,7 @@ func TestBwrapAgentCannotSeeTestsOrSolution(t *testing.T) {
 	assert.Equal(t, 0.0, rec.Reward, "the agent wrote nothing; the verifier, with the tests, says so")
 	require.NotNil(t, tr.Verifier)
 	assert.Contains(t, tr.Verifier.Stdout, "hello.txt is missing or wrong", "the verifier ran its tests")
-	requireNoWorkspaceLeft(t, workDir)
+	requireNoWorkspaceLeft(t, rt.Local.Dir)
 }
 
 // writeTask writes a Harbor task directory whose verifier is test.
@@ -409,9 +403,7 @@ func TestHarborTaskUnderLocalIsRefusedAtStart(t *testing.T) {
 	assert.Empty(t, refused.records, "nothing scored, least of all as the agent's")
 	requireNoWorkspaceLeft(t, refused.workDir)
 
-	_, err = exec.LookPath("bwrap")
-	require.NoError(t, err, "the bwrap runtime needs bubblewrap: apt-get install bubblewrap")
-	run.runtime = &local.Bwrap{Agent: agentCommand[0], Local: local.Runtime{Dir: t.TempDir()}}
+	run.runtime = bwrapRuntime(t)
 	got := runHarbor(t, run)
 	require.NoError(t, got.err)
 	rec, ok := got.records["hello-app"]
