@@ -124,22 +124,30 @@ func decodePacked(data []byte) ([]byte, error) {
 }
 
 // OverlayChatTokens sets on a chat completions body the fields that ask
-// for token-level data: logprobs, top_logprobs when r asks for
-// alternatives, and vLLM's return_token_ids (prompt_token_ids and
-// choices[].token_ids in the answer; servers that do not know it ignore
-// it). Every other byte of body is kept.
-func OverlayChatTokens(body []byte, r TokenRequest) (Body, error) {
+// for token-level data: logprobs, top_logprobs (the larger of r's and the
+// caller's own, when either asks for alternatives), and vLLM's
+// return_token_ids (prompt_token_ids and choices[].token_ids in the
+// answer; servers that do not know it ignore it). Every other byte of
+// body is kept. It returns what the caller asked for itself, to trim its
+// answer to (CallerTokens.Trim).
+func OverlayChatTokens(body []byte, r TokenRequest) (Body, CallerTokens, error) {
+	var caller CallerTokens
 	out, err := jsonwire.Overlay(body, chatRequestShape, func(func(string) bool) []jsonwire.Field {
+		caller = callerTokens(body)
+		caller.asked = r.TopLogprobs
+		if caller.Logprobs {
+			caller.asked = max(caller.asked, caller.TopLogprobs)
+		}
 		set := []jsonwire.Field{{Key: "logprobs", Value: true}, {Key: "return_token_ids", Value: true}}
-		if r.TopLogprobs > 0 {
-			set = append(set, jsonwire.Field{Key: "top_logprobs", Value: r.TopLogprobs})
+		if caller.asked > 0 {
+			set = append(set, jsonwire.Field{Key: "top_logprobs", Value: caller.asked})
 		}
 		return set
 	})
 	if err != nil {
-		return nil, fmt.Errorf("chat request: %w", err)
+		return nil, CallerTokens{}, fmt.Errorf("chat request: %w", err)
 	}
-	return out, nil
+	return out, caller, nil
 }
 
 // OverlayChatPrompt sets on a chat completions body the prompt as token
@@ -174,8 +182,9 @@ type chatTokensWire struct {
 	} `json:"choices"`
 }
 
-// add appends w's first choice's data to t.
-func (t *Tokens) add(w chatTokensWire) {
+// add appends w's first choice's data to t, keeping at most topK
+// alternatives per position.
+func (t *Tokens) add(w chatTokensWire, topK int) {
 	t.PromptIDs = append(t.PromptIDs, w.PromptTokenIDs...)
 	for _, c := range w.Choices {
 		if c.Index != 0 {
@@ -187,11 +196,11 @@ func (t *Tokens) add(w chatTokensWire) {
 		}
 		for _, lp := range c.Logprobs.Content {
 			t.Logprobs = append(t.Logprobs, float32(lp.Logprob))
-			if len(lp.TopLogprobs) == 0 {
+			if len(lp.TopLogprobs) == 0 || topK == 0 {
 				continue
 			}
 			if t.TopK == 0 {
-				t.TopK = len(lp.TopLogprobs)
+				t.TopK = min(len(lp.TopLogprobs), topK)
 			}
 			for k := range t.TopK {
 				if k < len(lp.TopLogprobs) {
@@ -206,30 +215,37 @@ func (t *Tokens) add(w chatTokensWire) {
 	}
 }
 
-// ChatTokens reads the token-level data of a chat completion body; nil
-// when it has none.
-func ChatTokens(body []byte) *Tokens {
+// ChatTokens reads the token-level data r asks for of a chat completion
+// body (the answer may hold more alternatives, for its caller); nil when
+// it has none.
+func ChatTokens(body []byte, r TokenRequest) *Tokens {
 	var w chatTokensWire
 	if json.Unmarshal(body, &w) != nil {
 		return nil
 	}
 	t := &Tokens{}
-	t.add(w)
+	t.add(w, r.TopLogprobs)
 	if t.Empty() {
 		return nil
 	}
 	return t
 }
 
-// ChatTokenStream gathers the token-level data of a chat completions
-// stream, fed one event's data at a time.
-type ChatTokenStream struct{ t Tokens }
+// ChatTokenStream gathers the token-level data r asks for of a chat
+// completions stream, fed one event's data at a time.
+type ChatTokenStream struct {
+	t Tokens
+	r TokenRequest
+}
+
+// NewChatTokenStream gathers the token-level data r asks for.
+func NewChatTokenStream(r TokenRequest) *ChatTokenStream { return &ChatTokenStream{r: r} }
 
 // Add reads one event's data; events that are not chunks are skipped.
 func (s *ChatTokenStream) Add(data []byte) {
 	var w chatTokensWire
 	if json.Unmarshal(data, &w) == nil {
-		s.t.add(w)
+		s.t.add(w, s.r.TopLogprobs)
 	}
 }
 

@@ -51,6 +51,10 @@ type recorder struct {
 	// tokenKeys are the message keys of a token-in call's request
 	// (tokenin.go); nil for other calls.
 	tokenKeys []string
+	// trim is, on a relay that asks the upstream for token-level data,
+	// what the caller asked of it itself, when the answer holds more
+	// (tokens.go); nil otherwise.
+	trim *dialects.CallerTokens
 }
 
 // startTurn starts serving a model call as the rollout's next turn.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,7 +29,7 @@ func (s *Server) relay(c *recorder, body []byte) {
 		c.fail(http.StatusBadRequest, "", badJSON+err.Error())
 		return
 	}
-	if out, err = withTokenFields(c.e.rollout, c.d, out); err != nil {
+	if out, c.trim, err = withTokenFields(c.e.rollout, c.d, out); err != nil {
 		c.fail(http.StatusBadRequest, "", badJSON+err.Error())
 		return
 	}
@@ -64,7 +65,11 @@ func relayStream(c *recorder, upstream io.Reader, status int) error {
 	c.turn.Streamed = true // until the request is parsed
 	stream := c.d.NewStream()
 	tokens := tokenStream(c.e.rollout, c.d)
-	err := relaySSE(c.w, upstream, func(data []byte) bool {
+	var trim func([]byte) []byte
+	if c.trim != nil {
+		trim = c.trim.Trim
+	}
+	err := relaySSE(c.w, upstream, trim, func(data []byte) bool {
 		if tokens != nil {
 			tokens.Add(data)
 		}
@@ -138,12 +143,17 @@ func relayJSON(c *recorder, resp *http.Response, maxBody int64) {
 		}
 	}
 	copyHeaders(c.w.Header(), resp.Header)
+	answer := data // the turn keeps the upstream's, token data and all
+	if c.trim != nil && resp.StatusCode/100 == 2 {
+		answer = c.trim.Trim(data)
+		c.w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+	}
 	c.w.WriteHeader(resp.StatusCode)
 	// The caller has the whole answer before the turn is recorded (a
 	// large one as soon as Write returns): Turns, Finish and the
 	// rollout's next token-in call wait for it from before the write.
 	c.deliver()
-	if _, err := c.w.Write(data); err != nil {
+	if _, err := c.w.Write(answer); err != nil {
 		relayFailed(c, fmt.Errorf("write to caller: %w", err))
 		return
 	}
@@ -208,8 +218,10 @@ func (e *upstreamReadError) Unwrap() error { return e.err }
 // relaySSE copies an event stream line by line, flushing after every event,
 // and hands each event's data to onEvent. It never holds more than one event,
 // and stops after the event onEvent calls the last: a caller that has its
-// answer may hang up before the upstream closes the stream.
-func relaySSE(w http.ResponseWriter, upstream io.Reader, onEvent func(data []byte) (last bool)) error {
+// answer may hang up before the upstream closes the stream. A data line
+// reaches the caller with its value rewritten by trim, when set; onEvent
+// gets the upstream's.
+func relaySSE(w http.ResponseWriter, upstream io.Reader, trim func([]byte) []byte, onEvent func(data []byte) (last bool)) error {
 	rc := http.NewResponseController(w)
 	br := bufio.NewReaderSize(upstream, 4<<10) // per open stream: kept small; longer lines still work
 	var data bytes.Buffer
@@ -237,7 +249,13 @@ func relaySSE(w http.ResponseWriter, upstream io.Reader, onEvent func(data []byt
 			line = nil // a line cut by a broken upstream never reaches the caller
 		}
 		if len(line) > 0 {
-			if _, err := w.Write(line); err != nil {
+			var err error
+			if trim != nil && bytes.HasPrefix(line, []byte("data:")) {
+				err = writeData(w, line, trim)
+			} else {
+				_, err = w.Write(line)
+			}
+			if err != nil {
 				return fmt.Errorf("write to caller: %w", err)
 			}
 			field := bytes.TrimRight(line, "\r\n")
@@ -271,6 +289,22 @@ func relaySSE(w http.ResponseWriter, upstream io.Reader, onEvent func(data []byt
 			return &upstreamReadError{readErr}
 		}
 	}
+}
+
+// writeData writes an event's data line with its value rewritten, the
+// field's name, the space after it and the line's end as they came.
+func writeData(w io.Writer, line []byte, rewrite func([]byte) []byte) error {
+	field := bytes.TrimRight(line, "\r\n")
+	head, v := field[:len("data:")], field[len("data:"):]
+	if len(v) > 0 && v[0] == ' ' {
+		head, v = field[:len("data: ")], v[1:]
+	}
+	for _, p := range [][]byte{head, rewrite(v), line[len(field):]} {
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func isEventStream(contentType string) bool {

@@ -61,7 +61,7 @@ func (s *Server) callUpstream(c *recorder) (*http.Response, bool) {
 	}
 	var out dialects.Body
 	if err == nil {
-		out, err = withTokenFields(c.e.rollout, s.up, dialects.Body{body})
+		out, _, err = withTokenFields(c.e.rollout, s.up, dialects.Body{body})
 	}
 	if err != nil {
 		c.fail(http.StatusBadRequest, "", "The request cannot be sent to the upstream: "+err.Error())

@@ -3,7 +3,6 @@ package jsonwire
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 )
@@ -88,36 +87,17 @@ func Overlay(body []byte, shape *Shape, pick func(has func(string) bool) []Field
 // skipped by looking only for the bytes that end them, never copied or
 // decoded.
 func topLevelFields(body []byte) (map[string][][2]int, int, error) {
-	i := skipSpace(body, 0)
-	if body[i] != '{' {
-		return nil, 0, errors.New("body is not a JSON object")
+	ms, open, err := members(body, 0)
+	if err != nil {
+		return nil, 0, fmt.Errorf("body: %w", err)
 	}
-	i++
-	fields := make(map[string][][2]int, 8)
-	insert := i
-	for {
-		i = skipSpace(body, i)
-		switch body[i] {
-		case '}':
-			return fields, insert, nil
-		case ',':
-			i = skipSpace(body, i+1)
-		}
-		ks := i
-		i = skipString(body, i)
-		raw := body[ks+1 : i-1]
-		key := string(raw)
-		if bytes.IndexByte(raw, '\\') >= 0 {
-			if err := Unmarshal(body[ks:i], &key); err != nil {
-				return nil, 0, fmt.Errorf("key: %w", err)
-			}
-		}
-		i = skipSpace(body, skipSpace(body, i)+1) // past the colon
-		vs := i
-		i = skipValue(body, i)
-		fields[key] = append(fields[key], [2]int{vs, i})
-		insert = i
+	fields := make(map[string][][2]int, max(len(ms), 8))
+	insert := open
+	for _, m := range ms {
+		fields[m.Key] = append(fields[m.Key], [2]int{m.Value.Start, m.Value.End})
+		insert = m.Value.End
 	}
+	return fields, insert, nil
 }
 
 // skipSpace returns the offset of the first byte at or after i that is not
