@@ -35,6 +35,9 @@ type Wire interface {
 	// WriteModels answers with a list of the models named ids, in the shape
 	// of this dialect's family (OpenAI's or Anthropic's).
 	WriteModels(w http.ResponseWriter, ids []string)
+	// WriteModel answers with the model named id, in the shape of this
+	// dialect's family.
+	WriteModel(w http.ResponseWriter, id string)
 }
 
 // Codec reads and writes a dialect's bodies: requests, responses, streams

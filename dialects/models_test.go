@@ -31,3 +31,21 @@ func TestWriteModels(t *testing.T) {
 		assert.Equal(t, 200, w.Code)
 	}
 }
+
+func TestWriteModel(t *testing.T) {
+	tests := []struct {
+		d    dialects.Dialect
+		want string
+	}{
+		{dialects.Chat, `{"id":"Qwen/Qwen3-8B","object":"model","created":0,"owned_by":"evalflow"}` + "\n"},
+		{dialects.Responses, `{"id":"Qwen/Qwen3-8B","object":"model","created":0,"owned_by":"evalflow"}` + "\n"},
+		{dialects.Anthropic, `{"type":"model","id":"Qwen/Qwen3-8B","display_name":"Qwen/Qwen3-8B","created_at":"1970-01-01T00:00:00Z"}` + "\n"},
+	}
+	for _, tt := range tests {
+		w := httptest.NewRecorder()
+		tt.d.WriteModel(w, "Qwen/Qwen3-8B")
+		assert.Equal(t, tt.want, w.Body.String(), "%s.WriteModel", tt.d.Name())
+		assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
+		assert.Equal(t, 200, w.Code)
+	}
+}

@@ -7,3 +7,8 @@ import "net/http"
 func (responsesDialect) WriteModels(w http.ResponseWriter, ids []string) {
 	chatDialect{}.WriteModels(w, ids)
 }
+
+// WriteModel answers with OpenAI's model object, as chat does.
+func (responsesDialect) WriteModel(w http.ResponseWriter, id string) {
+	chatDialect{}.WriteModel(w, id)
+}

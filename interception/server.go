@@ -322,7 +322,8 @@ type Route struct {
 	// route, the gateway's own OpenAI-like shape.
 	Dialect dialects.Dialect
 	// Public routes need no secret. Gateway routes exist only with
-	// Config.GatewayToken, and their Path holds {id} for a rollout id.
+	// Config.GatewayToken. A Path holds {id} for a rollout's id, or a
+	// model's on /v1/models/{id}.
 	Public, Gateway bool
 	// Body says the route reads a request body.
 	Body bool
@@ -333,7 +334,7 @@ type Route struct {
 func Routes() []Route {
 	var rs []Route
 	for _, rt := range (&Server{}).routes(nil) {
-		rs = append(rs, Route{Method: rt.method, Path: rt.path, Dialect: rt.dialect,
+		rs = append(rs, Route{Method: rt.method, Path: strings.Replace(rt.path, "{model...}", "{id}", 1), Dialect: rt.dialect,
 			Public: rt.open != nil, Body: rt.method != http.MethodGet})
 	}
 	for _, p := range gateway.Routes() {
@@ -349,6 +350,8 @@ func (s *Server) routes(side http.Handler) []route {
 	rs := []route{
 		{method: http.MethodGet, path: "/healthz", open: healthz},
 		{method: http.MethodGet, path: "/v1/models", serve: s.models},
+		// A model's name may hold slashes (Qwen/Qwen3-8B).
+		{method: http.MethodGet, path: "/v1/models/{model...}", serve: s.modelInfo},
 		{method: http.MethodPost, path: "/v1/messages/count_tokens", dialect: dialects.Anthropic, serve: s.countTokens},
 	}
 	for _, d := range dialects.All {
@@ -362,18 +365,25 @@ func (s *Server) routes(side http.Handler) []route {
 }
 
 // newMux composes the server's routes: the route table, each path of it
-// answering its other methods with a 405, and the gateway's routes when
-// the pool has a gateway. Anything else is an unknown URL.
+// answering OPTIONS and its other methods itself (otherMethods), and the
+// gateway's routes when the pool has a gateway. Anything else is an
+// unknown URL.
 func (s *Server) newMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", notFound)
-	methods := make(map[string]dialects.Dialect) // path: the dialect of its 405
+	paths := make(map[string]*pathRoutes)
 	for _, rt := range s.routes(sidecar.New(sideProxy{s}, s.cfg.MaxBodyBytes)) {
 		mux.Handle(rt.method+" "+rt.path, s.handler(rt))
-		methods[rt.path] = rt.dialect
+		p := paths[rt.path]
+		if p == nil {
+			p = &pathRoutes{}
+			paths[rt.path] = p
+		}
+		p.dialect = rt.dialect
+		p.methods = append(p.methods, rt.method)
 	}
-	for urlPath, d := range methods {
-		mux.Handle(urlPath, methodNotAllowed(d))
+	for urlPath, p := range paths {
+		mux.Handle(urlPath, otherMethods(p.dialect, p.allow()))
 	}
 	if s.cfg.gateway != nil {
 		mux.Handle(gateway.Prefix, s.cfg.gateway)
@@ -461,10 +471,37 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 	callerDialect(r.Header).WriteError(w, http.StatusNotFound, "unknown_url", fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
 }
 
-// methodNotAllowed answers a method a route's path has no route for, in
-// the route's dialect (nil: the caller's).
-func methodNotAllowed(d dialects.Dialect) http.HandlerFunc {
+// pathRoutes are the routes of one path: their methods, and the dialect
+// of the path's errors.
+type pathRoutes struct {
+	methods []string
+	dialect dialects.Dialect
+}
+
+// allow is the path's Allow header: its methods, HEAD where GET serves
+// it, and OPTIONS.
+func (p *pathRoutes) allow() string {
+	var ms []string
+	for _, m := range p.methods {
+		ms = append(ms, m)
+		if m == http.MethodGet {
+			ms = append(ms, http.MethodHead)
+		}
+	}
+	return strings.Join(append(ms, http.MethodOptions), ", ")
+}
+
+// otherMethods answers the methods a route's path has no route for:
+// OPTIONS with a 204 and the Allow header, any other with a 405 that
+// carries it too, in the route's dialect (nil: the caller's). Neither
+// needs a secret: they say only which methods the path takes.
+func otherMethods(d dialects.Dialect, allow string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		if r.Method == http.MethodOptions {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
 		d := d
 		if d == nil {
 			d = callerDialect(r.Header)
@@ -526,13 +563,30 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request, e *entry, d diale
 // models answers GET /v1/models with the models of the registered rollouts,
 // in the caller's family's shape.
 func (s *Server) models(w http.ResponseWriter, _ *http.Request, _ *entry, d dialects.Dialect) {
+	d.WriteModels(w, slices.Sorted(maps.Keys(s.modelSet())))
+}
+
+// modelInfo answers GET /v1/models/{id} with one of the models /v1/models
+// lists, in the caller's family's shape; another is a 404 in its error
+// shape, as the providers answer a model they do not serve.
+func (s *Server) modelInfo(w http.ResponseWriter, r *http.Request, _ *entry, d dialects.Dialect) {
+	id := r.PathValue("model")
+	if !s.modelSet()[id] {
+		d.WriteError(w, http.StatusNotFound, "model_not_found", fmt.Sprintf("The model '%s' does not exist.", id))
+		return
+	}
+	d.WriteModel(w, id)
+}
+
+// modelSet is the models of the registered rollouts.
+func (s *Server) modelSet() map[string]bool {
 	s.mu.RLock()
+	defer s.mu.RUnlock()
 	seen := make(map[string]bool)
 	for _, e := range s.byKey {
 		if e.rollout.Model != "" {
 			seen[e.rollout.Model] = true
 		}
 	}
-	s.mu.RUnlock()
-	d.WriteModels(w, slices.Sorted(maps.Keys(seen)))
+	return seen
 }

@@ -99,8 +99,9 @@ type Config struct {
 	TTL time.Duration
 	// Slots, when set, counts registrations against the worker's capacity.
 	Slots SlotCounter
-	// ModelPaths are the rollouts' model routes, as paths below /v1
-	// ("/chat/completions"): each is served at Prefix+"{id}"+path too.
+	// ModelPaths are the rollouts' model routes, as http.ServeMux paths
+	// below /v1 ("/chat/completions", "/models/{model...}"): each is
+	// served at Prefix+"{id}"+path too.
 	ModelPaths []string
 	// Now is the clock of expiries; time.Now when nil.
 	Now    func() time.Time
@@ -188,15 +189,19 @@ func (g *Gateway) routes(standalone bool) *http.ServeMux {
 		g.serveModel(w, r, "/"+r.PathValue("path"))
 	})
 	mux.HandleFunc(Prefix+"{id}/v1", notFound) // not redirected to .../v1/
-	for _, p := range g.cfg.ModelPaths {
-		mux.HandleFunc(Prefix+"{id}"+p, func(w http.ResponseWriter, r *http.Request) { g.serveModel(w, r, p) })
+	for _, p := range g.cfg.ModelPaths { // a pattern: /models/{model...} takes a model's name
+		mux.HandleFunc(Prefix+"{id}"+p, func(w http.ResponseWriter, r *http.Request) {
+			g.serveModel(w, r, strings.TrimPrefix(r.URL.Path, Prefix+r.PathValue("id")))
+		})
 	}
 	return mux
 }
 
 // guard checks a call's rollout id, token and method, in that order, and
-// serves it.
+// serves it. OPTIONS is answered with a 204 and the Allow header, which a
+// 405 carries too.
 func (g *Gateway) guard(action, method string, serve func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+	allow := method + ", " + http.MethodOptions
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		switch {
@@ -204,7 +209,11 @@ func (g *Gateway) guard(action, method string, serve func(http.ResponseWriter, *
 			notFound(w, r)
 		case !g.authorized(r):
 			writeError(w, http.StatusUnauthorized, "missing or wrong gateway token")
+		case r.Method == http.MethodOptions:
+			w.Header().Set("Allow", allow)
+			w.WriteHeader(http.StatusNoContent)
 		case r.Method != method: // HEAD, which a GET pattern takes too
+			w.Header().Set("Allow", allow)
 			writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" is not allowed on "+action)
 		default:
 			serve(w, r, id)
