@@ -19,48 +19,29 @@ func (anthropicDialect) EncodeRequest(req Request) ([]byte, error) {
 		Role    string           `json:"role"`
 		Content []anthropicBlock `json:"content"`
 	}
-	type thinking struct {
-		Type         string `json:"type"`
-		BudgetTokens int    `json:"budget_tokens,omitempty"`
+	set, err := anthropicSettingsOf(req)
+	if err != nil {
+		return nil, fmt.Errorf("encode anthropic request: %w", err)
 	}
 	out := struct {
-		Model        string            `json:"model"`
-		System       []anthropicBlock  `json:"system,omitempty"`
-		Messages     []msg             `json:"messages"`
-		Tools        []anthropicTool   `json:"tools,omitempty"`
-		MaxTokens    int               `json:"max_tokens"`
-		Temperature  *float64          `json:"temperature,omitempty"`
-		TopP         *float64          `json:"top_p,omitempty"`
-		Thinking     *thinking         `json:"thinking,omitempty"`
-		OutputConfig map[string]string `json:"output_config,omitempty"`
-		ToolChoice   map[string]any    `json:"tool_choice,omitempty"`
-		Stop         []string          `json:"stop_sequences,omitempty"`
+		Model        string                `json:"model"`
+		System       []anthropicBlock      `json:"system,omitempty"`
+		Messages     []msg                 `json:"messages"`
+		Tools        []anthropicTool       `json:"tools,omitempty"`
+		MaxTokens    int                   `json:"max_tokens"`
+		Temperature  *float64              `json:"temperature,omitempty"`
+		TopP         *float64              `json:"top_p,omitempty"`
+		Thinking     *anthropicThinkingOut `json:"thinking,omitempty"`
+		OutputConfig map[string]any        `json:"output_config,omitempty"`
+		ToolChoice   map[string]any        `json:"tool_choice,omitempty"`
+		Stop         []string              `json:"stop_sequences,omitempty"`
+		Metadata     map[string]string     `json:"metadata,omitempty"`
+		ServiceTier  string                `json:"service_tier,omitempty"`
 	}{Model: req.Model, ToolChoice: anthropicToolChoiceOut(req.ToolChoice, req.ParallelToolCalls, len(req.Tools) > 0),
-		Stop: req.Stop, Messages: []msg{}, MaxTokens: DefaultAnthropicMaxTokens,
-		Temperature: req.Sampling.Temperature, TopP: req.Sampling.TopP}
-	if req.Sampling.MaxTokens != nil {
-		out.MaxTokens = *req.Sampling.MaxTokens
-	}
-	if r := req.Reasoning; r != nil && r.Adaptive {
-		out.Thinking = &thinking{Type: "adaptive"}
-		if r.Effort != "" {
-			effort, err := anthropicEffort(r.Effort)
-			if err != nil {
-				return nil, fmt.Errorf("encode anthropic request: %w", err)
-			}
-			out.OutputConfig = map[string]string{"effort": effort}
-		}
-	} else if r != nil {
-		budget, err := thinkingBudgetOf(r)
-		if err != nil {
-			return nil, fmt.Errorf("encode anthropic request: %w", err)
-		}
-		if budget > 0 {
-			out.Thinking = &thinking{Type: "enabled", BudgetTokens: budget}
-			if out.MaxTokens <= budget {
-				out.MaxTokens = budget + DefaultAnthropicMaxTokens
-			}
-		}
+		Stop: req.Stop, Messages: []msg{}, MaxTokens: set.maxTokens, Thinking: set.thinking, OutputConfig: set.outputConfig,
+		Temperature: req.Sampling.Temperature, TopP: req.Sampling.TopP, ServiceTier: set.serviceTier}
+	if req.User != "" {
+		out.Metadata = map[string]string{"user_id": req.User}
 	}
 	add := func(role string, blocks []anthropicBlock) {
 		if n := len(out.Messages); n > 0 && out.Messages[n-1].Role == role {
@@ -98,7 +79,7 @@ func (anthropicDialect) EncodeRequest(req Request) ([]byte, error) {
 	for i := len(out.Messages) - 1; i >= 0 && out.Thinking != nil; i-- {
 		if out.Messages[i].Role == RoleAssistant {
 			if !anthropicThinkingReturned(out.Messages[i].Content) {
-				out.Thinking, out.OutputConfig = nil, nil
+				out.Thinking = nil
 			}
 			break
 		}
@@ -125,6 +106,46 @@ func (anthropicDialect) EncodeResponse(resp Response) ([]byte, error) {
 		return nil, fmt.Errorf("encode anthropic response: %w", err)
 	}
 	return b, nil
+}
+
+// anthropicSettings are the fields of an Anthropic request that the
+// request's settings become, besides its messages and tools.
+type anthropicSettings struct {
+	thinking     *anthropicThinkingOut
+	outputConfig map[string]any // effort and format
+	maxTokens    int
+	serviceTier  string
+}
+
+// anthropicSettingsOf is what req's settings become toward Anthropic, or
+// the first one Anthropic cannot take, refused.
+func anthropicSettingsOf(req Request) (anthropicSettings, error) {
+	var s anthropicSettings
+	thinking, effort, maxTokens, err := anthropicThinking(req)
+	if err != nil {
+		return s, err
+	}
+	s.thinking, s.maxTokens = thinking, maxTokens
+	if err := anthropicRefusals(req); err != nil {
+		return s, err
+	}
+	if s.serviceTier, err = anthropicServiceTier(req); err != nil {
+		return s, err
+	}
+	format, err := anthropicFormat(req)
+	if err != nil {
+		return s, err
+	}
+	if effort != "" || format != nil {
+		s.outputConfig = map[string]any{}
+		if effort != "" {
+			s.outputConfig["effort"] = effort
+		}
+		if format != nil {
+			s.outputConfig["format"] = format
+		}
+	}
+	return s, nil
 }
 
 // DefaultAnthropicMaxTokens is the max_tokens a request translated to

@@ -18,19 +18,29 @@ func (anthropicDialect) ParseRequest(body []byte) (Request, error) {
 		return Request{}, fmt.Errorf("decode anthropic request: %w", err)
 	}
 	req := Request{
-		Model: ar.Model, Stream: ar.Stream,
+		Model: ar.Model, Stream: ar.Stream, From: NameAnthropic,
 		Sampling: Sampling{Temperature: ar.Temperature, TopP: ar.TopP, MaxTokens: ar.MaxTokens},
 	}
 	req.ToolChoice = anthropicToolChoiceOf(ar.ToolChoice)
 	req.ParallelToolCalls = anthropicParallelOf(ar.ToolChoice)
 	req.Stop = ar.StopSequences
+	var thinking, effort string
+	var budget int
 	if ar.Thinking != nil {
-		effort := ""
-		if ar.OutputConfig != nil {
-			effort = ar.OutputConfig.Effort
-		}
-		req.Reasoning = anthropicReasoningOf(ar.Thinking.Type, ar.Thinking.BudgetTokens, effort)
+		thinking, budget = ar.Thinking.Type, ar.Thinking.BudgetTokens
 	}
+	req.Format = formatOfAnthropic(ar.OutputFormat)
+	if ar.OutputConfig != nil {
+		effort = ar.OutputConfig.Effort
+		if f := formatOfAnthropic(ar.OutputConfig.Format); f != nil {
+			req.Format = f
+		}
+	}
+	req.Reasoning = anthropicReasoningOf(thinking, budget, effort)
+	if ar.Metadata != nil {
+		req.User = ar.Metadata.UserID
+	}
+	req.ServiceTier = serviceTierOf(ar.ServiceTier)
 	sys, err := anthropicBlocks(ar.System)
 	if err != nil {
 		return Request{}, fmt.Errorf("decode anthropic request: system: %w", err)
@@ -107,8 +117,16 @@ type anthropicRequest struct {
 		BudgetTokens int    `json:"budget_tokens"`
 	} `json:"thinking"`
 	OutputConfig *struct {
-		Effort string `json:"effort"`
+		Effort string          `json:"effort"`
+		Format json.RawMessage `json:"format"`
 	} `json:"output_config"`
+	// OutputFormat is the structured outputs beta's name of
+	// output_config.format.
+	OutputFormat json.RawMessage `json:"output_format"`
+	Metadata     *struct {
+		UserID string `json:"user_id"`
+	} `json:"metadata"`
+	ServiceTier string `json:"service_tier"`
 }
 
 type anthropicMessage struct {

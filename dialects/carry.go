@@ -20,9 +20,9 @@ package dialects
 //	                          + base64(details)           details)
 //
 // The prefixes are versioned so that a later encoding can still read what
-// an older one handed out. The mapping of reasoning settings (Anthropic
-// budgets and adaptive thinking, OpenAI efforts), of parallel tool calls
-// and of Responses' store and include is here too.
+// an older one handed out. The mapping of parallel tool calls and of
+// Responses' store and include is here too; reasoning settings are in
+// reasoning.go, the other settings in settings.go.
 
 import (
 	"bytes"
@@ -30,7 +30,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -423,74 +422,6 @@ func thinkingOfDetails(raw json.RawMessage) []Thinking {
 	return out
 }
 
-// OpenAI reasoning efforts and the Anthropic thinking budgets they map to,
-// and back: a budget below 4096 is low, below 16384 medium, above high.
-// xhigh's budget maps back to high, the highest effort every OpenAI
-// reasoning model takes.
-var effortBudget = map[string]int{"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384, "xhigh": 32768}
-
-// effortOf is the OpenAI reasoning effort of r: its own, medium for
-// adaptive thinking that named none, or the effort of its budget.
-func effortOf(r *ReasoningConfig) string {
-	switch {
-	case r.Effort != "":
-		return r.Effort
-	case r.Adaptive:
-		return "medium"
-	case r.BudgetTokens >= effortBudget["high"]:
-		return "high"
-	case r.BudgetTokens >= effortBudget["medium"]:
-		return "medium"
-	}
-	return "low"
-}
-
-// thinkingBudgetOf is the Anthropic thinking budget of r: its own, or its
-// effort's; 0 for effort none, and for reasoning settings that name no
-// effort (a Responses caller asking only for a summary, as codex does):
-// thinking is turned on only by a caller that asks for it.
-func thinkingBudgetOf(r *ReasoningConfig) (int, error) {
-	if r.BudgetTokens > 0 {
-		return r.BudgetTokens, nil
-	}
-	if r.Effort == "none" || r.Effort == "" {
-		return 0, nil
-	}
-	b, ok := effortBudget[r.Effort]
-	if !ok {
-		return 0, fmt.Errorf("reasoning effort %q has no Anthropic thinking budget (want none, minimal, low, medium, high or xhigh)", r.Effort)
-	}
-	return b, nil
-}
-
-// anthropicReasoningOf reads Anthropic's thinking and output_config.effort.
-// Anthropic's effort max is OpenAI's xhigh.
-func anthropicReasoningOf(typ string, budget int, effort string) *ReasoningConfig {
-	if effort == "max" {
-		effort = "xhigh"
-	}
-	switch typ {
-	case "enabled":
-		return &ReasoningConfig{BudgetTokens: budget}
-	case "adaptive":
-		return &ReasoningConfig{Adaptive: true, Effort: effort}
-	}
-	return nil
-}
-
-// anthropicEffort is Anthropic's output_config.effort for an OpenAI effort.
-func anthropicEffort(effort string) (string, error) {
-	switch effort {
-	case "minimal", "low":
-		return "low", nil
-	case "medium", "high":
-		return effort, nil
-	case "xhigh":
-		return "max", nil
-	}
-	return "", fmt.Errorf("reasoning effort %q has no Anthropic adaptive effort (want minimal, low, medium, high or xhigh)", effort)
-}
-
 // anthropicParallelOf reads disable_parallel_tool_use from Anthropic's
 // tool_choice.
 func anthropicParallelOf(raw json.RawMessage) *bool {
@@ -522,9 +453,14 @@ func anthropicToolChoiceOut(tc *ToolChoice, parallel *bool, hasTools bool) map[s
 	return out
 }
 
-// errStopResponses refuses stop sequences toward a Responses upstream.
-var errStopResponses = errors.New("stop sequences cannot be sent: the Responses API has no stop field " +
-	"(remove stop / stop_sequences, or use a chat or anthropic upstream)")
+// refuseStopResponses refuses stop sequences toward a Responses upstream.
+func refuseStopResponses(req Request) error {
+	if len(req.Stop) == 0 {
+		return nil
+	}
+	return &FieldError{Field: req.field("stop"), Reason: "the Responses API has no stop field " +
+		"(remove it, or use a chat or anthropic upstream)"}
+}
 
 // responsesStoreInclude is the store and include of a request to a
 // Responses upstream: the caller's, or, when reasoning state must survive
@@ -559,6 +495,6 @@ func refusePreviousResponse(req Request) error {
 	if req.PreviousResponseID == "" {
 		return nil
 	}
-	return errors.New("previous_response_id cannot be sent: only a Responses upstream keeps responses " +
-		"(send the whole conversation in input, with store: false)")
+	return &FieldError{Field: "previous_response_id", Reason: "only a Responses upstream keeps responses " +
+		"(send the whole conversation in input, with store: false)"}
 }

@@ -51,10 +51,21 @@ func TestReasoningMapping(t *testing.T) {
 		{dialects.Anthropic, `{"messages":[],"thinking":{"type":"enabled","budget_tokens":60000}}`, dialects.Chat, "reasoning_effort", `"high"`},
 		{dialects.Anthropic, `{"messages":[],"thinking":{"type":"adaptive"}}`, dialects.Chat, "reasoning_effort", `"medium"`},
 		{dialects.Anthropic, `{"messages":[],"thinking":{"type":"adaptive"},"output_config":{"effort":"low"}}`, dialects.Responses, "reasoning", `{"effort":"low","summary":"auto"}`},
-		{dialects.Anthropic, `{"messages":[],"thinking":{"type":"adaptive"},"output_config":{"effort":"max"}}`, dialects.Chat, "reasoning_effort", `"xhigh"`},
-		{dialects.Anthropic, `{"messages":[],"thinking":{"type":"adaptive"},"output_config":{"effort":"max"}}`, dialects.Anthropic, "output_config", `{"effort":"max"}`},
-		{dialects.Anthropic, `{"messages":[],"thinking":{"type":"adaptive"}}`, dialects.Anthropic, "thinking", `{"type":"adaptive"}`},
+		{dialects.Anthropic, `{"messages":[],"thinking":{"type":"adaptive"},"output_config":{"effort":"xhigh"}}`, dialects.Chat, "reasoning_effort", `"xhigh"`},
+		{dialects.Anthropic, `{"model":"claude-opus-4-6","messages":[],"thinking":{"type":"adaptive"},"output_config":{"effort":"max"}}`, dialects.Anthropic, "output_config", `{"effort":"max"}`},
+		{dialects.Anthropic, `{"model":"claude-opus-4-6","messages":[],"thinking":{"type":"adaptive"}}`, dialects.Anthropic, "thinking", `{"type":"adaptive"}`},
 		{dialects.Anthropic, `{"messages":[],"thinking":{"type":"disabled"}}`, dialects.Chat, "reasoning_effort", ``},
+		// An effort without thinking is the effort.
+		{dialects.Anthropic, `{"messages":[],"output_config":{"effort":"high"}}`, dialects.Chat, "reasoning_effort", `"high"`},
+		{dialects.Anthropic, `{"messages":[],"output_config":{"effort":"low"}}`, dialects.Responses, "reasoning", `{"effort":"low","summary":"auto"}`},
+		// A Responses caller naming no effort asks for none.
+		{dialects.Responses, `{"input":[],"reasoning":{"summary":"auto"}}`, dialects.Chat, "reasoning_effort", ``},
+		// Claude 4.6 and later think adaptively, at the caller's effort.
+		{dialects.Chat, `{"model":"claude-opus-4-6","messages":[],"reasoning_effort":"high"}`, dialects.Anthropic, "thinking", `{"type":"adaptive"}`},
+		{dialects.Chat, `{"model":"claude-sonnet-4-6","messages":[],"reasoning_effort":"xhigh"}`, dialects.Anthropic, "output_config", `{"effort":"xhigh"}`},
+		{dialects.Chat, `{"model":"claude-opus-4-7","messages":[],"reasoning_effort":"minimal"}`, dialects.Anthropic, "output_config", `{"effort":"low"}`},
+		{dialects.Chat, `{"model":"claude-opus-4-6","messages":[],"reasoning_effort":"max"}`, dialects.Anthropic, "output_config", `{"effort":"max"}`},
+		{dialects.Chat, `{"model":"claude-sonnet-4-5","messages":[],"reasoning_effort":"high"}`, dialects.Anthropic, "output_config", ``},
 	}
 	for _, tt := range tests {
 		req, err := tt.from.ParseRequest([]byte(tt.body))
@@ -68,18 +79,81 @@ func TestReasoningMapping(t *testing.T) {
 	}
 }
 
-// TestAnthropicBudgetAboveMaxTokens: a budget needs max_tokens above it.
-func TestAnthropicBudgetAboveMaxTokens(t *testing.T) {
-	req, err := dialects.Chat.ParseRequest([]byte(`{"messages":[],"reasoning_effort":"high","max_tokens":1000}`))
-	require.NoError(t, err)
-	assert.Equal(t, "20480", wireField(t, dialects.Anthropic, req, "max_tokens"))
+// TestThinkingKeepsTheCallersCap: an effort becomes a thinking budget that
+// fits under the caller's max tokens, or is refused naming both fields; a
+// model that thinks adaptively keeps the cap as it is; without a cap there
+// is room for the budget.
+func TestThinkingKeepsTheCallersCap(t *testing.T) {
+	tests := []struct {
+		body                    string
+		thinking, maxTokens, oc string // JSON of the fields sent; "" absent
+		refused                 string // what the refusal says, instead
+	}{
+		{body: `{"model":"claude-sonnet-4-5","messages":[],"reasoning_effort":"high","max_completion_tokens":2000}`,
+			thinking: `{"type":"enabled","budget_tokens":1999}`, maxTokens: `2000`},
+		{body: `{"model":"claude-sonnet-4-5","messages":[],"reasoning_effort":"medium","max_completion_tokens":64000}`,
+			thinking: `{"type":"enabled","budget_tokens":4096}`, maxTokens: `64000`},
+		{body: `{"model":"claude-sonnet-4-5","messages":[],"reasoning_effort":"high"}`,
+			thinking: `{"type":"enabled","budget_tokens":16384}`, maxTokens: `20480`},
+		{body: `{"model":"claude-opus-4-6","messages":[],"reasoning_effort":"high","max_completion_tokens":2000}`,
+			thinking: `{"type":"adaptive"}`, maxTokens: `2000`, oc: `{"effort":"high"}`},
+		{body: `{"model":"claude-opus-4-6","messages":[],"reasoning_effort":"low","max_completion_tokens":500}`,
+			thinking: `{"type":"adaptive"}`, maxTokens: `500`, oc: `{"effort":"low"}`},
+		{body: `{"model":"claude-sonnet-4-5","messages":[],"reasoning_effort":"low","max_completion_tokens":1024}`,
+			refused: `reasoning_effort cannot be sent: with max_completion_tokens 1024 there is no room for Anthropic's least thinking budget`},
+		{body: `{"model":"claude-sonnet-4-5","messages":[],"reasoning_effort":"max"}`,
+			refused: `reasoning_effort cannot be sent: "max" needs adaptive thinking, which claude-sonnet-4-5 does not take`},
+	}
+	for _, tt := range tests {
+		req, err := dialects.Chat.ParseRequest([]byte(tt.body))
+		require.NoError(t, err)
+		out, err := dialects.Anthropic.EncodeRequest(req)
+		if tt.refused != "" {
+			var fe *dialects.FieldError
+			require.ErrorAs(t, err, &fe, "EncodeRequest(%s)", tt.body)
+			assert.Equal(t, "reasoning_effort", fe.Field)
+			assert.ErrorContains(t, err, tt.refused)
+			continue
+		}
+		require.NoError(t, err, "EncodeRequest(%s)", tt.body)
+		var got map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(out, &got))
+		assert.JSONEq(t, tt.thinking, string(got["thinking"]), "thinking of %s", tt.body)
+		assert.JSONEq(t, tt.maxTokens, string(got["max_tokens"]), "max_tokens of %s", tt.body)
+		if tt.oc == "" {
+			assert.Empty(t, got["output_config"], "output_config of %s", tt.body)
+		} else {
+			assert.JSONEq(t, tt.oc, string(got["output_config"]), "output_config of %s", tt.body)
+		}
+	}
 }
 
-func TestUnknownEffortRefusedTowardAnthropic(t *testing.T) {
-	req, err := dialects.Chat.ParseRequest([]byte(`{"messages":[],"reasoning_effort":"ultra"}`))
-	require.NoError(t, err)
-	_, err = dialects.Anthropic.EncodeRequest(req)
-	assert.ErrorContains(t, err, `reasoning effort "ultra" has no Anthropic thinking budget`)
+// TestEffortsRefusedByName: an effort the upstream has no word for is
+// refused in the caller's words, toward every upstream.
+func TestEffortsRefusedByName(t *testing.T) {
+	tests := []struct {
+		from    dialects.Dialect
+		body    string
+		to      dialects.Dialect
+		field   string
+		refused string
+	}{
+		{dialects.Chat, `{"messages":[],"reasoning_effort":"ultra"}`, dialects.Anthropic, "reasoning_effort", `"ultra" is no effort Anthropic takes`},
+		{dialects.Chat, `{"messages":[],"reasoning_effort":"max"}`, dialects.Responses, "reasoning_effort", `"max" is no OpenAI reasoning effort`},
+		{dialects.Responses, `{"input":[],"reasoning":{"effort":"max"}}`, dialects.Chat, "reasoning.effort", `"max" is no OpenAI reasoning effort`},
+		{dialects.Responses, `{"input":[],"reasoning":{"effort":"ultra"}}`, dialects.Anthropic, "reasoning.effort", `"ultra" is no effort Anthropic takes`},
+		{dialects.Anthropic, `{"messages":[],"thinking":{"type":"adaptive"},"output_config":{"effort":"max"}}`, dialects.Chat, "output_config.effort", `"max" is no OpenAI reasoning effort`},
+		{dialects.Anthropic, `{"messages":[],"output_config":{"effort":"max"}}`, dialects.Responses, "output_config.effort", `"max" is no OpenAI reasoning effort`},
+	}
+	for _, tt := range tests {
+		req, err := tt.from.ParseRequest([]byte(tt.body))
+		require.NoError(t, err)
+		_, err = tt.to.EncodeRequest(req)
+		var fe *dialects.FieldError
+		require.ErrorAs(t, err, &fe, "%s(%s) → %s", tt.from.Name(), tt.body, tt.to.Name())
+		assert.Equal(t, tt.field, fe.Field)
+		assert.ErrorContains(t, err, tt.refused)
+	}
 }
 
 func TestParallelToolCallsMapping(t *testing.T) {

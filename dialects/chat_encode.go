@@ -33,14 +33,28 @@ func (chatDialect) EncodeRequest(req Request) ([]byte, error) {
 		ToolChoice      any              `json:"tool_choice,omitempty"`
 		Stop            []string         `json:"stop,omitempty"`
 		Parallel        *bool            `json:"parallel_tool_calls,omitempty"`
+		ResponseFormat  map[string]any   `json:"response_format,omitempty"`
+		N               int              `json:"n,omitempty"`
+		Logprobs        bool             `json:"logprobs,omitempty"`
+		TopLogprobs     *int             `json:"top_logprobs,omitempty"`
+		User            string           `json:"user,omitempty"`
+		Metadata        json.RawMessage  `json:"metadata,omitempty"`
+		ServiceTier     string           `json:"service_tier,omitempty"`
 	}{
 		Model: req.Model, Messages: []chatOutMessage{},
 		Temperature: req.Sampling.Temperature, TopP: req.Sampling.TopP,
 		MaxTokens: req.Sampling.MaxTokens, Seed: req.Sampling.Seed,
 		ToolChoice: chatToolChoice(req.ToolChoice), Stop: req.Stop,
+		ResponseFormat: chatResponseFormat(req.Format), N: req.N,
+		Logprobs: req.Logprobs || req.TopLogprobs != nil, TopLogprobs: req.TopLogprobs,
+		User: req.User, Metadata: req.Metadata, ServiceTier: req.ServiceTier,
 	}
 	if req.Reasoning != nil {
-		out.ReasoningEffort = effortOf(req.Reasoning)
+		effort, err := openAIEffort(req)
+		if err != nil {
+			return nil, fmt.Errorf("encode chat request: %w", err)
+		}
+		out.ReasoningEffort = effort
 	}
 	for _, m := range req.Messages {
 		out.Messages = append(out.Messages, chatOut(m))

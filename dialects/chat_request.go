@@ -32,6 +32,39 @@ type chatRequest struct {
 	ToolChoice          json.RawMessage `json:"tool_choice"`
 	Stop                json.RawMessage `json:"stop"`
 	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
+	ResponseFormat      *chatFormat     `json:"response_format"`
+	N                   *int            `json:"n"`
+	Logprobs            *bool           `json:"logprobs"`
+	TopLogprobs         *int            `json:"top_logprobs"`
+	User                string          `json:"user"`
+	Metadata            json.RawMessage `json:"metadata"`
+	ServiceTier         string          `json:"service_tier"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+// chatFormat is chat's response_format.
+type chatFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Schema      json.RawMessage `json:"schema"`
+		Strict      *bool           `json:"strict"`
+	} `json:"json_schema"`
+}
+
+// format is f in the typed vocabulary.
+func (f *chatFormat) format() *Format {
+	if f == nil || f.Type == "" {
+		return nil
+	}
+	out := &Format{Type: f.Type}
+	if s := f.JSONSchema; s != nil {
+		out.Name, out.Description, out.Schema, out.Strict = s.Name, s.Description, s.Schema, s.Strict
+	}
+	return out
 }
 
 // chatMessage is a request or response message. Content is a string, an array
@@ -93,6 +126,7 @@ func ParseChatRequest(body []byte) (Request, error) {
 	req := Request{
 		Model:  cr.Model,
 		Stream: cr.Stream,
+		From:   NameChat,
 		Sampling: Sampling{
 			Temperature: cr.Temperature,
 			TopP:        cr.TopP,
@@ -109,6 +143,14 @@ func ParseChatRequest(body []byte) (Request, error) {
 	req.ToolChoice = openAIToolChoice(cr.ToolChoice)
 	req.Stop = stopOf(cr.Stop)
 	req.ParallelToolCalls = cr.ParallelToolCalls
+	req.Format = cr.ResponseFormat.format()
+	if cr.N != nil {
+		req.N = *cr.N
+	}
+	req.Logprobs = cr.Logprobs != nil && *cr.Logprobs
+	req.TopLogprobs, req.User, req.ServiceTier = cr.TopLogprobs, cr.User, cr.ServiceTier
+	req.Metadata = presentJSON(cr.Metadata)
+	req.StreamUsage = cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage
 	for i, cm := range cr.Messages {
 		m, err := cm.message()
 		if err != nil {

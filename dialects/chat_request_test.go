@@ -22,7 +22,7 @@ func TestParseChatRequest(t *testing.T) {
 			body: `{"model":"gpt-x","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}],
 				"temperature":0.5,"top_p":0.9,"max_tokens":100,"seed":7,"stream":true,"unknown":{"a":1}}`,
 			want: Request{
-				Model: "gpt-x",
+				Model: "gpt-x", From: NameChat,
 				Messages: []Message{
 					{Role: RoleSystem, Content: []Part{{Type: PartText, Text: "be brief"}}},
 					{Role: RoleUser, Content: []Part{{Type: PartText, Text: "hi"}}},
@@ -39,7 +39,7 @@ func TestParseChatRequest(t *testing.T) {
 				{"type":"input_audio","input_audio":{"data":"x","format":"wav"}}]}],
 				"max_completion_tokens":64}`,
 			want: Request{
-				Model: "m",
+				Model: "m", From: NameChat,
 				Messages: []Message{{Role: RoleUser, Name: "ann", Content: []Part{
 					{Type: PartText, Text: "what is"},
 					{Type: PartImage, ImageURL: "data:image/png;base64,AAAA"},
@@ -55,13 +55,23 @@ func TestParseChatRequest(t *testing.T) {
 				{"role":"assistant","content":null,"reasoning_content":"think","tool_calls":[{"id":"c1","type":"function","function":{"name":"add","arguments":"{\"a\":1,\"b\":2}"}}]},
 				{"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"3"}]}]}`,
 			want: Request{
-				Model: "m",
+				Model: "m", From: NameChat,
 				Tools: []Tool{{Name: "add", Description: "adds", Parameters: json.RawMessage(`{"type":"object"}`)}},
 				Messages: []Message{
 					{Role: RoleUser, Content: []Part{{Type: PartText, Text: "1+2"}}},
 					{Role: RoleAssistant, Reasoning: "think", ToolCalls: []ToolCall{{ID: "c1", Name: "add", Arguments: `{"a":1,"b":2}`}}},
 					{Role: RoleTool, ToolCallID: "c1", Content: []Part{{Type: PartText, Text: "3"}}},
 				},
+			},
+		},
+		{
+			name: "settings besides the messages",
+			body: `{"model":"m","messages":[],"response_format":{"type":"json_schema","json_schema":{"name":"answer","strict":true,"schema":{"type":"object"}}},
+				"n":2,"logprobs":true,"top_logprobs":3,"user":"u-1","metadata":{"run":"r1"},"service_tier":"flex","stream":true,"stream_options":{"include_usage":true}}`,
+			want: Request{
+				Model: "m", From: NameChat, Stream: true, StreamUsage: true,
+				Format: &Format{Type: FormatJSONSchema, Name: "answer", Strict: chatPtr(true), Schema: json.RawMessage(`{"type":"object"}`)},
+				N:      2, Logprobs: true, TopLogprobs: chatPtr(3), User: "u-1", Metadata: json.RawMessage(`{"run":"r1"}`), ServiceTier: "flex",
 			},
 		},
 	}

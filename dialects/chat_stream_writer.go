@@ -5,9 +5,15 @@ import (
 	"io"
 )
 
-// NewStreamWriter returns a writer of chat.completion.chunk events.
+// NewStreamWriter returns a writer of chat.completion.chunk events that
+// ends with a usage chunk; StreamWriterFor writes it only when the caller
+// asked.
 func (chatDialect) NewStreamWriter(w io.Writer) StreamWriter {
-	return &chatStreamWriter{s: sse{w: w}, id: "chatcmpl-evalflow"}
+	return newChatStreamWriter(w, true)
+}
+
+func newChatStreamWriter(w io.Writer, usage bool) *chatStreamWriter {
+	return &chatStreamWriter{s: sse{w: w}, id: "chatcmpl-evalflow", usage: usage}
 }
 
 // WriteStream writes resp as chat.completion.chunk events and [DONE].
@@ -17,11 +23,14 @@ func (d chatDialect) WriteStream(w io.Writer, resp Response) error {
 
 // chatStreamWriter writes chunks as the answer's events arrive: a role
 // chunk first, reasoning as reasoning_content, tool calls numbered in the
-// order they open, and usage on the chunk with the finish reason.
+// order they open, the finish reason, and, when usage is set, the usage
+// on a last chunk of its own with no choices, as OpenAI sends it for
+// stream_options.include_usage.
 type chatStreamWriter struct {
 	s         sse
 	id, model string
 	started   bool
+	usage     bool
 	// calls maps an Event's tool call Index to its chat index; hasArgs
 	// says which chat indexes had arguments.
 	calls    map[int]int
@@ -53,15 +62,15 @@ func (c *chatStreamWriter) Emit(ev Event) error {
 			c.reasoning(ev.Index, chatReasoningOf(ev.Thinking))
 		}
 	case EventText:
-		c.chunk(chatDelta{Content: &ev.Delta}, nil, nil)
+		c.chunk(chatDelta{Content: &ev.Delta}, nil)
 	case EventRefusal:
-		c.chunk(chatDelta{Refusal: &ev.Delta}, nil, nil)
+		c.chunk(chatDelta{Refusal: &ev.Delta}, nil)
 	case EventToolCall:
 		var head chatOutToolCall
 		i := c.call(ev.Index)
 		head.Index, head.ID, head.Type = &i, ev.ToolCall.ID, "function"
 		head.Function.Name = ev.ToolCall.Name
-		c.chunk(chatDelta{ToolCalls: []chatOutToolCall{head}}, nil, nil)
+		c.chunk(chatDelta{ToolCalls: []chatOutToolCall{head}}, nil)
 	case EventToolArgs:
 		c.args(c.call(ev.Index), ev.Delta)
 	case EventFinish:
@@ -71,10 +80,14 @@ func (c *chatStreamWriter) Emit(ev Event) error {
 			}
 		}
 		if d := chatReasoningDetails(ev.Response.Message); d != nil {
-			c.chunk(chatDelta{ReasoningDetails: d}, nil, nil)
+			c.chunk(chatDelta{ReasoningDetails: d}, nil)
 		}
 		finish := orDefault(ev.Response.FinishReason, FinishStop)
-		c.chunk(chatDelta{}, &finish, chatOutUsageOf(ev.Response.Usage))
+		c.chunk(chatDelta{}, &finish)
+		if c.usage {
+			c.s.event("", &chatUsageChunkOut{ID: c.id, Object: "chat.completion.chunk", Model: c.model,
+				Usage: chatOutUsageOf(ev.Response.Usage)})
+		}
 		c.s.raw("", []byte("[DONE]"))
 	}
 	return c.s.err
@@ -84,7 +97,7 @@ func (c *chatStreamWriter) start(resp Response) {
 	c.started = true
 	c.id, c.model = orDefault(resp.ID, c.id), resp.Model
 	empty := ""
-	c.chunk(chatDelta{Role: RoleAssistant, Content: &empty}, nil, nil)
+	c.chunk(chatDelta{Role: RoleAssistant, Content: &empty}, nil)
 }
 
 func (c *chatStreamWriter) reasoning(block int, text string) {
@@ -95,7 +108,7 @@ func (c *chatStreamWriter) reasoning(block int, text string) {
 		c.thinking = make(map[int]bool)
 	}
 	c.thinking[block] = true
-	c.chunk(chatDelta{ReasoningContent: &text}, nil, nil)
+	c.chunk(chatDelta{ReasoningContent: &text}, nil)
 }
 
 // call is the chat index of an Event's tool call Index.
@@ -117,7 +130,7 @@ func (c *chatStreamWriter) args(i int, delta string) {
 	var part chatOutToolCall
 	part.Index = &i
 	part.Function.Arguments = delta
-	c.chunk(chatDelta{ToolCalls: []chatOutToolCall{part}}, nil, nil)
+	c.chunk(chatDelta{ToolCalls: []chatOutToolCall{part}}, nil)
 }
 
 // chatChunkOut is a chat.completion.chunk as written.
@@ -127,7 +140,16 @@ type chatChunkOut struct {
 	Created int              `json:"created"`
 	Model   string           `json:"model"`
 	Choices [1]chatChoiceOut `json:"choices"`
-	Usage   *chatOutUsage    `json:"usage,omitempty"`
+}
+
+// chatUsageChunkOut is the last chunk of a stream that reports usage.
+type chatUsageChunkOut struct {
+	ID      string           `json:"id"`
+	Object  string           `json:"object"`
+	Created int              `json:"created"`
+	Model   string           `json:"model"`
+	Choices [0]chatChoiceOut `json:"choices"`
+	Usage   *chatOutUsage    `json:"usage"`
 }
 
 type chatChoiceOut struct {
@@ -137,8 +159,8 @@ type chatChoiceOut struct {
 	Logprobs     *struct{} `json:"logprobs"`
 }
 
-func (c *chatStreamWriter) chunk(d chatDelta, finish *string, u *chatOutUsage) {
-	ch := chatChunkOut{ID: c.id, Object: "chat.completion.chunk", Model: c.model, Usage: u}
+func (c *chatStreamWriter) chunk(d chatDelta, finish *string) {
+	ch := chatChunkOut{ID: c.id, Object: "chat.completion.chunk", Model: c.model}
 	ch.Choices[0] = chatChoiceOut{Delta: d, FinishReason: finish}
 	c.s.event("", &ch)
 }

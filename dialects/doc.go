@@ -13,9 +13,12 @@
 //
 // The files they share say what they hold: dialect.go (the Dialect
 // contract and the dialects by name), vocabulary.go (the typed messages,
-// requests and responses), carry.go (reasoning state and settings across
-// dialects: what one dialect's state becomes in another's fields),
-// overlay.go, tool_choice.go, errors.go, sse.go, values.go and body.go.
+// requests and responses), carry.go (reasoning state across dialects:
+// what one dialect's state becomes in another's fields), reasoning.go
+// (efforts, thinking, and what each Claude model takes), settings.go (a
+// request's other settings across dialects, refused by name where the
+// upstream has none), overlay.go, tool_choice.go, errors.go, sse.go,
+// values.go and body.go.
 //
 // The JSON underneath (the request shapes' one-pass check, the decode,
 // the byte-exact overlay) is package jsonwire's.

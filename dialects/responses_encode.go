@@ -1,6 +1,7 @@
 package dialects
 
 import (
+	"cmp"
 	"fmt"
 
 	jsonv1 "github.com/go-json-experiment/json/v1"
@@ -51,10 +52,33 @@ func (responsesDialect) EncodeRequest(req Request) ([]byte, error) {
 		out["max_output_tokens"] = *v
 	}
 	if r := req.Reasoning; r != nil {
-		out["reasoning"] = map[string]any{"effort": effortOf(r), "summary": orDefault(r.Summary, "auto")}
+		effort, err := openAIEffort(req)
+		if err != nil {
+			return nil, fmt.Errorf("encode responses request: %w", err)
+		}
+		reasoning := map[string]any{"summary": orDefault(r.Summary, "auto")}
+		if effort != "" {
+			reasoning["effort"] = effort
+		}
+		out["reasoning"] = reasoning
 	}
-	if len(req.Stop) > 0 {
-		return nil, fmt.Errorf("encode responses request: %w", errStopResponses)
+	if err := cmp.Or(refuseStopResponses(req), refuseChoices(req, "Responses")); err != nil {
+		return nil, fmt.Errorf("encode responses request: %w", err)
+	}
+	if req.Format != nil {
+		out["text"] = map[string]any{"format": responsesTextFormat(req.Format)}
+	}
+	if req.TopLogprobs != nil {
+		out["top_logprobs"] = *req.TopLogprobs
+	}
+	if req.User != "" {
+		out["user"] = req.User
+	}
+	if len(req.Metadata) > 0 {
+		out["metadata"] = req.Metadata
+	}
+	if req.ServiceTier != "" {
+		out["service_tier"] = req.ServiceTier
 	}
 	if req.PreviousResponseID != "" {
 		out["previous_response_id"] = req.PreviousResponseID
@@ -62,13 +86,15 @@ func (responsesDialect) EncodeRequest(req Request) ([]byte, error) {
 	if len(tools) > 0 && req.ParallelToolCalls != nil {
 		out["parallel_tool_calls"] = *req.ParallelToolCalls
 	}
-	if store, include := responsesStoreInclude(req); store != nil || include != nil {
-		if store != nil {
-			out["store"] = *store
-		}
-		if include != nil {
-			out["include"] = include
-		}
+	store, include := responsesStoreInclude(req)
+	if req.Logprobs {
+		include = withLogprobs(include)
+	}
+	if store != nil {
+		out["store"] = *store
+	}
+	if include != nil {
+		out["include"] = include
 	}
 	b, err := jsonv1.Marshal(out)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/evalflow/evalflow/internal/jsonwire"
 )
@@ -17,7 +18,7 @@ func (responsesDialect) ParseRequest(body []byte) (Request, error) {
 	if err := jsonwire.UnmarshalOwned(body, &rr); err != nil {
 		return Request{}, fmt.Errorf("decode responses request: %w", err)
 	}
-	req := Request{Model: rr.Model, Stream: rr.Stream,
+	req := Request{Model: rr.Model, Stream: rr.Stream, From: NameResponses,
 		Sampling: Sampling{Temperature: rr.Temperature, TopP: rr.TopP, MaxTokens: rr.MaxOutputTokens}}
 	if rr.Reasoning != nil {
 		req.Reasoning = &ReasoningConfig{Effort: rr.Reasoning.Effort, Summary: rr.Reasoning.Summary}
@@ -25,6 +26,12 @@ func (responsesDialect) ParseRequest(body []byte) (Request, error) {
 	req.ToolChoice = openAIToolChoice(rr.ToolChoice)
 	req.ParallelToolCalls, req.Store, req.Include = rr.ParallelToolCalls, rr.Store, rr.Include
 	req.PreviousResponseID = rr.PreviousResponseID
+	if rr.Text != nil {
+		req.Format = rr.Text.Format.format()
+	}
+	req.Logprobs = slices.Contains(rr.Include, IncludeLogprobs)
+	req.TopLogprobs, req.User, req.ServiceTier = rr.TopLogprobs, rr.User, rr.ServiceTier
+	req.Metadata = presentJSON(rr.Metadata)
 	if rr.Instructions != "" {
 		req.Messages = append(req.Messages, Message{Role: RoleSystem, Content: []Part{{Type: PartText, Text: rr.Instructions}}})
 	}
@@ -63,6 +70,30 @@ type responsesRequest struct {
 	Store              *bool    `json:"store"`
 	Include            []string `json:"include"`
 	PreviousResponseID string   `json:"previous_response_id"`
+	Text               *struct {
+		Format *responsesFormat `json:"format"`
+	} `json:"text"`
+	TopLogprobs *int            `json:"top_logprobs"`
+	User        string          `json:"user"`
+	Metadata    json.RawMessage `json:"metadata"`
+	ServiceTier string          `json:"service_tier"`
+}
+
+// responsesFormat is Responses' text.format.
+type responsesFormat struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Schema      json.RawMessage `json:"schema"`
+	Strict      *bool           `json:"strict"`
+}
+
+// format is f in the typed vocabulary.
+func (f *responsesFormat) format() *Format {
+	if f == nil || f.Type == "" {
+		return nil
+	}
+	return &Format{Type: f.Type, Name: f.Name, Description: f.Description, Schema: f.Schema, Strict: f.Strict}
 }
 
 type responsesTool struct {

@@ -1,5 +1,7 @@
 package dialects
 
+import "io"
+
 // EventType says what an Event carries.
 type EventType int
 
@@ -76,6 +78,22 @@ func EventsOf(resp Response) []Event {
 		}
 	}
 	return append(evs, Event{Type: EventFinish, Response: resp})
+}
+
+// StreamWriterFor returns d's StreamWriter for the answer to req: a chat
+// caller's stream ends with a usage chunk only when req asked for one
+// (stream_options.include_usage), as OpenAI's does.
+func StreamWriterFor(d Dialect, w io.Writer, req Request) StreamWriter {
+	if d.Name() == NameChat {
+		return newChatStreamWriter(w, req.StreamUsage)
+	}
+	return d.NewStreamWriter(w)
+}
+
+// WriteStreamFor writes resp whole as the streamed answer to req, through
+// StreamWriterFor's writer.
+func WriteStreamFor(d Dialect, w io.Writer, req Request, resp Response) error {
+	return writeStream(StreamWriterFor(d, w, req), resp)
 }
 
 // writeStream drives sw over the events of a whole answer.

@@ -85,3 +85,12 @@ func jsonScalarText(raw json.RawMessage) string {
 	}
 	return ""
 }
+
+// presentJSON is raw unless it is absent or null.
+func presentJSON(raw json.RawMessage) json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil
+	}
+	return raw
+}

@@ -149,7 +149,54 @@ type Request struct {
 	// PreviousResponseID is a Responses caller's previous_response_id:
 	// only a Responses upstream knows the response it names.
 	PreviousResponseID string `json:"previous_response_id,omitempty"`
+	// Format is the structured output asked for: chat's response_format,
+	// Responses' text.format, Anthropic's output_config.format.
+	Format *Format `json:"format,omitempty"`
+	// N is how many choices a chat caller asked for; 0 is one.
+	N int `json:"n,omitempty"`
+	// Logprobs asks for the output tokens' log probabilities, with
+	// TopLogprobs alternatives each (chat's logprobs and top_logprobs;
+	// Responses' include message.output_text.logprobs and top_logprobs).
+	Logprobs    bool `json:"logprobs,omitempty"`
+	TopLogprobs *int `json:"top_logprobs,omitempty"`
+	// User names the caller's end user: OpenAI's user, Anthropic's
+	// metadata.user_id.
+	User string `json:"user,omitempty"`
+	// Metadata is an OpenAI caller's metadata object, as sent.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// ServiceTier is the processing tier asked for, in OpenAI's words
+	// (auto, default, flex, scale, priority): Anthropic's standard_only
+	// reads as default.
+	ServiceTier string `json:"service_tier,omitempty"`
+	// StreamUsage is a streaming chat caller's
+	// stream_options.include_usage: only then does its stream end with
+	// a usage chunk.
+	StreamUsage bool `json:"stream_usage,omitempty"`
+
+	// From is the dialect the request was read in, its caller's: a
+	// setting an upstream cannot take is refused in that dialect's words.
+	From string `json:"-"`
+	// Claude, when set, is what the Anthropic upstream's model takes;
+	// nil reads it from Model (ClaudeTraitsOf).
+	Claude *ClaudeTraits `json:"-"`
 }
+
+// Format is a structured output asked of the model.
+type Format struct {
+	// Type is text, json_object or json_schema.
+	Type        string          `json:"type"`
+	Name        string          `json:"name,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
+}
+
+// Format types.
+const (
+	FormatText       = "text"
+	FormatJSONObject = "json_object"
+	FormatJSONSchema = "json_schema"
+)
 
 // Tool choice modes, in OpenAI's words.
 const (

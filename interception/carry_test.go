@@ -596,7 +596,7 @@ func TestTranslateRefusals(t *testing.T) {
 		{"anthropic stop_sequences to responses", dialects.NameAnthropic, dialects.NameResponses, "/v1/messages",
 			`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"go"}],"stop_sequences":["END"]}`, "Responses API has no stop field"},
 		{"unknown effort to anthropic", dialects.NameResponses, dialects.NameAnthropic, "/v1/responses",
-			`{"model":"m","input":"go","reasoning":{"effort":"ultra"}}`, `reasoning effort \"ultra\" has no Anthropic thinking budget`},
+			`{"model":"m","input":"go","reasoning":{"effort":"ultra"}}`, `reasoning.effort cannot be sent: \"ultra\" is no effort Anthropic takes`},
 		{"previous_response_id to chat", dialects.NameResponses, dialects.NameChat, "/v1/responses",
 			`{"model":"m","input":"go","previous_response_id":"resp_1"}`, "previous_response_id cannot be sent"},
 		{"unreadable carried state", dialects.NameAnthropic, dialects.NameChat, "/v1/messages",
