@@ -274,8 +274,9 @@ func readUnannounced(rd io.Reader) ([]byte, error) {
 	return body, nil
 }
 
-// send calls the upstream at path with the caller's headers h (nil when
-// translating), recording the attempts it took, and answers 502 or 504
+// send calls the upstream at path with the caller's headers h (on the
+// translate arm, only those it carries across: headers.go), recording the
+// attempts it took, and answers 502 or 504
 // itself when the upstream failed. A caller retrying on its own gets a
 // single attempt (see entry.begin).
 func (c *recorder) send(path string, h http.Header, body dialects.Body) (*http.Response, bool) {

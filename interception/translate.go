@@ -15,7 +15,8 @@ import (
 // are written to the caller in the caller's dialect as they arrive
 // (translate_stream.go); an upstream that answers a whole JSON object
 // instead is replayed as a complete SSE sequence. Upstream errors come
-// back in the caller's shape with their status.
+// back in the caller's shape with their status. Every answer carries the
+// upstream's request id (headers.go).
 func (s *Server) translate(c *recorder, body []byte) {
 	req, err := c.d.ParseRequest(body)
 	if err != nil {
@@ -29,6 +30,7 @@ func (s *Server) translate(c *recorder, body []byte) {
 		return
 	}
 	defer resp.Body.Close()
+	passRequestID(c.w.Header(), resp.Header, c.d, s.up)
 	if c.turn.Streamed && resp.StatusCode/100 == 2 && isEventStream(resp.Header.Get("Content-Type")) {
 		s.translateStream(c, resp)
 		return
@@ -48,7 +50,8 @@ func (s *Server) translate(c *recorder, body []byte) {
 }
 
 // callUpstream sends the turn's request to the upstream in its dialect,
-// streaming when the caller streams.
+// streaming when the caller streams, with the caller's headers that mean
+// the same there (headers.go).
 func (s *Server) callUpstream(c *recorder) (*http.Response, bool) {
 	req := c.turn.Request
 	req.Stream = false
@@ -71,7 +74,7 @@ func (s *Server) callUpstream(c *recorder) (*http.Response, bool) {
 	if failed {
 		return nil, false
 	}
-	return c.send(path, nil, out)
+	return c.send(path, translatedHeaders(c.r.Header, c.d, s.up), out)
 }
 
 // readWhole reads an upstream answer whole.

@@ -22,7 +22,8 @@ type Upstream interface {
 	// "/chat/completions"), retrying failures (429/5xx, connection errors,
 	// timeouts) before any byte reaches the caller. h holds the caller's
 	// request headers on the relay arm, for the upstream to forward the
-	// ones that describe the request; it is nil on the translate arm.
+	// ones that describe the request; on the translate arm, at most the
+	// caller's beta header toward an upstream of its family (headers.go).
 	// attempts is how many attempts the call took, failed or not.
 	//
 	// Errors, from Relay and from reading an answer's body, may say how
