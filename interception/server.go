@@ -77,6 +77,12 @@ type Config struct {
 	// Prices price every turn from the usage its provider reported
 	// (trace.Turn.CostUSD); prices.Default() when nil.
 	Prices prices.Table
+	// ClaudeModels reads a model name as the Claude model it stands for
+	// (a proxy's alias: "sonnet" as "claude-sonnet-4-6"), for what a call
+	// translated to an Anthropic upstream asks of it
+	// (dialects.ClaudeTraitsOf): adaptive thinking or a thinking budget,
+	// structured outputs. A name not in it is read as it is.
+	ClaudeModels map[string]string
 
 	// gateway is the pool's gateway routes, which each of its servers
 	// serves; nil without a GatewayToken.

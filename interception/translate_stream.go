@@ -34,7 +34,7 @@ func (s *Server) translateStream(c *recorder, resp *http.Response) {
 	tokens := tokenStream(c.e.rollout, s.up)
 	// The caller's events made of one upstream event leave together: one
 	// flush per upstream event, not per event written.
-	out := c.d.NewStreamWriter(writeOnly{c.w})
+	out := dialects.StreamWriterFor(c.d, writeOnly{c.w}, c.turn.Request)
 	rc := http.NewResponseController(c.w)
 	var upErr, writeErr error
 	flush := func() {

@@ -61,6 +61,7 @@ const (
 	flagGatewayTTL             = "gateway-ttl"
 	flagSkipUnsupported        = "runtime.skip-unsupported"
 	flagProvider               = "provider"
+	flagClaudeModel            = "claude-model"
 	flagPrices                 = "prices"
 )
 
@@ -121,6 +122,8 @@ func WorkerFlags() []cli.Flag {
 			Usage: "wire format of the provider: chat, responses or anthropic (calls in another dialect are translated)"},
 		&cli.StringSliceFlag{Name: flagProvider, EnvVars: []string{"EVALFLOW_PROVIDERS"},
 			Usage: "a named provider for runs' roles (--role), NAME=URL or NAME=DIALECT:URL (chat, responses or anthropic), repeatable; its API key is read from EVALFLOW_PROVIDER_<NAME>_API_KEY, never a flag; the worker's own provider is named default"},
+		&cli.StringSliceFlag{Name: flagClaudeModel, EnvVars: []string{"EVALFLOW_CLAUDE_MODELS"},
+			Usage: "NAME=CLAUDE: a model name (an alias of the provider's) is that Claude model, for what calls translated to an anthropic provider ask of it (adaptive thinking or a thinking budget, structured outputs); repeatable"},
 		&cli.IntFlag{Name: flagMaxRollouts, Value: defaultMaxRollouts, EnvVars: []string{"EVALFLOW_MAX_ROLLOUTS"},
 			Usage: "rollouts one worker runs at once"},
 		&cli.IntFlag{Name: flagWorkerRollouts, Hidden: true, Usage: "former name of --max-rollouts"},
@@ -192,6 +195,10 @@ func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, 
 	if err != nil {
 		return cfg, nil, err
 	}
+	claude, err := parseClaudeModels(cctx.StringSlice(flagClaudeModel))
+	if err != nil {
+		return cfg, nil, err
+	}
 	ic, err := InterceptionFromFlags(cctx)
 	if err != nil {
 		return cfg, nil, err
@@ -212,6 +219,7 @@ func ConfigFromFlags(cctx *cli.Context) (cfg Config, closeRuntime func() error, 
 		APIKeyEnv:       cctx.String(flagAPIKeyEnv),
 		UpstreamDialect: cctx.String(flagUpstreamDialect),
 		Providers:       named,
+		ClaudeModels:    claude,
 		Mock: mock.Config{
 			Latency:    cctx.Duration(flagMockLatency),
 			ErrorRate:  cctx.Float64(flagMockErrorRate),

@@ -73,3 +73,25 @@ func (p Provider) client(limits UpstreamLimits) (*providers.Client, error) {
 	limits.apply(c)
 	return c, nil
 }
+
+// parseClaudeModels parses every --claude-model NAME=CLAUDE.
+func parseClaudeModels(values []string) (map[string]string, error) {
+	if len(values) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(values))
+	for _, v := range values {
+		name, claude, ok := strings.Cut(v, "=")
+		name, claude = strings.TrimSpace(name), strings.TrimSpace(claude)
+		switch {
+		case !ok || name == "" || claude == "":
+			return nil, fmt.Errorf("--%s %q: want NAME=CLAUDE, e.g. sonnet=claude-sonnet-4-6", flagClaudeModel, v)
+		case !strings.Contains(strings.ToLower(claude), "claude"):
+			return nil, fmt.Errorf("--%s %q: %s is not a Claude model's name (claude-…)", flagClaudeModel, v, claude)
+		case out[name] != "":
+			return nil, fmt.Errorf("--%s %s: the name is given twice", flagClaudeModel, name)
+		}
+		out[name] = claude
+	}
+	return out, nil
+}

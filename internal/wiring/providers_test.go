@@ -46,3 +46,21 @@ func TestProviderFlags(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--provider a: the name is given twice")
 }
+
+// --claude-model says which Claude model a provider's name stands for; a
+// value that names none is refused.
+func TestClaudeModelFlags(t *testing.T) {
+	cfg, err := parseWorker(t, "--claude-model", "sonnet=claude-sonnet-4-6", "--claude-model", "big=anthropic.claude-opus-4-1-v1")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"sonnet": "claude-sonnet-4-6", "big": "anthropic.claude-opus-4-1-v1"}, cfg.ClaudeModels)
+	for _, tt := range []struct{ in, want string }{
+		{"sonnet", "want NAME=CLAUDE"},
+		{"sonnet=gpt-5", "gpt-5 is not a Claude model's name"},
+	} {
+		_, err := parseWorker(t, "--claude-model", tt.in)
+		require.Error(t, err, "--claude-model %s", tt.in)
+		assert.Contains(t, err.Error(), tt.want, "--claude-model %s", tt.in)
+	}
+	_, err = parseWorker(t, "--claude-model", "a=claude-opus-4-6", "--claude-model", "a=claude-opus-4-7")
+	assert.ErrorContains(t, err, "the name is given twice")
+}

@@ -66,7 +66,11 @@ type Config struct {
 	// by name; the one above is named default. Their keys come from the
 	// environment (rollout.ProviderKeyEnv).
 	Providers []Provider
-	Mock      mock.Config
+	// ClaudeModels reads model names as the Claude models they stand for,
+	// for calls translated to an anthropic provider
+	// (interception.Config.ClaudeModels).
+	ClaudeModels map[string]string
+	Mock         mock.Config
 	// Upstream bounds how long the provider may take and how many calls it
 	// gets at once; zero fields take the providers package's defaults.
 	Upstream UpstreamLimits
@@ -322,6 +326,7 @@ func (w *Worker) startPool(tun tunnel.Tunnel, upstream interception.Upstream, m 
 		BodyReadTimeout: cfg.BodyReadTimeout,
 		Metrics:         m,
 		Prices:          cfg.Prices,
+		ClaudeModels:    cfg.ClaudeModels,
 	})
 	w.pool.StartMonitor(cfg.Interception.HealthInterval)
 	w.pool.StartGatewaySweeper(0)
