@@ -85,7 +85,7 @@ func (chatDialect) EncodeResponse(resp Response) ([]byte, error) {
 		"created": 0,
 		"model":   resp.Model,
 		"choices": []any{map[string]any{
-			"index": 0, "message": msg, "logprobs": nil,
+			"index": 0, "message": msg, "logprobs": chatLogprobsOut(resp.Logprobs),
 			"finish_reason": orDefault(resp.FinishReason, FinishStop),
 		}},
 		"usage": chatOutUsageOf(resp.Usage),

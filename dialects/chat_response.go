@@ -12,9 +12,10 @@ type chatResponse struct {
 	ID      string `json:"id"`
 	Model   string `json:"model"`
 	Choices []struct {
-		Index        int         `json:"index"`
-		Message      chatMessage `json:"message"`
-		FinishReason string      `json:"finish_reason"`
+		Index        int           `json:"index"`
+		Message      chatMessage   `json:"message"`
+		FinishReason string        `json:"finish_reason"`
+		Logprobs     *chatLogprobs `json:"logprobs"`
 	} `json:"choices"`
 	Usage *chatUsage `json:"usage"`
 }
@@ -65,7 +66,30 @@ func ParseChatResponse(body []byte) (Response, error) {
 		}
 		resp.Message = m
 		resp.FinishReason = c.FinishReason
+		resp.Logprobs = c.Logprobs.content()
 		break
 	}
 	return resp, nil
+}
+
+// chatLogprobs is a choice's logprobs: its content tokens' (a refusal's
+// are not kept).
+type chatLogprobs struct {
+	Content []TokenLogprob `json:"content"`
+}
+
+func (l *chatLogprobs) content() []TokenLogprob {
+	if l == nil {
+		return nil
+	}
+	return l.Content
+}
+
+// chatLogprobsOut is a choice's logprobs as written: nil when there are
+// none.
+func chatLogprobsOut(ls []TokenLogprob) map[string]any {
+	if len(ls) == 0 {
+		return nil
+	}
+	return map[string]any{"content": wireLogprobs(ls), "refusal": nil}
 }

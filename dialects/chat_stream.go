@@ -22,10 +22,11 @@ type ChatStream struct {
 	refusal   strings.Builder
 	calls     map[int]*chatStreamCall
 	// details are the reasoning_details entries of the deltas, in order.
-	details []json.RawMessage
-	done    bool
-	started bool
-	events  []Event
+	details  []json.RawMessage
+	logprobs []TokenLogprob
+	done     bool
+	started  bool
+	events   []Event
 }
 
 type chatStreamCall struct {
@@ -48,7 +49,8 @@ type chatChunk struct {
 			// ReasoningDetails are OpenRouter-style state entries.
 			ReasoningDetails []json.RawMessage `json:"reasoning_details"`
 		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
+		FinishReason *string       `json:"finish_reason"`
+		Logprobs     *chatLogprobs `json:"logprobs"`
 	} `json:"choices"`
 	Usage *chatUsage      `json:"usage"`
 	Error json.RawMessage `json:"error"`
@@ -106,7 +108,9 @@ func (s *ChatStream) Add(data []byte) error {
 		}
 		if d.Content != nil {
 			s.content.WriteString(*d.Content)
-			s.emit(Event{Type: EventText, Delta: *d.Content})
+			lp := ch.Logprobs.content()
+			s.logprobs = append(s.logprobs, lp...)
+			s.emit(Event{Type: EventText, Delta: *d.Content, Logprobs: lp})
 		}
 		if d.Refusal != nil {
 			s.refusal.WriteString(*d.Refusal)
@@ -162,6 +166,7 @@ func (s *ChatStream) Response() Response {
 	}
 	r.Message.Reasoning = s.reasoning.String()
 	r.Message.Refusal = s.refusal.String()
+	r.Logprobs = s.logprobs
 	if len(s.details) > 0 {
 		raw, err := json.Marshal(s.details)
 		if err == nil {

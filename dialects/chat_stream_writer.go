@@ -62,7 +62,7 @@ func (c *chatStreamWriter) Emit(ev Event) error {
 			c.reasoning(ev.Index, chatReasoningOf(ev.Thinking))
 		}
 	case EventText:
-		c.chunk(chatDelta{Content: &ev.Delta}, nil)
+		c.choice(chatChoiceOut{Delta: chatDelta{Content: &ev.Delta}, Logprobs: chatLogprobsOut(ev.Logprobs)})
 	case EventRefusal:
 		c.chunk(chatDelta{Refusal: &ev.Delta}, nil)
 	case EventToolCall:
@@ -153,15 +153,20 @@ type chatUsageChunkOut struct {
 }
 
 type chatChoiceOut struct {
-	Index        int       `json:"index"`
-	Delta        chatDelta `json:"delta"`
-	FinishReason *string   `json:"finish_reason"`
-	Logprobs     *struct{} `json:"logprobs"`
+	Index        int            `json:"index"`
+	Delta        chatDelta      `json:"delta"`
+	FinishReason *string        `json:"finish_reason"`
+	Logprobs     map[string]any `json:"logprobs"`
 }
 
 func (c *chatStreamWriter) chunk(d chatDelta, finish *string) {
+	c.choice(chatChoiceOut{Delta: d, FinishReason: finish})
+}
+
+// choice writes a chunk of one choice.
+func (c *chatStreamWriter) choice(choice chatChoiceOut) {
 	ch := chatChunkOut{ID: c.id, Object: "chat.completion.chunk", Model: c.model}
-	ch.Choices[0] = chatChoiceOut{Delta: d, FinishReason: finish}
+	ch.Choices[0] = choice
 	c.s.event("", &ch)
 }
 

@@ -132,7 +132,7 @@ func responsesOutput(resp Response) []map[string]any {
 	if text != "" || resp.Message.Refusal != "" || len(resp.Message.ToolCalls) == 0 {
 		var content []map[string]any
 		if text != "" || resp.Message.Refusal == "" {
-			content = append(content, map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}})
+			content = append(content, map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": wireLogprobs(resp.Logprobs)})
 		}
 		if resp.Message.Refusal != "" {
 			content = append(content, map[string]any{"type": "refusal", "refusal": resp.Message.Refusal})

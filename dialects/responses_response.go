@@ -1,6 +1,8 @@
 package dialects
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 
 	"github.com/evalflow/evalflow/internal/jsonwire"
@@ -56,6 +58,7 @@ func responsesResponseOf(rr responsesResponse) (Response, error) {
 			}
 			r.Message.Content = append(r.Message.Content, parts...)
 			r.Message.Refusal += refusal
+			r.Logprobs = append(r.Logprobs, responsesLogprobs(it.Content)...)
 		case "function_call":
 			args := ""
 			if it.Arguments != nil {
@@ -88,4 +91,26 @@ func responsesResponseOf(rr responsesResponse) (Response, error) {
 			CacheReadTokens: u.InputTokensDetails.CachedTokens, ReasoningTokens: u.OutputTokensDetails.ReasoningTokens}
 	}
 	return r, nil
+}
+
+// responsesLogprobs are the log probabilities of a message's output_text
+// parts, which are there only when the caller asked for them.
+func responsesLogprobs(content json.RawMessage) []TokenLogprob {
+	if !bytes.Contains(content, []byte(`"logprob"`)) {
+		return nil // no token's: most answers, whose parts have an empty list
+	}
+	var parts []struct {
+		Type     string         `json:"type"`
+		Logprobs []TokenLogprob `json:"logprobs"`
+	}
+	if jsonwire.Unmarshal(content, &parts) != nil {
+		return nil
+	}
+	var out []TokenLogprob
+	for _, p := range parts {
+		if p.Type == "output_text" {
+			out = append(out, p.Logprobs...)
+		}
+	}
+	return out
 }

@@ -40,6 +40,7 @@ type responsesEvent struct {
 	OutputIndex int                `json:"output_index"`
 	Item        *responsesItem     `json:"item"`
 	Delta       string             `json:"delta"`
+	Logprobs    []TokenLogprob     `json:"logprobs"`
 	Code        string             `json:"code"`
 	Message     string             `json:"message"`
 }
@@ -98,7 +99,7 @@ func (s *ResponsesStream) Add(data []byte) error {
 		it.text.WriteString(ev.Delta)
 		switch ev.Type {
 		case "response.output_text.delta":
-			s.emit(Event{Type: EventText, Delta: ev.Delta})
+			s.emit(Event{Type: EventText, Delta: ev.Delta, Logprobs: ev.Logprobs})
 		case "response.refusal.delta":
 			s.emit(Event{Type: EventRefusal, Delta: ev.Delta})
 		default:

@@ -35,9 +35,10 @@ type responsesStreamWriter struct {
 	openKey  int
 
 	// The open message item: its content parts done, and the open one.
-	parts    []map[string]any
-	partKind string // "output_text" or "refusal", or "" when none is open
-	partText strings.Builder
+	parts        []map[string]any
+	partKind     string // "output_text" or "refusal", or "" when none is open
+	partText     strings.Builder
+	partLogprobs []TokenLogprob
 	// The open reasoning item: its id and text so far.
 	reasoningID string
 	reasoning   strings.Builder
@@ -78,9 +79,9 @@ func (r *responsesStreamWriter) Emit(ev Event) error {
 			r.closeReasoning(t)
 		}
 	case EventText:
-		r.content("output_text", ev.Delta)
+		r.content("output_text", ev.Delta, ev.Logprobs)
 	case EventRefusal:
-		r.content("refusal", ev.Delta)
+		r.content("refusal", ev.Delta, nil)
 	case EventThinking:
 		if r.carried {
 			break
@@ -114,7 +115,7 @@ func (r *responsesStreamWriter) Emit(ev Event) error {
 		r.closeItem()
 		if len(r.calls) == 0 && !r.hasMessage() {
 			// An answer of nothing is an empty message, as EncodeResponse has it.
-			r.content("output_text", "")
+			r.content("output_text", "", nil)
 			r.closeItem()
 		}
 		output := make([]map[string]any, 0, len(r.items))
@@ -210,9 +211,10 @@ func (r *responsesStreamWriter) doneItem(item map[string]any) {
 
 func (r *responsesStreamWriter) messageID() string { return "msg_" + orDefault(r.resp.ID, "evalflow") }
 
-// content writes a piece of the message's text or refusal, opening the
-// message item and the content part as needed.
-func (r *responsesStreamWriter) content(kind, delta string) {
+// content writes a piece of the message's text or refusal, with its
+// tokens' log probabilities, opening the message item and the content
+// part as needed.
+func (r *responsesStreamWriter) content(kind, delta string, logprobs []TokenLogprob) {
 	if r.openKind != "message" {
 		r.openItem("message", 0, map[string]any{"type": "message", "id": r.messageID(), "status": "in_progress",
 			"role": RoleAssistant, "content": []any{}})
@@ -233,12 +235,13 @@ func (r *responsesStreamWriter) content(kind, delta string) {
 		return
 	}
 	r.partText.WriteString(delta)
+	r.partLogprobs = append(r.partLogprobs, logprobs...)
 	f := r.partFields()
 	f["delta"] = delta
 	if kind == "refusal" {
 		r.emit("response.refusal.delta", f)
 	} else {
-		f["logprobs"] = []any{}
+		f["logprobs"] = wireLogprobs(logprobs)
 		r.emit("response.output_text.delta", f)
 	}
 }
@@ -261,9 +264,9 @@ func (r *responsesStreamWriter) closePart() {
 		part = map[string]any{"type": "refusal", "refusal": text}
 	} else {
 		f["text"] = text
-		f["logprobs"] = []any{}
+		f["logprobs"] = wireLogprobs(r.partLogprobs)
 		r.emit("response.output_text.done", f)
-		part = map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
+		part = map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": wireLogprobs(r.partLogprobs)}
 	}
 	f = r.partFields()
 	f["part"] = part
@@ -271,6 +274,7 @@ func (r *responsesStreamWriter) closePart() {
 	r.parts = append(r.parts, part)
 	r.partKind = ""
 	r.partText.Reset()
+	r.partLogprobs = nil
 }
 
 // openReasoning opens the reasoning item of thinking block key, unless it

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -150,5 +152,73 @@ func TestChatStreamUsageOnlyWhenAsked(t *testing.T) {
 		assert.JSONEq(t, `{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}`, string(withUsage[0]["usage"]))
 		last := events[len(events)-2]
 		assert.Contains(t, string(last), `"usage"`, "the usage chunk is the last")
+	}
+}
+
+// TestLogprobsReachTheCaller: an upstream's log probabilities reach a
+// caller of the other OpenAI dialect that asked for them, whole or
+// streamed, and one that did not ask gets none.
+func TestLogprobsReachTheCaller(t *testing.T) {
+	want := []dialects.TokenLogprob{
+		{Token: "4", Logprob: -0.01, Bytes: []int{52}, Top: []dialects.TopLogprob{{Token: "4", Logprob: -0.01}, {Token: "four", Logprob: -4.7}}},
+		{Token: ".", Logprob: -0.2, Top: []dialects.TopLogprob{}},
+	}
+	chatBody := `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"4."},"finish_reason":"stop",` +
+		`"logprobs":{"content":[{"token":"4","logprob":-0.01,"bytes":[52],"top_logprobs":[{"token":"4","logprob":-0.01},{"token":"four","logprob":-4.7}]},` +
+		`{"token":".","logprob":-0.2,"top_logprobs":[]}],"refusal":null}}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`
+	fromChat, err := dialects.Chat.ParseResponse([]byte(chatBody))
+	require.NoError(t, err)
+	assert.Equal(t, want, fromChat.Logprobs)
+
+	// Whole: chat's to a Responses caller and back.
+	out, err := dialects.Responses.EncodeResponse(fromChat)
+	require.NoError(t, err)
+	var r responses.Response
+	require.NoError(t, json.Unmarshal(out, &r))
+	require.Len(t, r.Output, 1)
+	lp := r.Output[0].Content[0].Logprobs
+	require.Len(t, lp, 2)
+	assert.Equal(t, "four", lp[0].TopLogprobs[1].Token)
+	back, err := dialects.Responses.ParseResponse(out)
+	require.NoError(t, err)
+	assert.Equal(t, want, back.Logprobs)
+	out, err = dialects.Chat.EncodeResponse(back)
+	require.NoError(t, err)
+	var c openai.ChatCompletion
+	require.NoError(t, json.Unmarshal(out, &c))
+	require.Len(t, c.Choices[0].Logprobs.Content, 2)
+	assert.InDelta(t, -4.7, c.Choices[0].Logprobs.Content[0].TopLogprobs[1].Logprob, 1e-9)
+
+	// Streamed, event by event: Responses' to a chat caller that asked,
+	// and to one that did not.
+	var sse bytes.Buffer
+	require.NoError(t, dialects.Responses.WriteStream(&sse, back))
+	for _, asked := range []bool{true, false} {
+		stream := dialects.Responses.NewStream()
+		var chunks bytes.Buffer
+		sw := dialects.StreamWriterFor(dialects.Chat, &chunks, dialects.Request{Logprobs: asked})
+		for _, data := range sseData(t, sse.Bytes()) {
+			require.NoError(t, stream.Add(data))
+			for _, ev := range stream.Events() {
+				require.NoError(t, sw.Emit(ev))
+			}
+		}
+		require.NoError(t, sw.Emit(dialects.Event{Type: dialects.EventFinish, Response: stream.Response()}))
+		var acc openai.ChatCompletionAccumulator
+		for _, data := range sseData(t, chunks.Bytes()) {
+			if string(data) == "[DONE]" {
+				continue
+			}
+			var ch openai.ChatCompletionChunk
+			require.NoError(t, json.Unmarshal(data, &ch))
+			require.True(t, acc.AddChunk(ch))
+		}
+		require.Len(t, acc.Choices, 1)
+		if !asked {
+			assert.Empty(t, acc.Choices[0].Logprobs.Content, "not asked, none sent")
+			continue
+		}
+		require.Len(t, acc.Choices[0].Logprobs.Content, 2, "asked")
+		assert.Equal(t, ".", acc.Choices[0].Logprobs.Content[1].Token)
 	}
 }

@@ -12,7 +12,8 @@ const (
 	// EventStart opens the answer: Response holds its ID, Model and the
 	// usage known so far (Anthropic's input tokens).
 	EventStart EventType = iota + 1
-	// EventText is a piece of the answer's text, in Delta.
+	// EventText is a piece of the answer's text, in Delta, with the log
+	// probabilities of its tokens when the caller asked for them.
 	EventText
 	// EventRefusal is a piece of a refusal, in Delta.
 	EventRefusal
@@ -43,6 +44,7 @@ type Event struct {
 	ToolCall ToolCall
 	Thinking Thinking
 	Response Response
+	Logprobs []TokenLogprob
 }
 
 // StreamWriter writes a streamed answer in one dialect's native events,
@@ -65,8 +67,13 @@ func EventsOf(resp Response) []Event {
 		}
 		evs = append(evs, Event{Type: EventThinkingDone, Index: i, Thinking: t})
 	}
-	for _, p := range pieces(textOf(m.Content), 4) {
-		evs = append(evs, Event{Type: EventText, Delta: p})
+	text := pieces(textOf(m.Content), 4)
+	for i, p := range text {
+		ev := Event{Type: EventText, Delta: p}
+		if i == len(text)-1 {
+			ev.Logprobs = resp.Logprobs // the text's tokens, with its last piece
+		}
+		evs = append(evs, ev)
 	}
 	for _, p := range pieces(m.Refusal, 2) {
 		evs = append(evs, Event{Type: EventRefusal, Delta: p})
@@ -80,20 +87,45 @@ func EventsOf(resp Response) []Event {
 	return append(evs, Event{Type: EventFinish, Response: resp})
 }
 
-// StreamWriterFor returns d's StreamWriter for the answer to req: a chat
-// caller's stream ends with a usage chunk only when req asked for one
-// (stream_options.include_usage), as OpenAI's does.
+// StreamWriterFor returns d's StreamWriter for the answer to req, which
+// writes what req asked for: a chat caller's stream ends with a usage
+// chunk only when req asked for one (stream_options.include_usage), as
+// OpenAI's does; log probabilities go only to a caller that asked for them
+// (an upstream may have been asked for them by the run).
 func StreamWriterFor(d Dialect, w io.Writer, req Request) StreamWriter {
+	var sw StreamWriter
 	if d.Name() == NameChat {
-		return newChatStreamWriter(w, req.StreamUsage)
+		sw = newChatStreamWriter(w, req.StreamUsage)
+	} else {
+		sw = d.NewStreamWriter(w)
 	}
-	return d.NewStreamWriter(w)
+	if !req.Logprobs {
+		sw = withoutLogprobs{sw}
+	}
+	return sw
 }
 
 // WriteStreamFor writes resp whole as the streamed answer to req, through
 // StreamWriterFor's writer.
 func WriteStreamFor(d Dialect, w io.Writer, req Request, resp Response) error {
 	return writeStream(StreamWriterFor(d, w, req), resp)
+}
+
+// AnswerFor is resp as the caller of req gets it: with log probabilities
+// only when it asked for them.
+func AnswerFor(req Request, resp Response) Response {
+	if !req.Logprobs {
+		resp.Logprobs = nil
+	}
+	return resp
+}
+
+// withoutLogprobs writes a stream's events without log probabilities.
+type withoutLogprobs struct{ StreamWriter }
+
+func (w withoutLogprobs) Emit(ev Event) error {
+	ev.Logprobs, ev.Response.Logprobs = nil, nil
+	return w.StreamWriter.Emit(ev)
 }
 
 // writeStream drives sw over the events of a whole answer.

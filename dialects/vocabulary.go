@@ -220,6 +220,40 @@ type Response struct {
 	Message      Message `json:"message"`
 	FinishReason string  `json:"finish_reason,omitempty"`
 	Usage        Usage   `json:"usage"`
+	// Logprobs are the log probabilities of the answer's text tokens, for
+	// a caller that asked for them (Request.Logprobs). Traces keep token
+	// data compactly apart (Tokens), not here.
+	Logprobs []TokenLogprob `json:"-"`
+}
+
+// TokenLogprob is an output token's log probability, with the likeliest
+// tokens at its place when asked for (Request.TopLogprobs). Chat
+// completions and Responses write it alike.
+type TokenLogprob struct {
+	Token   string       `json:"token"`
+	Logprob float64      `json:"logprob"`
+	Bytes   []int        `json:"bytes,omitempty"`
+	Top     []TopLogprob `json:"top_logprobs"`
+}
+
+// TopLogprob is one of the likeliest tokens at a place.
+type TopLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+	Bytes   []int   `json:"bytes,omitempty"`
+}
+
+// wireLogprobs is ls as OpenAI writes them: a list, and each token's
+// alternatives a list, empty rather than null.
+func wireLogprobs(ls []TokenLogprob) []TokenLogprob {
+	out := make([]TokenLogprob, len(ls))
+	for i, l := range ls {
+		if l.Top == nil {
+			l.Top = []TopLogprob{}
+		}
+		out[i] = l
+	}
+	return out
 }
 
 // textOf joins the text parts of parts.
