@@ -1,6 +1,7 @@
 package interception
 
 import (
+	"errors"
 	"io"
 	"net/http"
 
@@ -55,6 +56,10 @@ func (s *Server) translate(c *recorder, body []byte) {
 func (s *Server) callUpstream(c *recorder) (*http.Response, bool) {
 	req := c.turn.Request
 	req.Stream = false
+	if claude, ok := s.cfg.ClaudeModels[req.Model]; ok {
+		traits := dialects.ClaudeTraitsOf(claude)
+		req.Claude = &traits
+	}
 	var body []byte
 	var err error
 	if c.turn.Streamed {
@@ -67,7 +72,14 @@ func (s *Server) callUpstream(c *recorder) (*http.Response, bool) {
 		out, _, err = withTokenFields(c.e.rollout, s.up, dialects.Body{body})
 	}
 	if err != nil {
-		c.fail(http.StatusBadRequest, "", "The request cannot be sent to the upstream: "+err.Error())
+		// A setting the upstream cannot take is named, with OpenAI's code
+		// for it.
+		code := ""
+		var fe *dialects.FieldError
+		if errors.As(err, &fe) {
+			code = "unsupported_parameter"
+		}
+		c.fail(http.StatusBadRequest, code, "The request cannot be sent to the upstream: "+err.Error())
 		return nil, false
 	}
 	out, path, failed := s.withTokenIn(c, out, s.up.Path())
@@ -117,12 +129,12 @@ func writeAnswer(c *recorder, answer dialects.Response) {
 		c.w.Header().Set("Content-Type", "text/event-stream")
 		c.w.Header().Set("Cache-Control", "no-cache")
 		c.w.WriteHeader(http.StatusOK)
-		if err := c.d.WriteStream(c.w, answer); err != nil {
+		if err := dialects.WriteStreamFor(c.d, c.w, c.turn.Request, answer); err != nil {
 			c.turn.Error = "write to caller: " + err.Error()
 		}
 		return
 	}
-	out, err := c.d.EncodeResponse(answer)
+	out, err := c.d.EncodeResponse(dialects.AnswerFor(c.turn.Request, answer))
 	if err != nil {
 		c.failWith(err.Error(), http.StatusInternalServerError, "", "The answer could not be encoded.")
 		return
