@@ -47,7 +47,7 @@ func (chatDialect) EncodeRequest(req Request) ([]byte, error) {
 		ToolChoice: chatToolChoice(req.ToolChoice), Stop: req.Stop,
 		ResponseFormat: chatResponseFormat(req.Format), N: req.N,
 		Logprobs: req.Logprobs || req.TopLogprobs != nil, TopLogprobs: req.TopLogprobs,
-		User: req.User, Metadata: req.Metadata, ServiceTier: req.ServiceTier,
+		User: openAIUser(req.User), Metadata: req.Metadata, ServiceTier: req.ServiceTier,
 	}
 	if req.Reasoning != nil {
 		effort, err := openAIEffort(req)

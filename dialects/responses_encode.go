@@ -72,7 +72,7 @@ func (responsesDialect) EncodeRequest(req Request) ([]byte, error) {
 		out["top_logprobs"] = *req.TopLogprobs
 	}
 	if req.User != "" {
-		out["user"] = req.User
+		out["user"] = openAIUser(req.User)
 	}
 	if len(req.Metadata) > 0 {
 		out["metadata"] = req.Metadata

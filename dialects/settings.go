@@ -8,6 +8,8 @@ package dialects
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -46,6 +48,20 @@ func (req Request) field(name string) string {
 		return n
 	}
 	return name
+}
+
+// maxOpenAIUser is the longest user OpenAI takes.
+const maxOpenAIUser = 64
+
+// openAIUser is the user an OpenAI upstream gets: the caller's, or, when
+// it is longer than OpenAI takes (claude-code's metadata.user_id is about
+// 150 characters), the hex of its SHA-256, as stable and as distinct.
+func openAIUser(user string) string {
+	if len(user) <= maxOpenAIUser {
+		return user
+	}
+	sum := sha256.Sum256([]byte(user))
+	return hex.EncodeToString(sum[:])
 }
 
 // IncludeLogprobs is the Responses include value that returns the output

@@ -2,7 +2,10 @@ package dialects_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -61,6 +64,21 @@ func TestSettingsMapping(t *testing.T) {
 			continue
 		}
 		assert.JSONEq(t, tt.want, got, "%s(%s) → %s %s", tt.from.Name(), tt.body, tt.to.Name(), tt.field)
+	}
+}
+
+// TestLongUserIDsFitOpenAI: an end user's id longer than OpenAI's 64
+// characters (claude-code's) reaches an OpenAI upstream as its SHA-256, the
+// same id as the same user; a short one as it is.
+func TestLongUserIDsFitOpenAI(t *testing.T) {
+	long := "user_" + strings.Repeat("ab12", 16) + "_account__session_0f7c2d4e-9a1b-4c3d-8e5f-6a7b8c9d0e1f"
+	sum := sha256.Sum256([]byte(long))
+	for _, to := range []dialects.Dialect{dialects.Chat, dialects.Responses} {
+		req, err := dialects.Anthropic.ParseRequest([]byte(`{"messages":[],"metadata":{"user_id":"` + long + `"}}`))
+		require.NoError(t, err)
+		assert.JSONEq(t, `"`+hex.EncodeToString(sum[:])+`"`, wireField(t, to, req, "user"), "%s user of a long id", to.Name())
+		req.User = "u-1"
+		assert.JSONEq(t, `"u-1"`, wireField(t, to, req, "user"), "%s user of a short id", to.Name())
 	}
 }
 
