@@ -35,7 +35,7 @@ func startSecureCluster(t *testing.T, bindIP string) *temporalcluster.Secure {
 		b, err := os.ReadFile(key)
 		require.NoError(t, err)
 		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		addSecret("tls-key "+filepath.Base(key), lines[1])
+		addSecret(t, "tls-key "+filepath.Base(key), lines[1])
 	}
 	return s
 }
@@ -120,11 +120,12 @@ func netnsWorker(t *testing.T, s *temporalcluster.Secure, storeURL, subnet, name
 // eval and a training run started by the starter binary. Every rollout is
 // stored once, and the run is found by its search attribute.
 func TestEvalAndTrainOnAMultiProcessCluster(t *testing.T) {
+	t.Parallel()
 	s := startSecureCluster(t, "0.0.0.0")
 	out := setup(t, s)
 	assert.Contains(t, out, "search attributes EvalflowHarness, EvalflowModel, EvalflowRunId, EvalflowTaskset added")
 	storeURL, password := pgtest.URLWithOwnRole(t)
-	addSecret("postgres-password", password)
+	addSecret(t, "postgres-password", password)
 	store := openPG(t, storeURL)
 	queue := "faults-cluster"
 	netnsWorker(t, s, storeURL, "10.213.40.0", "worker-a", queue)
@@ -192,7 +193,7 @@ func killMidRun(t *testing.T, runID string, services ...string) {
 	s := startSecureCluster(t, "127.0.0.1")
 	setup(t, s)
 	storeURL, password := pgtest.URLWithOwnRole(t)
-	addSecret("postgres-password", password)
+	addSecret(t, "postgres-password", password)
 	store := openPG(t, storeURL)
 	queue := "faults-" + runID
 	for _, name := range []string{"worker-a", "worker-b"} {
@@ -229,6 +230,12 @@ func killMidRun(t *testing.T, runID string, services ...string) {
 	figure(t, "multi-process cluster, SIGKILL of %s at %d/%d stored, restarted and answering in %.1f s: %d stored once, 0 lost, 0 duplicated", what, atKill, n, back.Seconds(), n)
 }
 
-func TestClusterHistoryKilledMidRun(t *testing.T) { killMidRun(t, "cluster-history-kill", "history") }
+func TestClusterHistoryKilledMidRun(t *testing.T) {
+	t.Parallel()
+	killMidRun(t, "cluster-history-kill", "history")
+}
 
-func TestClusterEveryServerProcessKilledMidRun(t *testing.T) { killMidRun(t, "cluster-all-kill") }
+func TestClusterEveryServerProcessKilledMidRun(t *testing.T) {
+	t.Parallel()
+	killMidRun(t, "cluster-all-kill")
+}

@@ -23,6 +23,7 @@ import (
 // the rollouts run again there, and once the run ends no container of the
 // run remains on the engine.
 func TestWorkerKilledLeavesNoSandbox(t *testing.T) {
+	t.Parallel()
 	eng := enginetest.Client(t)
 	root := t.TempDir()
 	const tasks = 4

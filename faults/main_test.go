@@ -4,6 +4,13 @@
 // asserts that nothing is lost, duplicated, leaked or scored as the agent's
 // failure, and logs its figures as "figure:" lines (make faults prints them;
 // RELIABILITY.md records them).
+//
+// The cases that time nothing the machine's load changes and look at
+// nothing of the host but their own (the provider's faults, malformed
+// input, the clusters, the container sandboxes, the PostgreSQL store) run
+// side by side once the others are done; those that count the host's agent
+// processes, time a stop, load both cores or restart the shared PostgreSQL
+// run alone, first.
 package faults
 
 import (

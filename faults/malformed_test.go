@@ -374,6 +374,7 @@ func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/(1<<20)) }
 // connection is dropped unanswered, the worker neither panics nor keeps
 // the memory, and every rollout of the run ends ok.
 func TestMalformedInputOnEveryRoute(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	c := dial(t, srv.addr)
 	defer c.Close()

@@ -92,8 +92,9 @@ func noRunFiles(t *testing.T, dirs ...string) {
 // and `starter results` and `starter export`, run from a third directory,
 // read every trace. The store's password is in the suite's secret scan.
 func TestPostgresStoreAcrossWorkers(t *testing.T) {
+	t.Parallel()
 	url, password := pgtest.URLWithOwnRole(t)
-	addSecret("postgres-password", password)
+	addSecret(t, "postgres-password", password)
 	store := openPG(t, url)
 	srv := startServer(t)
 	c := dial(t, srv.addr)

@@ -153,6 +153,7 @@ const perCallBound = 4 + 2
 // rollout ends as an infrastructure error, never as the agent's failure, and
 // the provider is called within the documented bound.
 func TestProviderFaultsAreNeverTheAgents(t *testing.T) {
+	t.Parallel()
 	p, baseURL := newFaultyProvider(t)
 	srv := startServer(t)
 	c := dial(t, srv.addr)
@@ -242,6 +243,7 @@ const providerKey = "sk-faults-provider-key-5f1c2a9e7b3d4c6a"
 // failure, retried, and the rollout ends as infrastructure after its
 // attempts, never as the agent's timeout.
 func TestProviderHangLongerThanHarnessTimeout(t *testing.T) {
+	t.Parallel()
 	p, baseURL := newFaultyProvider(t)
 	srv := startServer(t)
 	c := dial(t, srv.addr)

@@ -36,11 +36,13 @@ var (
 	secrets = map[string]string{"provider-key": providerKey}
 )
 
-// addSecret adds a secret for the scan.
-func addSecret(name, value string) {
+// addSecret adds a secret of case t for the scan, named by the case: each
+// case's database password and keys are its own, and the scan looks for
+// every one.
+func addSecret(t *testing.T, name, value string) {
 	secretsMu.Lock()
 	defer secretsMu.Unlock()
-	secrets[name] = value
+	secrets[t.Name()+": "+name] = value
 }
 
 // caseDir is a new directory for a case under the suite's root: its files

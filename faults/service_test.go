@@ -66,7 +66,7 @@ func TestWorkerStopsWithinSecondsInEveryState(t *testing.T) {
 	srv := startServer(t)
 	t.Run("store unreachable", func(t *testing.T) {
 		const password = "svc-closed-port-pw-5d1e"
-		addSecret("unreachable-store-password", password)
+		addSecret(t, "unreachable-store-password", password)
 		w := spawnService(t, "worker", "--address", srv.addr, "--task-queue", "faults-service-store",
 			"--store", "postgres://evalflow:"+password+"@"+devtest.FreeAddr(t)+"/evalflow?sslmode=disable")
 		waitLog(t, w, "waiting for the run store", time.Minute)
