@@ -21,9 +21,11 @@ var allowed = map[string][]string{
 	"rollout": {},
 	"arith":   {},
 	// JSON as it crosses the wire: shape checks, the decode, the overlay.
-	"internal/jsonwire":  {},
-	"tunnel":             {},
-	"internal/devserver": {"internal/namespace", "rollout", "workflows"},
+	"internal/jsonwire": {},
+	// How the chat templates of the model families token-in bridges close a turn.
+	"internal/chattemplate": {},
+	"tunnel":                {},
+	"internal/devserver":    {"internal/namespace", "rollout", "workflows"},
 	// The embedded server started for a test, on free ports, and a client.
 	"internal/devserver/devtest": {"internal/devserver", "internal/namespace"},
 	// A namespace made ready for evalflow: the namespace, its search attributes.
@@ -71,7 +73,7 @@ var allowed = map[string][]string{
 	"providers/mock":  {"dialects", "arith"},
 	// The mock model served to a test over HTTP.
 	"providers/mock/mocktest": {"providers/mock"},
-	"interception":            {"dialects", "interception/gateway", "interception/sidecar", "internal/metrics", "internal/prices", "trace", "tunnel"},
+	"interception":            {"dialects", "interception/gateway", "interception/sidecar", "internal/chattemplate", "internal/metrics", "internal/prices", "trace", "tunnel"},
 	"results":                 {"rollout", "trace"},
 	// The PostgreSQL run store, the contract suite both stores pass, a
 	// test database of its own per test, and the flat export of a run.

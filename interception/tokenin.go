@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/evalflow/evalflow/dialects"
+	"github.com/evalflow/evalflow/internal/chattemplate"
 	"github.com/evalflow/evalflow/trace"
 )
 
@@ -54,6 +55,9 @@ type sampled struct {
 	index int
 	keys  []string
 	ids   []int32
+	// truncated: the turn was cut at max_tokens, its completion has no
+	// end token.
+	truncated bool
 }
 
 // messageKey is the part of a message a chat template renders, as JSON:
@@ -100,7 +104,8 @@ func (e *entry) remember(t trace.Turn, index int, keys []string) {
 	answer := t.Response.Message
 	answer.Role = dialects.RoleAssistant
 	s := sampled{index: index, keys: append(slices.Clip(keys), messageKey(answer)),
-		ids: append(slices.Clone(t.Tokens.PromptIDs), t.Tokens.CompletionIDs...)}
+		ids:       append(slices.Clone(t.Tokens.PromptIDs), t.Tokens.CompletionIDs...),
+		truncated: t.Response.FinishReason == dialects.FinishLength}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.sampled) == maxSampled {
@@ -183,12 +188,38 @@ func (s *Server) tokenIn(c *recorder, body []byte) (prompt []int32, failed bool)
 		s.textBecause(c, why)
 		return nil, false
 	}
-	if len(full) <= len(head) || !slices.Equal(full[:len(head)], head) {
-		s.textBecause(c, "the chat template's tokens of the call do not start with those of the earlier turn's conversation")
-		return nil, false
+	return s.bridge(c, model, prev, head, full), false
+}
+
+// bridge is the prompt of a call that extends prev, head and full the
+// template's ids of prev's conversation (without the generation prompt)
+// and of the call's (with it); nil when the call goes as text, said why.
+// A model of a family chattemplate knows is bridged by its family's end
+// token, whatever its template makes of the history. Another is bridged
+// only where its template's render of the call begins with its render of
+// the earlier turn, and the earlier turn ended by itself.
+func (s *Server) bridge(c *recorder, model string, prev sampled, head, full []int32) []int32 {
+	if fam, err := chattemplate.ForModel(model); err == nil {
+		prompt, closed, why := fam.Bridge(prev.ids, head, full)
+		if why != "" {
+			s.textBecause(c, why)
+			return nil
+		}
+		c.turn.TokenInBridge, c.turn.TokenInClosed = fam.Name, closed
+		return prompt
 	}
-	prompt = append(slices.Clone(prev.ids), full[len(head):]...)
-	return prompt, false
+	if len(full) <= len(head) || !slices.Equal(full[:len(head)], head) {
+		s.textBecause(c, fmt.Sprintf("the chat template's tokens of the call do not start with those of the earlier turn's conversation, and no family's bridge is known for model %q (bridged: %s)",
+			model, strings.Join(chattemplate.Names(), ", ")))
+		return nil
+	}
+	if prev.truncated {
+		s.textBecause(c, fmt.Sprintf("the earlier turn was cut at max_tokens, and no family's end token is known to close it for model %q (bridged: %s)",
+			model, strings.Join(chattemplate.Names(), ", ")))
+		return nil
+	}
+	c.turn.TokenInBridge = "prefix"
+	return append(slices.Clone(prev.ids), full[len(head):]...)
 }
 
 // hasSampled reports whether the rollout has an answered turn a call could
@@ -199,8 +230,10 @@ func (e *entry) hasSampled() bool {
 	return len(e.sampled) > 0
 }
 
-// textBecause logs, once per rollout, why a token-in call goes as text.
+// textBecause records on the turn, and logs once per rollout, why a
+// token-in call goes as text.
 func (s *Server) textBecause(c *recorder, why string) {
+	c.turn.TokenInText = why
 	if c.e.noteText() {
 		s.cfg.Logger.Debug("token-in: call sent as text", "rollout", c.e.rollout.Key, "turn", c.index, "why", why)
 	}

@@ -25,6 +25,16 @@ type Turn struct {
 	// (the previous turn's prompt and completion ids and the new messages'
 	// tokens), not as text the server tokenized again (--token-in).
 	TokenIn bool `json:"token_in,omitempty"`
+	// TokenInBridge names how a token-in prompt extends the earlier turn:
+	// the model family's chat template that placed the new messages after
+	// it (qwen3, llama3.1, deepseek-v3), or "prefix" where the template's
+	// render of the call began with its render of the earlier turn.
+	TokenInBridge string `json:"token_in_bridge,omitempty"`
+	// TokenInClosed says the earlier turn was cut at max_tokens: its
+	// family's end token was added to the prompt after it, not sampled.
+	TokenInClosed bool `json:"token_in_closed,omitempty"`
+	// TokenInText says why a call of a token-in rollout went as text.
+	TokenInText string `json:"token_in_text,omitempty"`
 	// PolicyVersion is the version of the policy (the weights) that
 	// answered the call: what the upstream reported, or else what the
 	// trainer had announced when the rollout started. Absent: unknown.

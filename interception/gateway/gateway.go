@@ -189,7 +189,7 @@ func (g *Gateway) routes(standalone bool) *http.ServeMux {
 		g.serveModel(w, r, "/"+r.PathValue("path"))
 	})
 	mux.HandleFunc(Prefix+"{id}/v1", notFound) // not redirected to .../v1/
-	for _, p := range g.cfg.ModelPaths { // a pattern: /models/{model...} takes a model's name
+	for _, p := range g.cfg.ModelPaths {       // a pattern: /models/{model...} takes a model's name
 		mux.HandleFunc(Prefix+"{id}"+p, func(w http.ResponseWriter, r *http.Request) {
 			g.serveModel(w, r, strings.TrimPrefix(r.URL.Path, Prefix+r.PathValue("id")))
 		})
