@@ -11,6 +11,32 @@ import (
 	"github.com/evalflow/evalflow/dialects"
 )
 
+// wireCase is a request in one dialect and the field it must carry, or
+// leave out, encoded for another.
+type wireCase struct {
+	from  dialects.Dialect
+	body  string
+	to    dialects.Dialect
+	field string
+	want  string // JSON; "" for absent
+}
+
+// checkWireFields parses each case's body in its dialect, encodes it for
+// the other and checks the field.
+func checkWireFields(t *testing.T, tests []wireCase) {
+	t.Helper()
+	for _, tt := range tests {
+		req, err := tt.from.ParseRequest([]byte(tt.body))
+		require.NoError(t, err, "ParseRequest(%s)", tt.body)
+		got := wireField(t, tt.to, req, tt.field)
+		if tt.want == "" {
+			assert.Empty(t, got, "%s(%s) → %s %s", tt.from.Name(), tt.body, tt.to.Name(), tt.field)
+			continue
+		}
+		assert.JSONEq(t, tt.want, got, "%s(%s) → %s %s", tt.from.Name(), tt.body, tt.to.Name(), tt.field)
+	}
+}
+
 // wireField encodes req for to and returns the JSON of the named field
 // ("" when absent).
 func wireField(t *testing.T, to dialects.Dialect, req dialects.Request, field string) string {
@@ -26,13 +52,7 @@ func wireField(t *testing.T, to dialects.Dialect, req dialects.Request, field st
 // both ways: OpenAI efforts to Anthropic budgets, Anthropic budgets and
 // adaptive thinking to efforts.
 func TestReasoningMapping(t *testing.T) {
-	tests := []struct {
-		from  dialects.Dialect
-		body  string
-		to    dialects.Dialect
-		field string
-		want  string // JSON; "" for absent
-	}{
+	tests := []wireCase{
 		{dialects.Chat, `{"messages":[],"reasoning_effort":"minimal"}`, dialects.Anthropic, "thinking", `{"type":"enabled","budget_tokens":1024}`},
 		{dialects.Chat, `{"messages":[],"reasoning_effort":"low"}`, dialects.Anthropic, "thinking", `{"type":"enabled","budget_tokens":1024}`},
 		{dialects.Chat, `{"messages":[],"reasoning_effort":"medium"}`, dialects.Anthropic, "thinking", `{"type":"enabled","budget_tokens":4096}`},
@@ -67,16 +87,7 @@ func TestReasoningMapping(t *testing.T) {
 		{dialects.Chat, `{"model":"claude-opus-4-6","messages":[],"reasoning_effort":"max"}`, dialects.Anthropic, "output_config", `{"effort":"max"}`},
 		{dialects.Chat, `{"model":"claude-sonnet-4-5","messages":[],"reasoning_effort":"high"}`, dialects.Anthropic, "output_config", ``},
 	}
-	for _, tt := range tests {
-		req, err := tt.from.ParseRequest([]byte(tt.body))
-		require.NoError(t, err, "ParseRequest(%s)", tt.body)
-		got := wireField(t, tt.to, req, tt.field)
-		if tt.want == "" {
-			assert.Empty(t, got, "%s(%s) → %s %s", tt.from.Name(), tt.body, tt.to.Name(), tt.field)
-			continue
-		}
-		assert.JSONEq(t, tt.want, got, "%s(%s) → %s %s", tt.from.Name(), tt.body, tt.to.Name(), tt.field)
-	}
+	checkWireFields(t, tests)
 }
 
 // TestThinkingKeepsTheCallersCap: an effort becomes a thinking budget that
@@ -158,13 +169,7 @@ func TestEffortsRefusedByName(t *testing.T) {
 
 func TestParallelToolCallsMapping(t *testing.T) {
 	const tools = `"tools":[{"type":"function","function":{"name":"a"}}]`
-	tests := []struct {
-		from  dialects.Dialect
-		body  string
-		to    dialects.Dialect
-		field string
-		want  string
-	}{
+	tests := []wireCase{
 		{dialects.Chat, `{"messages":[],` + tools + `,"parallel_tool_calls":false}`, dialects.Anthropic, "tool_choice", `{"type":"auto","disable_parallel_tool_use":true}`},
 		{dialects.Chat, `{"messages":[],` + tools + `,"parallel_tool_calls":false,"tool_choice":"required"}`, dialects.Anthropic, "tool_choice", `{"type":"any","disable_parallel_tool_use":true}`},
 		{dialects.Chat, `{"messages":[],` + tools + `,"parallel_tool_calls":false,"tool_choice":"none"}`, dialects.Anthropic, "tool_choice", `{"type":"none"}`},
@@ -177,16 +182,7 @@ func TestParallelToolCallsMapping(t *testing.T) {
 		// OpenAI refuses parallel_tool_calls without tools.
 		{dialects.Responses, `{"input":[],"parallel_tool_calls":false}`, dialects.Chat, "parallel_tool_calls", ``},
 	}
-	for _, tt := range tests {
-		req, err := tt.from.ParseRequest([]byte(tt.body))
-		require.NoError(t, err, "ParseRequest(%s)", tt.body)
-		got := wireField(t, tt.to, req, tt.field)
-		if tt.want == "" {
-			assert.Empty(t, got, "%s(%s) → %s %s", tt.from.Name(), tt.body, tt.to.Name(), tt.field)
-			continue
-		}
-		assert.JSONEq(t, tt.want, got, "%s(%s) → %s %s", tt.from.Name(), tt.body, tt.to.Name(), tt.field)
-	}
+	checkWireFields(t, tests)
 }
 
 func TestResponsesStoreInclude(t *testing.T) {

@@ -1,15 +1,10 @@
 package interception_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -27,48 +22,6 @@ import (
 	"github.com/evalflow/evalflow/providers/mock"
 )
 
-// seenUpstream is the mock model behind a server that keeps what reached
-// it: each request's body and credentials.
-type seenUpstream struct {
-	url string
-	mu  sync.Mutex
-	// bodies and keys are the chat requests' bodies and Authorization
-	// headers, in order.
-	bodies []map[string]any
-	keys   []string
-}
-
-func newSeenUpstream(t *testing.T) *seenUpstream {
-	t.Helper()
-	m, err := mock.New(mock.Config{})
-	require.NoError(t, err)
-	s := &seenUpstream{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, err := io.ReadAll(r.Body)
-		if !assert.NoError(t, err) {
-			return
-		}
-		var body map[string]any
-		if strings.HasSuffix(r.URL.Path, "/chat/completions") && assert.NoError(t, json.Unmarshal(b, &body)) {
-			s.mu.Lock()
-			s.bodies = append(s.bodies, body)
-			s.keys = append(s.keys, r.Header.Get("Authorization"))
-			s.mu.Unlock()
-		}
-		r.Body = io.NopCloser(bytes.NewReader(b))
-		m.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	s.url = srv.URL
-	return s
-}
-
-func (s *seenUpstream) seen() ([]map[string]any, []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]map[string]any{}, s.bodies...), append([]string{}, s.keys...)
-}
-
 // seedRegister is a register body as verifiers' RolloutGatewayMixin sends
 // it (model, sampling parameters by prime-rl's name, max turns, max
 // sequence length), with evalflow's policy version and staleness bound.
@@ -83,14 +36,14 @@ const seedRegister = `{"model":"policy-7","sampling_params":{"temperature":0.25,
 // the worker's stable address and on an interception server's own.
 func TestGatewaySeedContract(t *testing.T) {
 	t.Run("standalone", func(t *testing.T) {
-		up := newSeenUpstream(t)
-		g := newGatewayRigAt(t, 4, up.url)
+		up := newRecordingMock(t)
+		g := newGatewayRigAt(t, 4, up.root)
 		seedRollout(t, g.addr, up)
 	})
 	t.Run("on an interception server", func(t *testing.T) {
-		up := newSeenUpstream(t)
+		up := newRecordingMock(t)
 		var logs logtest.Buffer
-		f := newFixture(t, up.url, func(c *interception.Config) {
+		f := newFixture(t, up.root, func(c *interception.Config) {
 			c.GatewayToken = gatewayToken
 			c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		})
@@ -103,7 +56,7 @@ func TestGatewaySeedContract(t *testing.T) {
 
 // seedRollout runs a rollout at the gateway gw as a seed-written
 // environment does, and returns the rollout's secret.
-func seedRollout(t *testing.T, gw string, up *seenUpstream) string {
+func seedRollout(t *testing.T, gw string, up *recordingMock) string {
 	root := gw + "/v1/rollouts/seed-1"
 	status, body := gatewayCall(t, http.MethodPost, root+"/register", gatewayToken,
 		`{"model":"policy-7","sampling":{},"sampling_params":{}}`)

@@ -1,15 +1,11 @@
 package interception_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -21,49 +17,7 @@ import (
 
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/interception"
-	"github.com/evalflow/evalflow/providers/mock"
 )
-
-// recordingMock is the mock model behind a server that keeps the body of
-// every model call that reached it, decoded.
-type recordingMock struct {
-	url    string
-	mu     sync.Mutex
-	bodies []map[string]any
-}
-
-func newRecordingMock(t *testing.T) *recordingMock {
-	t.Helper()
-	m, err := mock.New(mock.Config{})
-	require.NoError(t, err)
-	rec := &recordingMock{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, err := io.ReadAll(r.Body)
-		if !assert.NoError(t, err) {
-			return
-		}
-		var body map[string]any
-		if assert.NoError(t, json.Unmarshal(b, &body)) {
-			rec.mu.Lock()
-			rec.bodies = append(rec.bodies, body)
-			rec.mu.Unlock()
-		}
-		r.Body = io.NopCloser(bytes.NewReader(b))
-		m.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	rec.url = srv.URL + "/v1"
-	return rec
-}
-
-// take returns the bodies received since the last take.
-func (m *recordingMock) take() []map[string]any {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := m.bodies
-	m.bodies = nil
-	return out
-}
 
 // withModel is f's pool serving one more rollout, whose run asks for
 // model, with the caller's own sampling.

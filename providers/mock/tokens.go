@@ -1,6 +1,10 @@
 package mock
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/evalflow/evalflow/dialects"
+)
 
 // The mock's token-level data, returned when a chat request asks for it
 // (logprobs, top_logprobs, vLLM's return_token_ids): one token per
@@ -10,22 +14,10 @@ import "unicode/utf8"
 // call's name and arguments. Log probabilities are made up from the
 // token's position, deterministic.
 
-// logprobs is a choice's logprobs object.
+// logprobs is a choice's logprobs object, its tokens as the dialects
+// write them.
 type logprobs struct {
-	Content []tokenLogprob `json:"content"`
-}
-
-type tokenLogprob struct {
-	Token       string       `json:"token"`
-	Logprob     float64      `json:"logprob"`
-	Bytes       []int        `json:"bytes"`
-	TopLogprobs []topLogprob `json:"top_logprobs"`
-}
-
-type topLogprob struct {
-	Token   string  `json:"token"`
-	Logprob float64 `json:"logprob"`
-	Bytes   []int   `json:"bytes"`
+	Content []dialects.TokenLogprob `json:"content"`
 }
 
 // TokenIDs is the mock's tokenization of s: one id per character, its code
@@ -84,17 +76,17 @@ func tokenData(req chatRequest, text string, at int) ([]int32, *logprobs) {
 	if !req.Logprobs {
 		return ids, nil
 	}
-	lp := &logprobs{Content: []tokenLogprob{}}
+	lp := &logprobs{Content: []dialects.TokenLogprob{}}
 	i := at
 	for _, r := range text {
 		tok := string(r)
-		t := tokenLogprob{Token: tok, Logprob: Logprob(i), Bytes: byteInts(tok), TopLogprobs: []topLogprob{}}
+		t := dialects.TokenLogprob{Token: tok, Logprob: Logprob(i), Bytes: byteInts(tok), Top: []dialects.TopLogprob{}}
 		for k := range req.TopLogprobs {
 			alt := tok
 			if k > 0 {
 				alt = string(r + rune(k))
 			}
-			t.TopLogprobs = append(t.TopLogprobs, topLogprob{Token: alt, Logprob: Logprob(i) - float64(k), Bytes: byteInts(alt)})
+			t.Top = append(t.Top, dialects.TopLogprob{Token: alt, Logprob: Logprob(i) - float64(k), Bytes: byteInts(alt)})
 		}
 		lp.Content = append(lp.Content, t)
 		i++
