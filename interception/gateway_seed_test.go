@@ -112,7 +112,27 @@ func seedRollout(t *testing.T, gw string, up *recordingMock) string {
 		assert.Equal(t, "Bearer upstream-key", keys[i], "call %d: the upstream gets its own key, not the gateway token", i)
 	}
 
-	status, body = gatewayCall(t, http.MethodGet, root+"/trajectory?policy_version=4", gatewayToken, "")
+	checkSeedTrajectory(t, root, reg, call.Function.Arguments)
+	checkSeedAnthropic(t, root)
+
+	status, body = gatewayCall(t, http.MethodPost, root+"/unregister", gatewayToken, "")
+	require.Equal(t, http.StatusOK, status, string(body))
+	var tr gateway.Trajectory
+	require.NoError(t, json.Unmarshal(body, &tr))
+	assert.Len(t, tr.Trajectory, 3, "unregister answers with the trajectory, the Anthropic call's step included")
+	_, err = agent.Chat.Completions.New(ctx, params)
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, http.StatusNotFound, apiErr.StatusCode, "the rollout is gone, the gateway token opens nothing")
+	return reg.APIKey
+}
+
+// checkSeedTrajectory reads the seed rollout's trajectory as a trainer
+// does: its steps, their token data and masks, the interleaved sample,
+// staleness by the trainer's version; callArgs are the tool call's
+// arguments the mock sampled.
+func checkSeedTrajectory(t *testing.T, root string, reg gateway.Registration, callArgs string) {
+	t.Helper()
+	status, body := gatewayCall(t, http.MethodGet, root+"/trajectory?policy_version=4", gatewayToken, "")
 	require.Equal(t, http.StatusOK, status, string(body))
 	assert.NotContains(t, string(body), gatewayToken, "the gateway token is recorded nowhere")
 	assert.NotContains(t, string(body), reg.APIKey, "nor the rollout's secret")
@@ -143,7 +163,7 @@ func seedRollout(t *testing.T, gw string, up *recordingMock) string {
 	assert.Equal(t, dialects.FinishToolCalls, tr.Trajectory[0].FinishReason)
 	require.Len(t, tr.Trajectory[0].Completion, 1)
 	require.Len(t, tr.Trajectory[0].Completion[0].ToolCalls, 1, "step 0's completion is the tool call")
-	assert.Equal(t, mock.TokenIDs("calculator"+call.Function.Arguments), tr.Trajectory[0].Tokens.CompletionIDs)
+	assert.Equal(t, mock.TokenIDs("calculator"+callArgs), tr.Trajectory[0].Tokens.CompletionIDs)
 	assert.Equal(t, mock.TokenIDs("The answer is 5."), tr.Trajectory[1].Tokens.CompletionIDs)
 	assert.False(t, tr.Trajectory[0].ExtendsPrevious)
 	assert.True(t, tr.Trajectory[1].ExtendsPrevious, "the mock re-tokenizes the history as it produced it")
@@ -170,8 +190,14 @@ func seedRollout(t *testing.T, gw string, up *recordingMock) string {
 	status, body = gatewayCall(t, http.MethodGet, root+"/trajectory?view=tokens", gatewayToken, "")
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.Contains(t, string(body), `want \"interleaved\" or \"steps\"`)
+}
 
-	// An Anthropic SDK's base URL is the same; it sends the key as x-api-key.
+// checkSeedAnthropic calls the seed rollout with the Anthropic SDK, whose
+// base URL is the same, with the gateway token as its x-api-key, and with
+// another key.
+func checkSeedAnthropic(t *testing.T, root string) {
+	t.Helper()
+	ctx := context.Background()
 	ac := anthropic.NewClient(aoption.WithBaseURL(root), aoption.WithAPIKey(gatewayToken), aoption.WithMaxRetries(0))
 	msg, err := ac.Messages.New(ctx, anthropic.MessageNewParams{Model: "anything", MaxTokens: 64,
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("What is 4 + 4?"))}})
@@ -185,15 +211,6 @@ func seedRollout(t *testing.T, gw string, up *recordingMock) string {
 	require.ErrorAs(t, err, &aErr)
 	assert.Equal(t, http.StatusUnauthorized, aErr.StatusCode)
 	assert.Contains(t, aErr.RawJSON(), `"type":"error"`, "in Anthropic's shape")
-
-	status, body = gatewayCall(t, http.MethodPost, root+"/unregister", gatewayToken, "")
-	require.Equal(t, http.StatusOK, status, string(body))
-	require.NoError(t, json.Unmarshal(body, &tr))
-	assert.Len(t, tr.Trajectory, 3, "unregister answers with the trajectory, the Anthropic call's step included")
-	_, err = agent.Chat.Completions.New(ctx, params)
-	require.ErrorAs(t, err, &apiErr)
-	assert.Equal(t, http.StatusNotFound, apiErr.StatusCode, "the rollout is gone, the gateway token opens nothing")
-	return reg.APIKey
 }
 
 func ones(n int) []int {
