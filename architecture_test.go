@@ -24,8 +24,11 @@ var allowed = map[string][]string{
 	"internal/jsonwire": {},
 	// How the chat templates of the model families token-in bridges close a turn.
 	"internal/chattemplate": {},
-	"tunnel":                {},
-	"internal/devserver":    {"internal/namespace", "rollout", "workflows"},
+	// A vLLM-shaped upstream of a family's real template and tokenizer
+	// (a Node.js server), for tests.
+	"internal/chattemplate/vllmtest": {"internal/chattemplate", "internal/logtest"},
+	"tunnel":                         {},
+	"internal/devserver":             {"internal/namespace", "rollout", "workflows"},
 	// The embedded server started for a test, on free ports, and a client.
 	"internal/devserver/devtest": {"internal/devserver", "internal/namespace"},
 	// A namespace made ready for evalflow: the namespace, its search attributes.

