@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -233,4 +234,101 @@ func TestTokenizeStrings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// script answers each conversation's first user message with its
+// assistant messages, turn after turn: their content, reasoning (where
+// the family reasons) and tool calls, the arguments as their text.
+func (s spec) script(f chattemplate.Family) []vllmtest.Entry {
+	var entries []vllmtest.Entry
+	for _, c := range s.Conversations {
+		e := vllmtest.Entry{}
+		for _, m := range c.Messages {
+			switch m["role"] {
+			case "user":
+				if e.Match == "" {
+					e.Match = m["content"].(string)
+				}
+			case "assistant":
+				turn := vllmtest.Turn{}
+				turn.Content, _ = m["content"].(string)
+				if r, ok := m["reasoning_content"].(string); ok && f.Name == chattemplate.Qwen3.Name {
+					turn.Reasoning = r
+				}
+				calls, _ := m["tool_calls"].([]any)
+				for _, tc := range calls {
+					fn := tc.(map[string]any)["function"].(map[string]any)
+					args, _ := json.Marshal(fn["arguments"]) // the arguments' text, as a JSON string
+					turn.ToolCalls = append(turn.ToolCalls, vllmtest.ToolCall{Name: fn["name"].(string), Arguments: args})
+				}
+				e.Turns = append(e.Turns, turn)
+			}
+		}
+		entries = append(entries, e)
+	}
+	return entries
+}
+
+// The completion of a scripted turn is the turn as the template renders
+// it last, up to its end token: the ids transformers gives the
+// conversation with that turn, after those of its prompt, wherever the
+// template renders an answer as the model writes it (every Qwen3 turn;
+// Llama 3.1's and DeepSeek V3's turns without tool calls, which their
+// templates drop: TestToolCallsAsEachFamilyWritesThem holds those). The
+// prompt is vLLM's render of the messages as a client sends them (a null
+// content, the arguments as text); the message answered is the turn's.
+func TestCompletionIsTheTurnAsTheTemplateRendersItLast(t *testing.T) {
+	s, convs := readSpec(t)
+	for _, f := range chattemplate.Families {
+		t.Run(f.Name, func(t *testing.T) {
+			g, _ := readGolden(t, f)
+			byKey := map[string]render{}
+			for _, r := range g.Renders {
+				byKey[r.key()] = r
+			}
+			srv := vllmtest.Start(t, vllmtest.Config{Family: f, Script: s.script(f)})
+			compared := 0
+			for _, prompt := range g.Renders {
+				msgs := convs[prompt.Conversation].Messages
+				head, ok := byKey[variant(prompt.Conversation, "object", "empty", prompt.Kwargs, prompt.K+1, false).key()]
+				if prompt.Args != "object" || prompt.Content != "empty" || !prompt.Gen || !ok ||
+					!slices.Equal(prompt.IDs, head.IDs[:min(len(prompt.IDs), len(head.IDs))]) ||
+					f.Name != chattemplate.Qwen3.Name && msgs[prompt.K]["tool_calls"] != nil {
+					continue
+				}
+				sent := variant(prompt.Conversation, "string", "null", prompt.Kwargs, prompt.K, true)
+				body := map[string]any{"messages": s.messages(convs[sent.Conversation], sent.Args, sent.Content, sent.K),
+					"return_token_ids": true, "chat_template_kwargs": sent.Kwargs}
+				if convs[sent.Conversation].Tools {
+					body["tools"] = s.Tools
+				}
+				a := chat(t, srv, "/v1/chat/completions", body)
+				assert.Equal(t, prompt.IDs, a.PromptTokenIDs, "%s", prompt)
+				assert.Equal(t, head.IDs[len(prompt.IDs):len(head.IDs)-len(f.After)], a.Choices[0].TokenIDs, "%s", prompt)
+				want := msgs[prompt.K]
+				got := a.Choices[0].Message
+				wantContent, _ := want["content"].(string)
+				assert.Equal(t, wantContent, str(got.Content), "%s", prompt)
+				if f.Name == chattemplate.Qwen3.Name {
+					wantReasoning, _ := want["reasoning_content"].(string)
+					assert.Equal(t, wantReasoning, str(got.ReasoningContent), "%s", prompt)
+				}
+				calls, _ := want["tool_calls"].([]any)
+				require.Len(t, got.ToolCalls, len(calls), "%s", prompt)
+				for i, tc := range calls {
+					fn := tc.(map[string]any)["function"].(map[string]any)
+					assert.Equal(t, fn["name"], got.ToolCalls[i].Function.Name)
+					assert.JSONEq(t, fn["arguments"].(string), got.ToolCalls[i].Function.Arguments)
+				}
+				compared++
+			}
+			t.Logf("figure: %s: %d completions as the template renders the turn last", f.Name, compared)
+			assert.Positive(t, compared)
+		})
+	}
+}
+
+// variant names a render of conversation conv's first k messages.
+func variant(conv, args, content string, kwargs map[string]any, k int, gen bool) render {
+	return render{Conversation: conv, Args: args, Content: content, Kwargs: kwargs, K: k, Gen: gen}
 }
