@@ -185,7 +185,9 @@ func TestStartFails(t *testing.T) {
 	})
 	t.Run("script", func(t *testing.T) {
 		f := &failures{TB: t}
-		t.Cleanup(func() { assert.Contains(t, f.String(), "script.jsonl:1: turn 1: Llama 3.1 does not reason", "the server's log") })
+		t.Cleanup(func() {
+			assert.Contains(t, f.String(), "script.jsonl:1: turn 1: Llama 3.1 does not reason", "the server's log")
+		})
 		bad := []vllmtest.Entry{{Turns: []vllmtest.Turn{{Reasoning: "hmm"}}}}
 		assert.Contains(t, f.start(vllmtest.Config{Family: chattemplate.Llama31, Script: bad}), "the test upstream exited before it served")
 	})
