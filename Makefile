@@ -41,8 +41,9 @@ engine:
 	bash scripts/engine.sh
 
 # What the tests need besides Go and the engine: packages (sshd, iproute2,
-# bubblewrap, Chromium, npm, PostgreSQL) and a loopback test database;
-# idempotent. EVALFLOW_TEST_POSTGRES, when set, names another database.
+# bubblewrap, Chromium, npm, PostgreSQL), the npm packages of the
+# vLLM-shaped test upstream and a loopback test database; idempotent.
+# EVALFLOW_TEST_POSTGRES, when set, names another database.
 setup:
 	bash scripts/setup.sh
 
