@@ -115,6 +115,11 @@ type Server struct {
 	BaseURL string
 	// Model is the served model's name.
 	Model string
+
+	cmd    *exec.Cmd
+	dir    string
+	logs   *logtest.Buffer
+	exited chan struct{}
 }
 
 // InstallDir is where scripts/setup.sh installs the server's npm packages
@@ -139,32 +144,89 @@ func InstallDir() (string, error) {
 // printed when the test failed.
 func Start(tb testing.TB, cfg Config) *Server {
 	tb.Helper()
-	nodeBin, err := exec.LookPath("node")
-	require.NoError(tb, err, "the vLLM-shaped test upstream runs on Node.js: install nodejs (make setup does)")
-	modules, err := InstallDir()
+	s, err := Run(cfg)
+	if s != nil {
+		tb.Cleanup(func() {
+			_ = s.Close()
+			if tb.Failed() {
+				tb.Logf("the vLLM-shaped upstream's log (%s):\n%s", cfg.Family.Name, s.Log())
+			}
+		})
+	}
 	require.NoError(tb, err)
-	_, err = os.Stat(filepath.Join(modules, installedMark))
-	require.NoError(tb, err, "the test upstream's npm packages are not installed in %s: run make setup (scripts/setup.sh installs them)", modules)
-	require.NotEmpty(tb, cfg.Family.Name, "vllmtest.Config.Family")
+	return s
+}
 
-	dir := tb.TempDir()
+// Run is Start for a program (a benchmark) rather than a test: Close
+// stops the server and removes its files. When the server started but
+// does not serve, Run returns it with the error, so that its Log tells
+// why.
+func Run(cfg Config) (*Server, error) {
+	nodeBin, err := exec.LookPath("node")
+	if err != nil {
+		return nil, fmt.Errorf("the vLLM-shaped test upstream runs on Node.js: install nodejs (make setup does): %w", err)
+	}
+	modules, err := InstallDir()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(modules, installedMark)); err != nil {
+		return nil, fmt.Errorf("the test upstream's npm packages are not installed in %s: run make setup (scripts/setup.sh installs them): %w", modules, err)
+	}
+	if cfg.Family.Name == "" {
+		return nil, fmt.Errorf("vllmtest.Config.Family is not set")
+	}
+	dir, err := os.MkdirTemp("", "vllmtest-")
+	if err != nil {
+		return nil, err
+	}
+	args, err := writeFiles(dir, cfg)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	s := &Server{dir: dir, logs: &logtest.Buffer{}, exited: make(chan struct{})}
+	url, err := s.run(nodeBin, modules, args)
+	if err != nil {
+		return s, err
+	}
+	s.URL, s.BaseURL = url, url+"/v1"
+	if s.Model, err = s.servedModel(); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// writeFiles writes the server's program and cfg's script into dir and
+// returns the arguments that start it.
+func writeFiles(dir string, cfg Config) ([]string, error) {
 	files, err := node.ReadDir("node")
-	require.NoError(tb, err)
+	if err != nil {
+		return nil, err
+	}
 	for _, f := range files {
 		b, err := node.ReadFile("node/" + f.Name())
-		require.NoError(tb, err)
-		require.NoError(tb, os.WriteFile(filepath.Join(dir, f.Name()), b, 0o644))
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.Name()), b, 0o644); err != nil {
+			return nil, err
+		}
 	}
 	args := []string{filepath.Join(dir, "server.js"), "--family", cfg.Family.Name}
 	if len(cfg.Script) > 0 {
 		var script bytes.Buffer
 		for _, e := range cfg.Script {
 			line, err := json.Marshal(e)
-			require.NoError(tb, err)
+			if err != nil {
+				return nil, err
+			}
 			script.Write(append(line, '\n'))
 		}
 		file := filepath.Join(dir, "script.jsonl")
-		require.NoError(tb, os.WriteFile(file, script.Bytes(), 0o644))
+		if err := os.WriteFile(file, script.Bytes(), 0o644); err != nil {
+			return nil, err
+		}
 		args = append(args, "--script", file)
 	}
 	if cfg.Model != "" {
@@ -176,69 +238,79 @@ func Start(tb testing.TB, cfg Config) *Server {
 	if cfg.AsGiven {
 		args = append(args, "--as-given")
 	}
-	url := run(tb, nodeBin, modules, cfg.Family.Name, args)
-	s := &Server{URL: url, BaseURL: url + "/v1"}
-	s.Model = s.servedModel(tb)
-	return s
+	return args, nil
 }
 
 // run starts the server's process and returns its URL once it serves.
-func run(tb testing.TB, nodeBin, modules, family string, args []string) string {
-	tb.Helper()
-	logs := &logtest.Buffer{}
-	cmd := exec.Command(nodeBin, args...)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(modules, "node_modules"))
-	cmd.Stderr = logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(tb, err)
-	require.NoError(tb, cmd.Start(), "start the test upstream")
+func (s *Server) run(nodeBin, modules string, args []string) (string, error) {
+	s.cmd = exec.Command(nodeBin, args...)
+	s.cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(modules, "node_modules"))
+	s.cmd.Stderr = s.logs
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdout, err := s.cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	if err := s.cmd.Start(); err != nil {
+		close(s.exited)
+		return "", fmt.Errorf("start the test upstream: %w", err)
+	}
 	listening := make(chan string, 1)
-	exited := make(chan struct{})
 	go func() {
-		defer close(exited)
+		defer close(s.exited)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			line := sc.Text()
-			_, _ = fmt.Fprintln(logs, line)
+			_, _ = fmt.Fprintln(s.logs, line)
 			if url, ok := strings.CutPrefix(line, "vllmtest: listening on "); ok {
 				listening <- url
 			}
 		}
 		_, _ = io.Copy(io.Discard, stdout)
-		_ = cmd.Wait()
+		_ = s.cmd.Wait()
 	}()
-	tb.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if tb.Failed() {
-			tb.Logf("the vLLM-shaped upstream's log (%s):\n%s", family, logs)
-		}
-	})
 	select {
 	case url := <-listening:
-		return url
-	case <-exited:
-		require.FailNow(tb, "the test upstream exited before it served (its log follows)")
+		return url, nil
+	case <-s.exited:
+		return "", fmt.Errorf("the test upstream exited before it served (see its log)")
 	case <-time.After(startTimeout):
-		require.FailNow(tb, "the test upstream did not serve in time (its log follows)")
+		return "", fmt.Errorf("the test upstream did not serve in %s (see its log)", startTimeout)
 	}
-	return ""
 }
 
-func (s *Server) servedModel(tb testing.TB) string {
-	tb.Helper()
+// Log is what the server printed: a line a request, and its errors.
+func (s *Server) Log() string {
+	return s.logs.String()
+}
+
+// Close stops the server and removes its files.
+func (s *Server) Close() error {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+	return os.RemoveAll(s.dir)
+}
+
+func (s *Server) servedModel() (string, error) {
 	resp, err := http.Get(s.BaseURL + "/models")
-	require.NoError(tb, err)
+	if err != nil {
+		return "", err
+	}
 	defer resp.Body.Close()
 	var models struct {
 		Data []struct {
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	require.NoError(tb, json.NewDecoder(resp.Body).Decode(&models))
-	require.Len(tb, models.Data, 1, "the served models")
-	return models.Data[0].ID
+	if err := json.NewDecoder(resp.Body).Decode(&models); err != nil {
+		return "", fmt.Errorf("/v1/models: %w", err)
+	}
+	if len(models.Data) != 1 {
+		return "", fmt.Errorf("/v1/models: %d models served, want 1", len(models.Data))
+	}
+	return models.Data[0].ID, nil
 }
 
 // TokenizeRequest is a body of vLLM's POST /tokenize: Messages (with
