@@ -132,6 +132,7 @@ var allowed = map[string][]string{
 	"bench":                {"*"},
 	"bench/cmd/bench":      {"*"},
 	"bench/cmd/storebench": {"*"},
+	"bench/cmd/tokenin":    {"*"},
 	"tunnel/tunneltest":    {"tunnel"},
 	"e2e":                  {},
 	"faults":               {},
@@ -149,11 +150,12 @@ var allowed = map[string][]string{
 	"bench/internal/loadgen":       {"*"},
 	"bench/internal/orchestration": {"*"},
 	"bench/internal/targets":       {"*"},
+	"bench/internal/tokenin":       {"*"},
 	"bench/internal/upstream":      {"*"},
 }
 
 // top are the packages nothing else may import.
-var top = []string{"starter", "worker", "cmd/evalflow-agent", "cmd/evalflow-mcp-counter", "e2e", "faults", "bench/cmd/bench", "bench/cmd/storebench"}
+var top = []string{"starter", "worker", "cmd/evalflow-agent", "cmd/evalflow-mcp-counter", "e2e", "faults", "bench/cmd/bench", "bench/cmd/storebench", "bench/cmd/tokenin"}
 
 type listed struct {
 	ImportPath string
