@@ -108,9 +108,10 @@ def main():
     # already has one. Rollouts scheduled from here on record it.
     version = pull.call("policy", {"version": pull.progress().get("policy_version") or 0})["version"]
     first_position = None
-    summary = {"steps": [], "samples": 0, "trained_tokens": 0, "interleavable": 0, "rollouts": 0}
+    summary = {"steps": [], "groups": 0, "samples": 0, "trained_tokens": 0, "interleavable": 0, "rollouts": 0,
+               "trajectory_steps": 0, "token_in_steps": 0}
     for step in range(args.steps):
-        losses, versions = [], set()
+        losses, versions, step_advs = [], set(), []
         for _ in range(args.groups):
             ref = pull.sample()
             if first_position is None:
@@ -122,16 +123,20 @@ def main():
                 summary["samples"] += len(ss)
                 summary["interleavable"] += traj["interleavable"]
                 summary["rollouts"] += 1
+                summary["trajectory_steps"] += len(traj["steps"])
+                summary["token_in_steps"] += sum(1 for st in traj["steps"] if st.get("token_in"))
                 versions.add(ro.get("policy_version"))
                 if ro.get("stale"):
                     raise CheckError(f"{ro['key']}: stale rollout in a fresh group")
             advs = advantages([ro["reward"] for ro in rollouts])
+            summary["groups"] += 1
+            step_advs.append([round(a, 6) for a in advs])
             losses.append(surrogate(samples, advs))
         # The new weights are loaded: work generated from now on is on them.
         version = pull.call("policy", {"version": version + 1})["version"]
         summary["steps"].append({"step": step, "loss": round(sum(losses) / len(losses), 6),
                                  "generated_on": sorted(v for v in versions if v is not None),
-                                 "now": version})
+                                 "advantages": step_advs, "now": version})
         print(f"step {step}: loss {summary['steps'][-1]['loss']}, rollouts generated on "
               f"{summary['steps'][-1]['generated_on']}, policy now {version}")
 

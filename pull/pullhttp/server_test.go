@@ -21,6 +21,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/evalflow/evalflow/internal/chattemplate"
+	"github.com/evalflow/evalflow/internal/chattemplate/vllmtest"
 	"github.com/evalflow/evalflow/internal/devserver"
 	"github.com/evalflow/evalflow/internal/devserver/devtest"
 	"github.com/evalflow/evalflow/internal/harness/agent"
@@ -611,6 +613,61 @@ func TestGRPOTrainerExample(t *testing.T) {
 			require.Equal(t, int64(3), *p.PolicyVersion)
 		})
 	}
+}
+
+// The GRPO-shaped trainer of examples/ against vLLM serving Qwen3's real
+// chat template and tokenizer, with token-in: the model reasons, calls the
+// calculator, reads the result and answers, and Qwen3's template drops the
+// reasoning of every earlier turn when it renders the conversation again.
+// The trainer's checks pass on every sample, each rollout is one
+// exact-prefix sample whose later turns went in as tokens, and a group of
+// equal rewards has advantages of 0.
+func TestGRPOTrainerOnQwen3(t *testing.T) {
+	script := []vllmtest.Entry{{Turns: []vllmtest.Turn{
+		{Reasoning: "The calculator computes it.", ToolCalls: []vllmtest.ToolCall{{Name: "calculator", Arguments: json.RawMessage(`{"expression": "6 * 7"}`)}}},
+		{Reasoning: "It says 42.", Content: "The answer is 42."},
+	}}}
+	up := vllmtest.Start(t, vllmtest.Config{Family: chattemplate.Qwen3, Script: script})
+	cl := newClusterOn(t, up.BaseURL)
+	srv := cl.serve(t, pullhttp.Config{})
+	cfg := workflows.RunConfig{RunID: "grpo-qwen3", Taskset: "sample", Tasks: 16, RolloutsPerTask: 2, MaxConcurrent: 8,
+		Seed: 7, Model: up.Model, Harness: rollout.HarnessConfig{TraceTokens: true, TokenIn: true}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	_, err := pull.Start(ctx, cl.c, queue, cfg, workflows.TrainConfig{Epochs: 0})
+	require.NoError(t, err)
+
+	lines := runExample(t, ctx, srv.URL, "grpo_trainer.py", "--run-id", cfg.RunID,
+		"--steps", "2", "--groups", "2", "--n", "2", "--max-off-policy-steps", "1", "--on-stale", "rerun")
+	require.Len(t, lines, 3, "a line per step and a summary: %s", lines)
+	var summary struct {
+		Steps []struct {
+			Advantages [][]float64 `json:"advantages"`
+		} `json:"steps"`
+		Groups          int `json:"groups"`
+		Rollouts        int `json:"rollouts"`
+		Samples         int `json:"samples"`
+		Interleavable   int `json:"interleavable"`
+		TrajectorySteps int `json:"trajectory_steps"`
+		TokenInSteps    int `json:"token_in_steps"`
+		TrainedTokens   int `json:"trained_tokens"`
+		OldGroup        struct {
+			OnCurrentPolicy int `json:"on_current_policy"`
+		} `json:"old_group"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[2]), &summary), "%s", lines[2])
+	require.Equal(t, 2*2, summary.Groups)
+	require.Equal(t, 2*2*2, summary.Rollouts)
+	require.Equal(t, summary.Rollouts, summary.Interleavable, "every rollout's turns extend each other exactly")
+	require.Equal(t, summary.Rollouts, summary.Samples, "one interleaved sample per rollout")
+	require.Equal(t, 2*summary.Rollouts, summary.TrajectorySteps, "a tool call, then the answer")
+	require.Equal(t, summary.Rollouts, summary.TokenInSteps, "each answer's prompt went in as tokens")
+	require.Positive(t, summary.TrainedTokens)
+	require.Len(t, summary.Steps, 2)
+	for _, s := range summary.Steps {
+		require.Equal(t, [][]float64{{0, 0}, {0, 0}}, s.Advantages, "the scripted model answers a task alike every time")
+	}
+	require.Equal(t, 2, summary.OldGroup.OnCurrentPolicy)
 }
 
 // runExample runs the Python example script of examples/ against the pull
