@@ -36,7 +36,14 @@ stage "a C compiler for the race detector" bash scripts/setup.sh --compiler
 # for every other package, and the race detector for all. Test binaries are
 # linked without DWARF (-w): they are run, never debugged, here.
 race=(-race "-gcflags=modernc.org/...=-d=checkptr=0")
-pkgs=$($GO list ./... | grep -v '/faults$')
+# The slowest packages first (internal/testreport lists them after each
+# run): go test starts packages in the order given, two at a time on two
+# cores, and a long one started last would run alone at the end.
+module=$($GO list -m)
+slow=(e2e starter internal/harness/container pull/pullhttp activities internal/temporalcluster internal/wiring internal/harness/packaged)
+first=$(printf "$module/%s\n" "${slow[@]}")
+pkgs="$first
+$($GO list ./... | grep -v '/faults$' | grep -vxF "$first")"
 built=$($GO list -f '{{if .GoFiles}}{{.ImportPath}}{{end}}' ./...)
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
