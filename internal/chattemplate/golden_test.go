@@ -13,35 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// golden is one family's file in testdata/goldens: transformers' renders.
-type golden struct {
-	Family  string `json:"family"`
-	Strings []struct {
-		Text string  `json:"text"`
-		IDs  []int32 `json:"ids"`
-	} `json:"strings"`
-	Renders []render `json:"renders"`
-}
-
-type render struct {
-	Conversation string         `json:"conversation"`
-	Args         string         `json:"args"`
-	Content      string         `json:"content"`
-	Kwargs       map[string]any `json:"kwargs"`
-	K            int            `json:"k"`
-	Gen          bool           `json:"add_generation_prompt"`
-	Text         string         `json:"text"`
-	IDs          []int32        `json:"ids"`
-}
-
-// variant names a way of rendering a conversation: the arguments as a
-// string or an object, null or empty content beside tool calls, the
-// template's options.
-func (r render) variant() string {
-	kw, _ := json.Marshal(r.Kwargs) // a map of JSON values encodes
-	return fmt.Sprintf("%s args=%s content=%s %s", r.Conversation, r.Args, r.Content, kw)
-}
-
 type message struct {
 	Role      string          `json:"role"`
 	Content   *string         `json:"content"`
@@ -76,12 +47,12 @@ func conversations(t *testing.T) map[string][]message {
 func TestFamilyIDsAreTheTokenizers(t *testing.T) {
 	for _, f := range Families {
 		t.Run(f.Name, func(t *testing.T) {
-			var g golden
-			readJSON(t, filepath.Join("testdata", "goldens", goldenFile[f.Name]), &g)
+			g, err := ReadGolden(filepath.Join("testdata", "goldens"), f)
+			require.NoError(t, err)
 			closed := 0
 			for _, r := range g.Renders {
 				if !r.Gen && strings.HasSuffix(r.Text, f.EndText+f.AfterText) {
-					assert.Equal(t, append([]int32{f.End[0]}, f.After...), r.IDs[len(r.IDs)-1-len(f.After):], r.variant())
+					assert.Equal(t, append([]int32{f.End[0]}, f.After...), r.IDs[len(r.IDs)-1-len(f.After):], r.Variant())
 					closed++
 				}
 			}
@@ -90,14 +61,12 @@ func TestFamilyIDsAreTheTokenizers(t *testing.T) {
 	}
 }
 
-var goldenFile = map[string]string{"qwen3": "qwen3.json", "llama3.1": "llama3_1.json", "deepseek-v3": "deepseek_v3.json"}
-
 // bridgeCase is an earlier assistant turn a of a conversation and the next
 // call, the prompt of the assistant turn b after it, in one variant.
 type bridgeCase struct {
 	variant          string
-	prompt, head     render // the earlier turn's prompt; its messages and answer
-	full             render // the later call's prompt
+	prompt, head     Render // the earlier turn's prompt; its messages and answer
+	full             Render // the later call's prompt
 	newMessages      []message
 	sampled          []int32
 	reRenderExtends  bool // the later prompt, rendered whole, extends prompt + answer
@@ -118,8 +87,8 @@ func TestBridgesAgainstTransformersRenders(t *testing.T) {
 	convs := conversations(t)
 	for _, f := range Families {
 		t.Run(f.Name, func(t *testing.T) {
-			var g golden
-			readJSON(t, filepath.Join("testdata", "goldens", goldenFile[f.Name]), &g)
+			g, err := ReadGolden(filepath.Join("testdata", "goldens"), f)
+			require.NoError(t, err)
 			cases := bridgeCases(t, f, g, convs)
 			require.NotEmpty(t, cases)
 			breaks, bridged, refused := 0, 0, 0
@@ -153,20 +122,20 @@ func TestBridgesAgainstTransformersRenders(t *testing.T) {
 	}
 }
 
-func bridgeCases(t *testing.T, f Family, g golden, convs map[string][]message) []bridgeCase {
-	byKey := map[string]render{}
+func bridgeCases(t *testing.T, f Family, g Golden, convs map[string][]message) []bridgeCase {
+	byKey := map[string]Render{}
 	variants := []string{}
 	for _, r := range g.Renders {
-		key := fmt.Sprintf("%s k=%d gen=%v", r.variant(), r.K, r.Gen)
+		key := fmt.Sprintf("%s k=%d gen=%v", r.Variant(), r.K, r.Gen)
 		byKey[key] = r
 		if r.K == 1 && !r.Gen {
-			variants = append(variants, r.variant())
+			variants = append(variants, r.Variant())
 		}
 	}
 	var cases []bridgeCase
 	for _, v := range variants {
 		msgs := convs[strings.Fields(v)[0]]
-		get := func(k int, gen bool) (render, bool) {
+		get := func(k int, gen bool) (Render, bool) {
 			r, ok := byKey[fmt.Sprintf("%s k=%d gen=%v", v, k, gen)]
 			return r, ok
 		}

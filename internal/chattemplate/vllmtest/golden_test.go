@@ -3,7 +3,6 @@ package vllmtest_test
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,42 +19,6 @@ import (
 // The goldens are transformers' renders of testdata/conversations.json
 // (internal/chattemplate/testdata/render.py): the upstream's renders and
 // tokenizations are held to them token for token.
-
-var goldenFile = map[string]string{"qwen3": "qwen3.json", "llama3.1": "llama3_1.json", "deepseek-v3": "deepseek_v3.json"}
-
-type golden struct {
-	Strings []struct {
-		Text        string   `json:"text"`
-		IDs         []int32  `json:"ids"`
-		Tokens      []string `json:"tokens"`
-		Decoded     string   `json:"decoded"`
-		WithSpecial []int32  `json:"with_special"`
-	} `json:"strings"`
-	Renders []render `json:"renders"`
-	Errors  []any    `json:"errors"`
-}
-
-// render is one render of a conversation's first K messages in a variant
-// (the arguments as a string or an object, a null or empty content beside
-// tool calls, the template's options), with the generation prompt or
-// without; an entry of "errors" has no Text and IDs.
-type render struct {
-	Conversation string         `json:"conversation"`
-	Args         string         `json:"args"`
-	Content      string         `json:"content"`
-	Kwargs       map[string]any `json:"kwargs"`
-	K            int            `json:"k"`
-	Gen          bool           `json:"add_generation_prompt"`
-	Text         string         `json:"text"`
-	IDs          []int32        `json:"ids"`
-}
-
-// key names a render: its variant, k and the generation prompt.
-func (r render) key() string {
-	return fmt.Sprintf("%s args=%s content=%s %v k=%d gen=%v", r.Conversation, r.Args, r.Content, r.Kwargs, r.K, r.Gen)
-}
-
-func (r render) String() string { return r.key() }
 
 type conversation struct {
 	Name     string           `json:"name"`
@@ -88,20 +51,11 @@ func readSpec(t *testing.T) (spec, map[string]conversation) {
 	return s, byName
 }
 
-func readGolden(t *testing.T, f chattemplate.Family) (golden, []render) {
+func readGolden(t *testing.T, f chattemplate.Family) (chattemplate.Golden, []chattemplate.Render) {
 	t.Helper()
-	var g golden
-	readJSON(t, filepath.Join("..", "testdata", "goldens", goldenFile[f.Name]), &g)
-	var failed []render
-	for _, e := range g.Errors {
-		b, err := json.Marshal(e)
-		require.NoError(t, err)
-		var r render
-		if json.Unmarshal(b, &r) == nil && r.Conversation != "" {
-			failed = append(failed, r)
-		}
-	}
-	return g, failed
+	g, err := chattemplate.ReadGolden(filepath.Join("..", "testdata", "goldens"), f)
+	require.NoError(t, err)
+	return g, g.Failed
 }
 
 // messages are r's messages as render.py gives them to the template: the
@@ -130,7 +84,7 @@ func (s spec) messages(c conversation, args, content string, k int) []map[string
 	return out
 }
 
-func (s spec) request(convs map[string]conversation, r render) vllmtest.TokenizeRequest {
+func (s spec) request(convs map[string]conversation, r chattemplate.Render) vllmtest.TokenizeRequest {
 	c := convs[r.Conversation]
 	req := vllmtest.TokenizeRequest{Messages: s.messages(c, r.Args, r.Content, r.K), AddGenerationPrompt: r.Gen, ChatTemplateKwargs: r.Kwargs}
 	if c.Tools {
@@ -178,16 +132,16 @@ func TestTokenizeRendersWhatVLLMHandsTheTemplate(t *testing.T) {
 	for _, f := range chattemplate.Families {
 		t.Run(f.Name, func(t *testing.T) {
 			g, failed := readGolden(t, f)
-			byKey := map[string]render{}
+			byKey := map[string]chattemplate.Render{}
 			for _, r := range g.Renders {
-				byKey[r.key()] = r
+				byKey[r.String()] = r
 			}
 			srv := vllmtest.Start(t, vllmtest.Config{Family: f})
 			compared := 0
 			for _, r := range append(g.Renders, failed...) {
 				want := r
 				want.Args, want.Content = "object", "empty"
-				w, ok := byKey[want.key()]
+				w, ok := byKey[want.String()]
 				require.True(t, ok, "transformers renders %s", want)
 				ids, err := srv.Tokenize(s.request(convs, r))
 				require.NoError(t, err, "%s", r)
@@ -282,15 +236,15 @@ func TestCompletionIsTheTurnAsTheTemplateRendersItLast(t *testing.T) {
 	for _, f := range chattemplate.Families {
 		t.Run(f.Name, func(t *testing.T) {
 			g, _ := readGolden(t, f)
-			byKey := map[string]render{}
+			byKey := map[string]chattemplate.Render{}
 			for _, r := range g.Renders {
-				byKey[r.key()] = r
+				byKey[r.String()] = r
 			}
 			srv := vllmtest.Start(t, vllmtest.Config{Family: f, Script: s.script(f)})
 			compared := 0
 			for _, prompt := range g.Renders {
 				msgs := convs[prompt.Conversation].Messages
-				head, ok := byKey[variant(prompt.Conversation, "object", "empty", prompt.Kwargs, prompt.K+1, false).key()]
+				head, ok := byKey[variant(prompt.Conversation, "object", "empty", prompt.Kwargs, prompt.K+1, false).String()]
 				if prompt.Args != "object" || prompt.Content != "empty" || !prompt.Gen || !ok ||
 					!slices.Equal(prompt.IDs, head.IDs[:min(len(prompt.IDs), len(head.IDs))]) ||
 					f.Name != chattemplate.Qwen3.Name && msgs[prompt.K]["tool_calls"] != nil {
@@ -329,6 +283,6 @@ func TestCompletionIsTheTurnAsTheTemplateRendersItLast(t *testing.T) {
 }
 
 // variant names a render of conversation conv's first k messages.
-func variant(conv, args, content string, kwargs map[string]any, k int, gen bool) render {
-	return render{Conversation: conv, Args: args, Content: content, Kwargs: kwargs, K: k, Gen: gen}
+func variant(conv, args, content string, kwargs map[string]any, k int, gen bool) chattemplate.Render {
+	return chattemplate.Render{Conversation: conv, Args: args, Content: content, Kwargs: kwargs, K: k, Gen: gen}
 }
