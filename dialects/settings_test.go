@@ -20,13 +20,7 @@ import (
 // tools and reasoning, across dialects: what each becomes upstream.
 func TestSettingsMapping(t *testing.T) {
 	const schema = `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}`
-	tests := []struct {
-		from  dialects.Dialect
-		body  string
-		to    dialects.Dialect
-		field string
-		want  string // JSON; "" for absent
-	}{
+	tests := []wireCase{
 		{dialects.Chat, `{"messages":[],"response_format":{"type":"json_schema","json_schema":{"name":"a","strict":true,"schema":` + schema + `}}}`,
 			dialects.Responses, "text", `{"format":{"type":"json_schema","name":"a","strict":true,"schema":` + schema + `}}`},
 		{dialects.Chat, `{"messages":[],"response_format":{"type":"json_object"}}`, dialects.Responses, "text", `{"format":{"type":"json_object"}}`},
@@ -55,16 +49,7 @@ func TestSettingsMapping(t *testing.T) {
 		{dialects.Anthropic, `{"messages":[],"service_tier":"standard_only"}`, dialects.Chat, "service_tier", `"default"`},
 		{dialects.Chat, `{"messages":[],"n":1}`, dialects.Anthropic, "n", ``},
 	}
-	for _, tt := range tests {
-		req, err := tt.from.ParseRequest([]byte(tt.body))
-		require.NoError(t, err, "ParseRequest(%s)", tt.body)
-		got := wireField(t, tt.to, req, tt.field)
-		if tt.want == "" {
-			assert.Empty(t, got, "%s(%s) → %s %s", tt.from.Name(), tt.body, tt.to.Name(), tt.field)
-			continue
-		}
-		assert.JSONEq(t, tt.want, got, "%s(%s) → %s %s", tt.from.Name(), tt.body, tt.to.Name(), tt.field)
-	}
+	checkWireFields(t, tests)
 }
 
 // TestLongUserIDsFitOpenAI: an end user's id longer than OpenAI's 64
