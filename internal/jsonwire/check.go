@@ -2,7 +2,6 @@ package jsonwire
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -358,23 +357,6 @@ func (c *checker) string() {
 
 func isHex(ch byte) bool {
 	return '0' <= ch && ch <= '9' || 'a' <= ch && ch <= 'f' || 'A' <= ch && ch <= 'F'
-}
-
-// indexControl is the index of the first byte below 0x20 in s, or -1.
-func indexControl(s []byte) int {
-	i := 0
-	for ; i+16 <= len(s); i += 16 {
-		x, y := binary.LittleEndian.Uint64(s[i:]), binary.LittleEndian.Uint64(s[i+8:])
-		if ((x-0x2020202020202020)&^x|(y-0x2020202020202020)&^y)&0x8080808080808080 != 0 {
-			break
-		}
-	}
-	for ; i < len(s); i++ {
-		if s[i] < 0x20 {
-			return i
-		}
-	}
-	return -1
 }
 
 func (c *checker) enter() bool {

@@ -2,7 +2,6 @@ package jsonwire
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"reflect"
 	"strconv"
@@ -454,20 +453,11 @@ func (d *fastDecoder) rawString() (raw []byte, escaped, ok bool) {
 
 // validString checks a string's contents: valid UTF-8, no control bytes,
 // and every backslash starting a valid escape; escaped says there is one.
-// Printable ASCII, most of any document, is checked sixteen bytes at a
-// time in one pass.
+// Printable ASCII, most of any document, is passed over 32 bytes at a
+// time (printableASCII); the rest is checked by utf8.Valid and
+// indexControl.
 func validString(s []byte) (escaped, ok bool) {
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	i := 0
-	for ; i+16 <= len(s); i += 16 {
-		a, b := binary.LittleEndian.Uint64(s[i:]), binary.LittleEndian.Uint64(s[i+8:])
-		// A byte below 0x20 has (b - 0x20) borrow into its top bit while
-		// its own top bit is clear; a byte from 0x80 has its top bit set.
-		if ((a-0x20*lo)&^a|(b-0x20*lo)&^b|a|b)&hi != 0 {
-			break
-		}
-	}
-	if rest := s[i:]; len(rest) > 0 && (indexControlByte(rest) >= 0 || !utf8.Valid(rest)) {
+	if rest := s[printableASCII(s):]; len(rest) > 0 && (indexControl(rest) >= 0 || !utf8.Valid(rest)) {
 		return false, false
 	}
 	return validEscapes(s)
@@ -503,27 +493,6 @@ func validEscapes(s []byte) (escaped, ok bool) {
 			return true, false
 		}
 	}
-}
-
-// indexControlByte is the index of the first byte below 0x20 in s, -1 if
-// none; sixteen bytes at a time.
-func indexControlByte(s []byte) int {
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	i := 0
-	for ; i+16 <= len(s); i += 16 {
-		a, b := binary.LittleEndian.Uint64(s[i:]), binary.LittleEndian.Uint64(s[i+8:])
-		// A byte below 0x20 has (b - 0x20) borrow into its top bit while
-		// its own top bit is clear.
-		if ((a-0x20*lo)&^a|(b-0x20*lo)&^b)&hi != 0 {
-			break
-		}
-	}
-	for ; i < len(s); i++ {
-		if s[i] < 0x20 {
-			return i
-		}
-	}
-	return -1
 }
 
 // str reads a string value.
