@@ -146,18 +146,15 @@ func (h *Harbor) dir(i int) string {
 }
 
 // load reads and checks the task directory dir, whose task is called name.
+// A multi-step task ([[steps]] in task.toml) takes its instructions from
+// steps/; its own instruction.md and tests/ are then optional.
 func (h *Harbor) load(name, dir string) (Task, error) {
 	var problems []string
-	instruction, err := readSmall(filepath.Join(dir, HarborInstruction))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		problems = append(problems, HarborInstruction+" is missing")
-	case err != nil:
-		problems = append(problems, HarborInstruction+": "+err.Error())
-	case strings.TrimSpace(string(instruction)) == "":
-		problems = append(problems, HarborInstruction+" is empty")
+	t := Task{ID: name, Verify: HarborVerify}
+	testsErr := regularFile(filepath.Join(dir, HarborTests, HarborTestScript))
+	if testsErr == nil {
+		t.Tests = filepath.Join(dir, HarborTests)
 	}
-	t := Task{ID: name, Prompt: string(instruction), Tests: filepath.Join(dir, HarborTests), Verify: HarborVerify}
 	config, err := readSmall(filepath.Join(dir, HarborConfig))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -165,14 +162,33 @@ func (h *Harbor) load(name, dir string) (Task, error) {
 	case err != nil:
 		problems = append(problems, HarborConfig+": "+err.Error())
 	default:
-		if err := parseHarborConfig(config, &t); err != nil {
+		if err := parseHarborConfig(config, dir, &t); err != nil {
 			problems = append(problems, HarborConfig+": "+err.Error())
 		}
 	}
-	if fi, err := os.Stat(filepath.Join(dir, HarborTests, HarborTestScript)); err != nil {
+	multi := len(t.Steps) > 0
+	instruction, err := readSmall(filepath.Join(dir, HarborInstruction))
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && multi:
+	case errors.Is(err, fs.ErrNotExist):
+		problems = append(problems, HarborInstruction+" is missing")
+	case err != nil:
+		problems = append(problems, HarborInstruction+": "+err.Error())
+	case strings.TrimSpace(string(instruction)) == "" && !multi:
+		problems = append(problems, HarborInstruction+" is empty")
+	}
+	t.Prompt = string(instruction)
+	if multi {
+		// The agent is given each step's instruction in turn; the task's
+		// own, when there is one, is never sent (as in Harbor).
+		t.Prompt = t.Steps[0].Prompt
+	}
+	switch {
+	case testsErr == nil, multi && errors.Is(testsErr, fs.ErrNotExist):
+	case errors.Is(testsErr, fs.ErrNotExist):
 		problems = append(problems, HarborTests+"/"+HarborTestScript+" is missing")
-	} else if !fi.Mode().IsRegular() {
-		problems = append(problems, HarborTests+"/"+HarborTestScript+" is "+DescribeMode(fi.Mode())+", not a regular file")
+	default:
+		problems = append(problems, HarborTests+"/"+HarborTestScript+" is "+testsErr.Error())
 	}
 	for _, opt := range []struct {
 		sub string
@@ -193,6 +209,19 @@ func (h *Harbor) load(name, dir string) (Task, error) {
 		return Task{}, errors.New(strings.Join(problems, ", "))
 	}
 	return t, nil
+}
+
+// regularFile is nil for a regular file at path, an error wrapping
+// fs.ErrNotExist for none, else one that says what is there instead.
+func regularFile(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return fs.ErrNotExist
+	case !fi.Mode().IsRegular():
+		return errors.New(DescribeMode(fi.Mode()) + ", not a regular file")
+	}
+	return nil
 }
 
 // readSmall reads a regular file of at most harborFileLimit bytes. Its
@@ -229,10 +258,11 @@ func fileProblem(path string, err error) error {
 }
 
 // parseHarborConfig reads task.toml into t: timeouts and the verifier's
-// environment into their fields, everything else (metadata, environment,
-// task, keys of its own) into Info as JSON. [verifier.env] stays out of
+// environment into their fields, [[steps]] with the files of steps/ in
+// dir (harbor_steps.go), everything else (metadata, environment, task,
+// keys of its own) into Info as JSON. [verifier.env] stays out of
 // Info, which the agent sees; [[tools]] and [user] go to their fields.
-func parseHarborConfig(data []byte, t *Task) error {
+func parseHarborConfig(data []byte, dir string, t *Task) error {
 	doc := map[string]any{}
 	if err := toml.Unmarshal(data, &doc); err != nil {
 		var de *toml.DecodeError
@@ -271,6 +301,9 @@ func parseHarborConfig(data []byte, t *Task) error {
 	}
 	if err := toolsFromTOML(doc, t); err != nil {
 		return err
+	}
+	if problems := loadSteps(doc, dir, t); len(problems) > 0 {
+		return errors.New(strings.Join(problems, ", "))
 	}
 	for _, table := range []string{"metadata", "environment", "task"} {
 		if v, ok := doc[table]; ok {

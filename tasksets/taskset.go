@@ -53,6 +53,13 @@ type Task struct {
 	Tools []ToolServer `json:"tools,omitempty"`
 	// User is the simulated user the agent talks with; nil for none.
 	User *User `json:"user,omitempty"`
+
+	// Steps are a multi-step task's steps, in order (harbor_steps.go):
+	// Prompt is then the first step's, and each step's tests go over
+	// Tests. StepReward says how their verdicts make the rollout's
+	// reward (StepRewardMean or StepRewardFinal).
+	Steps      []Step `json:"steps,omitempty"`
+	StepReward string `json:"step_reward,omitempty"`
 }
 
 // Verified reports whether the task is scored by running a verifier.
