@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/evalflow/evalflow/harness"
@@ -26,26 +27,49 @@ const DefaultBuildTimeout = 30 * time.Minute
 // buildOutputLimit bounds the build output kept in a trace.
 const buildOutputLimit = 64 << 10
 
+// buildTailLines is how many of a failed build's last lines its error
+// shows.
+const buildTailLines = 20
+
+// BuildLogName is the name of an image build's output in a rollout's
+// trace.
+const BuildLogName = "image-build.log"
+
 // build is one image build, shared by the rollouts that wait for it.
 type build struct {
 	done chan struct{}
 	err  error
-	log  string
+	// log is the build's output (its last buildOutputLimit bytes); fresh
+	// says this runtime ran the build rather than finding the image.
+	log   string
+	fresh bool
+	// logged is set once an attempt's trace holds the log.
+	logged atomic.Bool
+}
+
+// traceLog is the build's output for the trace of an attempt that uses
+// its image: a failed build's for every attempt, a successful one's for
+// the first only (nil: none).
+func (b *build) traceLog() []harness.SessionLog {
+	if b == nil || b.log == "" || (b.err == nil && b.logged.Swap(true)) {
+		return nil
+	}
+	return []harness.SessionLog{{Name: BuildLogName, Content: b.log}}
 }
 
 // imageFor is the image a rollout's sandbox starts from: the task's
 // docker_image as given, else a build of its Dockerfile (tagged by a hash
-// of the build context, built once), else Image. log is the build's
-// output when this call built it. An image that cannot be had because of
-// the task (a failed build, a missing image not to be pulled) is a
-// *harness.ConfigError naming the task.
-func (r *Runtime) imageFor(ctx context.Context, task tasksets.Task, ws *harness.Workspace, env harness.Environment) (image, log string, err error) {
+// of the build context, built once), else Image. built is the build of
+// the image, when it is one (its output for the trace). An image that
+// cannot be had because of the task (a failed build, a missing image not
+// to be pulled) is a *harness.ConfigError naming the task.
+func (r *Runtime) imageFor(ctx context.Context, task tasksets.Task, ws *harness.Workspace, env harness.Environment) (image string, built *build, err error) {
 	if f := composeFile(task.Environment); f != "" {
-		return "", "", &harness.ConfigError{Err: fmt.Errorf("task %s: its environment is a compose file (%s), whose services the container runtime does not start: it runs one container per rollout", task.ID, f)}
+		return "", nil, &harness.ConfigError{Err: fmt.Errorf("task %s: its environment is a compose file (%s), whose services the container runtime does not start: it runs one container per rollout", task.ID, f)}
 	}
 	switch {
 	case ws.Image() != "":
-		return ws.Image(), "", r.ensure(ctx, task, ws.Image())
+		return ws.Image(), nil, r.ensure(ctx, task, ws.Image())
 	case ws.BuildContext() != "":
 		return r.build(ctx, task, ws.BuildContext(), env)
 	}
@@ -53,7 +77,7 @@ func (r *Runtime) imageFor(ctx context.Context, task tasksets.Task, ws *harness.
 	if image == "" {
 		image = DefaultImage
 	}
-	return image, "", r.ensure(ctx, task, image)
+	return image, nil, r.ensure(ctx, task, image)
 }
 
 // Prepare builds (or finds) the image of a task ahead of its rollouts, so
@@ -93,41 +117,44 @@ func (r *Runtime) ensure(ctx context.Context, task tasksets.Task, image string) 
 }
 
 // build builds the task's environment directory once per content.
-func (r *Runtime) build(ctx context.Context, task tasksets.Task, dir string, env harness.Environment) (tag, log string, err error) {
+func (r *Runtime) build(ctx context.Context, task tasksets.Task, dir string, env harness.Environment) (tag string, b *build, err error) {
 	sum, err := hashTree(dir)
 	if err != nil {
-		return "", "", fmt.Errorf("hash the environment of task %s: %w", task.ID, err)
+		return "", nil, fmt.Errorf("hash the environment of task %s: %w", task.ID, err)
 	}
 	tag = r.imageRepo() + "/" + imageName(task.ID) + ":" + sum[:16]
 	for {
-		b := &build{done: make(chan struct{})}
+		b = &build{done: make(chan struct{})}
 		got, loaded := r.images.LoadOrStore(tag, b)
 		if loaded {
 			b = got.(*build)
 			select {
 			case <-b.done:
 			case <-ctx.Done():
-				return "", "", ctx.Err()
+				return "", nil, ctx.Err()
 			}
 			if b.err == nil {
-				return tag, "", nil
+				return tag, b, nil
 			}
 			if errors.As(b.err, new(*harness.ConfigError)) {
-				return "", "", b.err
+				return "", b, b.err
 			}
 			// The engine failed the other build: try again.
 			r.images.CompareAndDelete(tag, b)
 			continue
 		}
-		b.log, b.err = r.buildOnce(ctx, task, dir, tag, env)
+		b.fresh, b.log, b.err = r.buildOnce(ctx, task, dir, tag, env)
 		close(b.done)
-		if b.err == nil && b.log != "" {
+		if b.err == nil && b.fresh {
 			r.pruneAfterBuild(ctx)
 		}
 		if b.err != nil && !errors.As(b.err, new(*harness.ConfigError)) {
 			r.images.CompareAndDelete(tag, b)
 		}
-		return tag, b.log, b.err
+		if b.err != nil {
+			return "", b, b.err
+		}
+		return tag, b, nil
 	}
 }
 
@@ -150,11 +177,14 @@ func (r *Runtime) pruneAfterBuild(ctx context.Context) {
 	}
 }
 
-func (r *Runtime) buildOnce(ctx context.Context, task tasksets.Task, dir, tag string, env harness.Environment) (string, error) {
+// buildOnce builds the image tag from dir unless the engine holds it
+// already (fresh is false then). log is the build's output; a failed
+// build's error ends with its last lines.
+func (r *Runtime) buildOnce(ctx context.Context, task tasksets.Task, dir, tag string, env harness.Environment) (fresh bool, log string, err error) {
 	if _, err := r.Engine.InspectImage(ctx, tag); err == nil {
-		return "", nil
+		return false, "", nil
 	} else if !engine.IsNotFound(err) {
-		return "", err
+		return false, "", err
 	}
 	timeout := DefaultBuildTimeout
 	if env.BuildTimeoutSec > 0 {
@@ -164,23 +194,63 @@ func (r *Runtime) buildOnce(ctx context.Context, task tasksets.Task, dir, tag st
 	defer cancel()
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(engine.TarDir(pw, dir, "")) }()
-	out := harness.NewTail(buildOutputLimit)
+	out := &buildOutput{tail: harness.NewTail(buildOutputLimit)}
 	r.logger().Info("building a task's image", "task", task.ID, "image", tag)
-	err := r.Engine.Build(bctx, pr, engine.BuildOptions{
+	err = r.Engine.Build(bctx, pr, engine.BuildOptions{
 		Tag: tag, HostNetwork: true, Output: out,
 		Labels: map[string]string{labelSandbox: "image", "evalflow.task": task.ID},
 	})
 	pr.CloseWithError(io.ErrClosedPipe)
+	log = out.String()
 	var be *engine.BuildError
 	switch {
 	case errors.As(err, &be):
-		return out.String(), &harness.ConfigError{Err: fmt.Errorf("task %s: the image of %s does not build: %s", task.ID, filepath.Join(dir, "Dockerfile"), be.Message)}
+		return true, log, &harness.ConfigError{Err: fmt.Errorf("task %s: the image of %s does not build: %s%s", task.ID, filepath.Join(dir, "Dockerfile"), be.Message, lastLines(log, buildTailLines))}
 	case err != nil && ctx.Err() == nil && bctx.Err() != nil:
-		return out.String(), &harness.ConfigError{Err: fmt.Errorf("task %s: the image build took longer than its build_timeout_sec (%v)", task.ID, timeout)}
+		return true, log, &harness.ConfigError{Err: fmt.Errorf("task %s: the image build took longer than its build_timeout_sec (%v)%s", task.ID, timeout, lastLines(log, buildTailLines))}
 	case err != nil:
-		return out.String(), fmt.Errorf("build the image of task %s: %w", task.ID, err)
+		return true, log, fmt.Errorf("build the image of task %s: %w", task.ID, err)
 	}
-	return out.String(), nil
+	return true, log, nil
+}
+
+// buildOutput keeps the last bytes of a build's output and says when
+// earlier ones were left out.
+type buildOutput struct {
+	tail harness.Tail
+	n    atomic.Int64
+}
+
+func (o *buildOutput) Write(p []byte) (int, error) {
+	o.n.Add(int64(len(p)))
+	return o.tail.Write(p)
+}
+
+func (o *buildOutput) String() string {
+	s := o.tail.String()
+	if o.n.Load() > buildOutputLimit {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+		s = fmt.Sprintf("[the build's first %d bytes are left out]\n", o.n.Load()-int64(len(s))) + s
+	}
+	return s
+}
+
+// lastLines is the last n non-empty lines of log, each on a line of its
+// own after a line saying what they are; "" for a log without any.
+func lastLines(log string, n int) string {
+	var lines []string
+	for _, l := range strings.Split(log, "\n") {
+		if l = strings.TrimRight(l, " \t\r"); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	lines = lines[max(0, len(lines)-n):]
+	return "; the build's last lines:\n  " + strings.Join(lines, "\n  ")
 }
 
 // imageName is a task ID as an image repository name: lower case letters,

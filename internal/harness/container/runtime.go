@@ -218,19 +218,19 @@ func (r *Runtime) Run(ctx context.Context, spec harness.Spec) (harness.Result, e
 	if env.GPUs > 0 {
 		return harness.Result{}, &harness.ConfigError{Err: fmt.Errorf("task %s asks for %d GPU(s); the container runtime gives a sandbox none", spec.Task.ID, env.GPUs)}
 	}
-	image, buildLog, err := r.imageFor(ctx, spec.Task, ws, env)
+	image, built, err := r.imageFor(ctx, spec.Task, ws, env)
 	if err != nil {
-		return harness.Result{}, err
+		// A build that failed: its output is the reason, for the trace.
+		return harness.Result{SessionLogs: built.traceLog()}, err
 	}
+	buildLog := built.traceLog()
 	sb, err := r.start(ctx, spec, ws, image, env)
 	if err != nil {
-		return harness.Result{}, err
+		return harness.Result{SessionLogs: buildLog}, err
 	}
 	ws.Attach(sb)
 	res, err := sb.runHarness(ctx, spec, env)
-	if buildLog != "" {
-		res.SessionLogs = append(res.SessionLogs, harness.SessionLog{Name: "image-build.log", Content: buildLog})
-	}
+	res.SessionLogs = append(res.SessionLogs, buildLog...)
 	if err != nil || res.TimedOut {
 		_ = ws.Remove() // stops the sandbox; its logs go with it
 	}
