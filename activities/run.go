@@ -61,7 +61,10 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (sum rollout.
 		return rollout.Summary{}, err
 	}
 	l.keep(ws)
-	out := a.runHarness(ctx, j, reg, in.BaseURL, ws)
+	if len(j.task.Steps) > 0 {
+		return a.runSteps(ctx, j, reg, in.BaseURL, ws, found)
+	}
+	out := a.runHarness(ctx, j, reg, in.BaseURL, ws, false)
 	if err := infraError(ctx, j, out); err != nil {
 		if retryable(err) {
 			a.keepAttempt(ctx, j, out, err)
@@ -222,7 +225,9 @@ type outcome struct {
 // runHarness runs the harness against the registration's server,
 // heartbeating, and collects what the interception server recorded. The
 // rollout's secret is taken out of the harness's output.
-func (a *Activities) runHarness(ctx context.Context, j job, reg *interception.Registration, baseURL string, ws *harness.Workspace) outcome {
+// With more to come (the next step of a multi-step task), the rollout's
+// calls go on: its turns so far are read, and the caller finishes them.
+func (a *Activities) runHarness(ctx context.Context, j job, reg *interception.Registration, baseURL string, ws *harness.Workspace, more bool) outcome {
 	out := outcome{started: time.Now()}
 	if ws != nil {
 		out.notes = ws.Notes
@@ -292,7 +297,11 @@ func (a *Activities) runHarness(ctx context.Context, j job, reg *interception.Re
 	// The rollout's calls end (its secret stops working) once the calls
 	// whose caller has its answer are recorded; the registration itself
 	// is released when Run returns.
-	out.turns, _ = reg.Finish()
+	if more {
+		out.turns, _ = reg.Turns()
+	} else {
+		out.turns, _ = reg.Finish()
+	}
 	out.side = a.sideOf(reg)
 	out.stopped = time.Now()
 	out.res = redacted(out.res, reg.Secret)

@@ -101,27 +101,40 @@ func (a *Activities) Verify(ctx context.Context, in rollout.VerifyInput) (rollou
 		ExitCode: res.ExitCode, Reward: res.Reward, Metrics: res.Metrics,
 		Stdout: res.Stdout, Stderr: res.Stderr, Duration: res.Duration, Timeout: timeout,
 	}
-	var rec results.Record
+	rec, err := a.verdictRecord(ctx, j, p.out, p.ws, res, &tr)
+	if err != nil {
+		return rollout.Summary{}, err
+	}
+	return a.storeVerdict(ctx, j, rec, tr, p.rerun)
+}
+
+// verdictRecord is the record of a rollout whose verifier gave res: a
+// rubric naming tests combines the verdict with its other parts
+// (tests*0.8+judge*0.2), each a metric of its own; otherwise the verdict
+// is the score. tr takes the score's detail.
+func (a *Activities) verdictRecord(ctx context.Context, j job, out outcome, ws *harness.Workspace, res harness.VerifyResult, tr *trace.Rollout) (results.Record, error) {
 	if j.rubric.UsesVerifier() {
-		// A rubric naming tests combines the verdict with its other parts
-		// (tests*0.8+judge*0.2), each a metric of its own.
-		scored, str, err := a.score(ctx, j, p.out, rubrics.Input{
-			Workspace: p.ws.Dir, Verdict: &rubrics.Verdict{Reward: res.Reward, Metrics: namedMetrics(res)},
+		scored, str, err := a.score(ctx, j, out, rubrics.Input{
+			Workspace: ws.Dir, Verdict: &rubrics.Verdict{Reward: res.Reward, Metrics: namedMetrics(res)},
 		})
 		if err != nil {
 			if retryable(err) {
 				a.keepScored(ctx, j, str, err)
 			}
-			return rollout.Summary{}, err
+			return results.Record{}, err
 		}
-		rec = scored
 		tr.Judge, tr.Reward, tr.Score = str.Judge, str.Reward, str.Score
-	} else {
-		// Otherwise the task's verifier is its score.
-		rec = record(j, p.out)
-		rec.Reward, rec.Metrics = res.Reward, testsMetrics(res)
-		tr.Reward, tr.Score = res.Reward, fmt.Sprintf("tests: %v", res.Reward)
+		return scored, nil
 	}
+	rec := record(j, out)
+	rec.Reward, rec.Metrics = res.Reward, testsMetrics(res)
+	tr.Reward, tr.Score = res.Reward, fmt.Sprintf("tests: %v", res.Reward)
+	return rec, nil
+}
+
+// storeVerdict stores a verified rollout's record and trace and returns
+// its summary; rerun says a stored failure was run again.
+func (a *Activities) storeVerdict(ctx context.Context, j job, rec results.Record, tr trace.Rollout, rerun bool) (rollout.Summary, error) {
 	rec.FinishedAt = tr.EndedAt
 	stored, _, err := a.Store.Put(ctx, rec, &tr)
 	if err != nil {
@@ -129,8 +142,8 @@ func (a *Activities) Verify(ctx context.Context, in rollout.VerifyInput) (rollou
 	}
 	a.Metrics.Cost(rec.Model, rec.CostUSD)
 	s := summaryOf(stored)
-	s.Rerun = p.rerun
-	return a.withTokens(ctx, p.job.ref, s)
+	s.Rerun = rerun
+	return a.withTokens(ctx, j.ref, s)
 }
 
 // testsMetrics are a verifier's reward as the "tests" metric and its other

@@ -187,7 +187,11 @@ type Rollout struct {
 	// reproduce outside Docker; absent for a task without one.
 	Workspace []string `json:"workspace_notes,omitempty"`
 	// Verifier is how the task's verifier ran; nil for a task without one.
+	// For a multi-step task it is the last step's that ran.
 	Verifier *Verifier `json:"verifier,omitempty"`
+	// Steps are a multi-step task's steps that ran, in order; absent for
+	// a task of one step.
+	Steps []Step `json:"steps,omitempty"`
 	// State is the rollout's shared state (/state) at the end, as its tool
 	// servers and user left it; absent when nothing wrote it.
 	State json.RawMessage `json:"state,omitempty"`
@@ -195,6 +199,21 @@ type Rollout struct {
 	Users     []UserTurn `json:"user_turns,omitempty"`
 	StartedAt time.Time  `json:"started_at"`
 	EndedAt   time.Time  `json:"ended_at"`
+}
+
+// Step is one step of a multi-step task: how its agent and verifier went.
+type Step struct {
+	Name string `json:"name"`
+	// Turns is how many of the rollout's turns were made by the end of
+	// this step's agent.
+	Turns    int      `json:"turns"`
+	Verifier Verifier `json:"verifier"`
+	// Uncounted is a step whose verdict gates the next but is not part
+	// of the rollout's reward (contributes_to_reward = false).
+	Uncounted bool `json:"uncounted,omitempty"`
+	// Stopped is set on a step whose verdict fell below its min_reward:
+	// the rollout ended after it.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // UserTurn is one turn of a task's simulated user: its reply to the
