@@ -137,14 +137,11 @@ func (w *Workspace) fill(task tasksets.Task, opts PrepareOptions) error {
 	if err != nil {
 		return fmt.Errorf("environment: %w", err)
 	}
-	for _, name := range []string{"docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml"} {
-		if _, err := os.Lstat(filepath.Join(ctxDir, name)); err != nil {
-			continue
-		}
+	if name := ComposeFile(ctxDir); name != "" {
 		if !opts.SkipUnsupported {
-			return &UnsupportedError{Instruction: name, Reason: "its services are not started outside a container engine"}
+			return &UnsupportedError{Instruction: name, Reason: MultiContainerReason}
 		}
-		w.Notes = append(w.Notes, name+": its services are not started outside docker")
+		w.Notes = append(w.Notes, name+": a multi-container task, run here as its Dockerfile's one container")
 	}
 	data, err := os.ReadFile(filepath.Join(ctxDir, "Dockerfile"))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -179,6 +176,27 @@ func (w *Workspace) fill(task tasksets.Task, opts PrepareOptions) error {
 	notes, err := plan.CopyInto(ctxDir, w.Dir, w.mount)
 	w.Notes = append(w.Notes, notes...)
 	return err
+}
+
+// MultiContainerReason is why a task whose environment is a compose file
+// is refused.
+const MultiContainerReason = "a multi-container task (its environment is a compose file's services): multi-container tasks are not yet supported"
+
+// ComposeFile is the name of the compose file that makes the task of the
+// environment directory env a multi-container task, "" when it is none:
+// docker-compose.yaml or docker-compose.yml at the top of env, as Harbor
+// names it. A compose file anywhere else among a task's files (in a
+// subdirectory of its environment, in its tests) is only data.
+func ComposeFile(env string) string {
+	if env == "" {
+		return ""
+	}
+	for _, name := range []string{"docker-compose.yaml", "docker-compose.yml"} {
+		if _, err := os.Lstat(filepath.Join(env, name)); err == nil {
+			return name
+		}
+	}
+	return ""
 }
 
 // dockerImage reads [environment] docker_image from a task's Info.

@@ -322,14 +322,14 @@ func TestPrepareWorkspaceUnsupported(t *testing.T) {
 			name:       "a compose file",
 			dockerfile: "FROM x\nCOPY a.txt /app/\n",
 			compose:    "docker-compose.yaml",
-			want:       UnsupportedError{Instruction: "docker-compose.yaml", Reason: "its services are not started outside a container engine"},
-			note:       "docker-compose.yaml: its services are not started outside docker",
+			want:       UnsupportedError{Instruction: "docker-compose.yaml", Reason: MultiContainerReason},
+			note:       "docker-compose.yaml: a multi-container task, run here as its Dockerfile's one container",
 		},
 		{
 			name:    "a compose file without a Dockerfile",
-			compose: "compose.yaml",
-			want:    UnsupportedError{Instruction: "compose.yaml", Reason: "its services are not started outside a container engine"},
-			note:    "compose.yaml: its services are not started outside docker",
+			compose: "docker-compose.yml",
+			want:    UnsupportedError{Instruction: "docker-compose.yml", Reason: MultiContainerReason},
+			note:    "docker-compose.yml: a multi-container task, run here as its Dockerfile's one container",
 		},
 	}
 	for _, tt := range tests {
@@ -358,12 +358,38 @@ func TestPrepareWorkspaceUnsupported(t *testing.T) {
 	}
 }
 
+// Only a docker-compose.yaml (or .yml) at the top of the environment
+// makes a task multi-container: one among the task's data elsewhere, or
+// under another name, is a file like any other.
+func TestComposeFileElsewhereIsData(t *testing.T) {
+	task := t.TempDir()
+	env := filepath.Join(task, "environment")
+	for _, f := range []string{"environment/app/docker-compose.yml", "environment/compose.yaml", "tests/docker-compose.yaml"} {
+		p := filepath.Join(task, filepath.FromSlash(f))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte("services: {db: {image: postgres}}\n"), 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(env, "Dockerfile"), []byte("FROM x\nWORKDIR /app\nCOPY app/ ./\n"), 0o644))
+	assert.Empty(t, ComposeFile(env))
+
+	ws, err := PrepareWorkspace(t.TempDir(), tasksets.Task{ID: "data", Environment: env, Tests: filepath.Join(task, "tests")}, PrepareOptions{})
+	require.NoError(t, err, "a compose file among the task's data does not refuse it")
+	defer ws.Remove()
+	assert.FileExists(t, filepath.Join(ws.Dir, "docker-compose.yml"), "copied into the workspace as data")
+
+	for _, name := range []string{"docker-compose.yaml", "docker-compose.yml"} {
+		require.NoError(t, os.WriteFile(filepath.Join(env, name), []byte("services: {}\n"), 0o644))
+		assert.Equal(t, name, ComposeFile(env))
+		require.NoError(t, os.Remove(filepath.Join(env, name)))
+	}
+}
+
 func TestUnsupportedErrorSaysWhatToDo(t *testing.T) {
 	line := &UnsupportedError{Task: "hello", Line: 3, Instruction: "RUN apt-get install -y jq", Reason: "RUN is not run outside a container engine"}
 	assert.Equal(t, "task hello: Dockerfile line 3: RUN apt-get install -y jq: RUN is not run outside a container engine; "+
 		"run the task in the docker runtime, or pass --runtime.skip-unsupported to skip such lines", line.Error())
-	compose := &UnsupportedError{Task: "X", Instruction: "docker-compose.yaml", Reason: "its services are not started outside a container engine"}
-	assert.Equal(t, "task X: docker-compose.yaml: its services are not started outside a container engine; "+
+	compose := &UnsupportedError{Task: "X", Instruction: "docker-compose.yaml", Reason: MultiContainerReason}
+	assert.Equal(t, "task X: docker-compose.yaml: a multi-container task (its environment is a compose file's services): multi-container tasks are not yet supported; "+
 		"pass --runtime.skip-unsupported to run the task without them", compose.Error())
 }
 

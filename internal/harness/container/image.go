@@ -64,8 +64,8 @@ func (b *build) traceLog() []harness.SessionLog {
 // cannot be had because of the task (a failed build, a missing image not
 // to be pulled) is a *harness.ConfigError naming the task.
 func (r *Runtime) imageFor(ctx context.Context, task tasksets.Task, ws *harness.Workspace, env harness.Environment) (image string, built *build, err error) {
-	if f := composeFile(task.Environment); f != "" {
-		return "", nil, &harness.ConfigError{Err: fmt.Errorf("task %s: its environment is a compose file (%s), whose services the container runtime does not start: it runs one container per rollout", task.ID, f)}
+	if f := harness.ComposeFile(task.Environment); f != "" {
+		return "", nil, &harness.ConfigError{Err: fmt.Errorf("task %s: environment/%s: %s; the container runtime runs one container per rollout", task.ID, f, harness.MultiContainerReason)}
 	}
 	switch {
 	case ws.Image() != "":
@@ -313,18 +313,4 @@ func hashTree(dir string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// composeFile is the name of the compose file in a task's environment
-// directory, "" when there is none.
-func composeFile(dir string) string {
-	if dir == "" {
-		return ""
-	}
-	for _, name := range []string{"docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml"} {
-		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
-			return name
-		}
-	}
-	return ""
 }

@@ -116,3 +116,23 @@ func TestBuildOutputIsInTheFirstAttemptsTrace(t *testing.T) {
 	assert.True(t, strings.Contains(log, "STEP") || strings.Contains(log, "Step"), "the engine's build steps: %s", log)
 	assert.Empty(t, buildLog(run("built/0/0/1")), "kept once, not in every trace")
 }
+
+// Only environment/docker-compose.yaml (or .yml) makes a task
+// multi-container, refused for now; one among the task's data is built
+// into the image like any file.
+func TestComposeFileAmongTheDataIsBuilt(t *testing.T) {
+	r := imageRuntime(t)
+	ctx := context.Background()
+	tk := envTask(t, "compose-data", "FROM debian:bookworm-slim\nWORKDIR /app\nCOPY app/ ./\n", "")
+	require.NoError(t, os.MkdirAll(filepath.Join(tk.Environment, "app"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(tk.Environment, "app", "docker-compose.yml"), []byte("services: {web: {image: nginx}}\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(tk.Environment, "compose.yaml"), []byte("services: {}\n"), 0o644))
+	require.NoError(t, r.Prepare(ctx, tk))
+
+	require.NoError(t, os.WriteFile(filepath.Join(tk.Environment, "docker-compose.yml"), []byte("services: {}\n"), 0o644))
+	err := r.Prepare(ctx, tk)
+	var ce *harness.ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, err.Error(), "task compose-data: environment/docker-compose.yml: a multi-container task")
+	assert.Contains(t, err.Error(), "multi-container tasks are not yet supported")
+}

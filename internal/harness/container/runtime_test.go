@@ -178,7 +178,8 @@ func TestBrokenDockerfileIsTheTasks(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "broken", "environment", "docker-compose.yaml"), []byte("services: {}\n"), 0o644))
 	err = r.Prepare(context.Background(), tk)
 	require.ErrorAs(t, err, &ce)
-	assert.Contains(t, err.Error(), "task broken: its environment is a compose file (docker-compose.yaml)")
+	assert.Contains(t, err.Error(), "task broken: environment/docker-compose.yaml: a multi-container task")
+	assert.Contains(t, err.Error(), "multi-container tasks are not yet supported")
 
 	tk.Info = []byte(`{"environment":{"gpus":1}}`)
 	tk.Environment = ""
