@@ -65,6 +65,8 @@ func TestBrowser(t *testing.T) {
 	assert.NotContains(t, b.Text(`details.attempt[open] .turn[data-turn="1"] .head`), "provider", "a turn naming no provider shows none")
 	assert.Equal(t, "$0.0005", b.Text(`#rollout-cost`))
 	assert.Contains(t, b.Text(`details.attempt[open] .turn[data-turn="0"] .head`), "$0.0001", "a turn shows its cost")
+	assert.Equal(t, 2, b.Count(`details.attempt[open] .steps tr.step`), "a multi-step task's steps, each a row")
+	assert.Contains(t, b.Text(`details.attempt[open] .steps tr.step[data-step="scaffold"]`), "gate only")
 	b.Shot("rollout.png")
 
 	// A failed rollout's page says why, and shows no secret.

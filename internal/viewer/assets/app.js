@@ -415,7 +415,21 @@ function attempt(a, rec) {
       h.answer ? [el("dt", {}, "answer"), el("dd", {}, h.answer)] : null),
     h.stdout_tail ? [el("div", { class: "muted" }, "stdout (tail)"), el("pre", { class: "stdout" }, h.stdout_tail)] : null,
     h.stderr_tail ? [el("div", { class: "muted" }, "stderr (tail)"), el("pre", { class: "stderr" }, h.stderr_tail)] : null,
+    a.steps && a.steps.length ? [el("h2", {}, "Steps"), steps(a.steps)] : null,
     a.score_detail ? [el("h2", {}, "Verifier / score"), el("pre", { class: "score" }, a.score_detail)] : null);
+}
+
+// steps is a multi-step task's steps that ran: each one's reward, the
+// turns made by its end, and whether it stopped the rollout.
+function steps(list) {
+  return el("table", { class: "steps" },
+    el("thead", {}, el("tr", {}, el("th", {}, "step"), el("th", {}, "reward"), el("th", {}, "turns"), el("th", {}, ""))),
+    el("tbody", {}, list.map((s) => {
+      const v = s.verifier || {};
+      const notes = [v.error, s.uncounted ? "gate only" : "", s.stopped ? "below its min_reward: the rollout stopped here" : ""].filter(Boolean).join("; ");
+      return el("tr", { class: "step", "data-step": s.name },
+        el("td", {}, s.name), el("td", { class: "num" }, fmt.num(v.reward)), el("td", { class: "num" }, String(s.turns)), el("td", {}, notes));
+    })));
 }
 
 function turn(t, prev) {
