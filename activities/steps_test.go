@@ -106,3 +106,41 @@ func TestMultiStepTaskStopsBelowMinReward(t *testing.T) {
 	require.True(t, found)
 	assert.NotContains(t, rec.Metrics, "step.three")
 }
+
+// An attempt that fails between steps (here the second step's verifier
+// writes no reward the first time) is the infrastructure's: its trace is
+// kept, and the next attempt runs the rollout again from its first step,
+// in a fresh workspace, as it does on another worker when this one dies.
+func TestMultiStepAttemptRunsAgainFromItsFirstStep(t *testing.T) {
+	r, _ := verifiedRig(t)
+	root := stepTask(t)
+	mark, agentLog := filepath.Join(t.TempDir(), "failed-once"), filepath.Join(t.TempDir(), "agent.log")
+	flaky := "[ -e \"$MARK\" ] || { touch \"$MARK\"; exit 1; }\n"
+	test2, err := os.ReadFile(filepath.Join(root, "three/steps/two/tests/test.sh"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "three/steps/two/tests/test.sh"), append([]byte(flaky), test2...), 0o644))
+	toml, err := os.ReadFile(filepath.Join(root, "three/task.toml"))
+	require.NoError(t, err)
+	toml = append([]byte("[verifier.env]\nMARK = \""+mark+"\"\n"), toml...)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "three/task.toml"), toml, 0o644))
+	// The agent writes the file its step names, and logs the step.
+	agent := `f=$(echo "$EVALFLOW_PROMPT" | cut -d' ' -f4 | tr -d .); touch "$EVALFLOW_WORKSPACE/$f"; echo "$f" >> "` + agentLog + `"`
+
+	ref := stepRef(root, rollout.HarnessConfig{Command: []string{"sh", "-c", agent}})
+	_, err = r.rollout(t, ref)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the verifier of step two")
+	ref.Attempt = 2
+	s, err := r.rollout(t, ref)
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, s.Reward)
+
+	logged, err := os.ReadFile(agentLog)
+	require.NoError(t, err)
+	assert.Equal(t, "one\ntwo\none\ntwo\nthree\n", string(logged), "the second attempt began at the first step")
+	attempts, err := r.store.Attempts(context.Background(), "run", ref.Key())
+	require.NoError(t, err)
+	require.Len(t, attempts, 2, "the failed attempt's trace is kept beside the record's")
+	assert.Len(t, attempts[0].Rollout.Steps, 2)
+	assert.NotEmpty(t, attempts[0].Rollout.Steps[1].Verifier.Error)
+}
