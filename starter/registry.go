@@ -15,25 +15,18 @@ import (
 var registryFlag = &cli.StringFlag{
 	Name:    "registry",
 	EnvVars: []string{tasksets.RegistryEnv},
-	Usage:   "registry of datasets (Harbor's registry.json format), a file or an http(s) URL, that --taskset name@version resolves through",
+	Usage:   "registry --taskset name@version or org/name@version resolves through: a registry.json (Harbor's format), a file or an http(s) URL, or a package registry's URL; default Harbor's (its registry.json for name@version, its package registry for org/name@version)",
 }
 
 // resolveTaskset resolves a --taskset naming a registry dataset
-// (name@version) to the reference the run carries: every task's
-// repository, commit and path. Any other taskset is returned as it is.
+// (name@version, org/name@version) to the reference the run carries:
+// every task's repository and commit, or archive and digest. Any other
+// taskset is returned as it is.
 func resolveTaskset(cctx *cli.Context, ref string) (string, error) {
 	if !tasksets.IsDatasetRef(ref) {
 		return ref, nil
 	}
-	src := cctx.String(registryFlag.Name)
-	if src == "" {
-		return "", fmt.Errorf("--taskset %s names a registry dataset: give --registry FILE|URL, or set %s, to the registry.json that lists it", ref, tasksets.RegistryEnv)
-	}
-	ds, err := tasksets.ReadRegistry(cctx.Context, src)
-	if err != nil {
-		return "", err
-	}
-	l, err := tasksets.Resolve(ds, ref)
+	l, err := tasksets.ResolveDataset(cctx.Context, cctx.String(registryFlag.Name), ref)
 	if err != nil {
 		return "", fmt.Errorf("--taskset %s: %w", ref, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,11 +63,37 @@ func TestTasksetFromRegistry(t *testing.T) {
 	_, err = parseEval(t, "--taskset", "demo@3.0", "--registry", reg)
 	require.Error(t, err)
 	assert.Equal(t, "--taskset demo@3.0: dataset demo has no version 3.0 in the registry; its versions: 1.0, 2.0", err.Error())
+}
 
+// With no --registry and no EVALFLOW_REGISTRY, name@version resolves
+// through Harbor's registry (here a loopback server standing in for it).
+func TestTasksetFromTheDefaultRegistry(t *testing.T) {
 	t.Setenv(tasksets.RegistryEnv, "")
-	_, err = parseEval(t, "--taskset", "demo@1.0")
+	commit := strings.Repeat("ef", 20)
+	body, err := json.Marshal([]tasksets.Dataset{{Name: "terminal-bench", Version: "2.0", Tasks: []tasksets.RegistryTask{
+		{Name: "hello", GitURL: "file:///srv/bench.git", GitCommitID: commit, Path: "tasks/hello"},
+	}}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	}))
+	defer srv.Close()
+	old := tasksets.DefaultRegistry
+	tasksets.DefaultRegistry = srv.URL + "/registry.json"
+	t.Cleanup(func() { tasksets.DefaultRegistry = old })
+
+	cfg, err := parseEval(t, "--taskset", "terminal-bench@2.0")
+	require.NoError(t, err)
+	l, ok, err := tasksets.ParseLock(cfg.Taskset)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, "terminal-bench@2.0", l.String())
+	assert.Equal(t, commit, l.Tasks[0].GitCommitID)
+
+	_, err = parseEval(t, "--taskset", "terminal-bench@3.0")
 	require.Error(t, err)
-	assert.Equal(t, "--taskset demo@1.0 names a registry dataset: give --registry FILE|URL, or set EVALFLOW_REGISTRY, to the registry.json that lists it", err.Error())
+	assert.Equal(t, "--taskset terminal-bench@3.0: dataset terminal-bench has no version 3.0 in the registry; its versions: 2.0", err.Error())
 }
 
 func TestChangedErrorNamesTheTasksAtOtherCommits(t *testing.T) {

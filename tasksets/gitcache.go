@@ -46,11 +46,17 @@ const fetchTimeout = 15 * time.Minute
 type FetchError struct {
 	URL    string
 	Commit string
-	// Git is what git said, trimmed.
+	// Git is what git said, trimmed (for an archive, what HTTP said).
 	Git string
+	// Archive is set for a package's archive, fetched over HTTP, whose
+	// digest Commit holds.
+	Archive bool
 }
 
 func (e *FetchError) Error() string {
+	if e.Archive {
+		return fmt.Sprintf("download %s (%s) failed: %s", redactURL(e.URL), e.Commit, e.Git)
+	}
 	return fmt.Sprintf("git fetch %s %s failed: %s", redactURL(e.URL), short(e.Commit), e.Git)
 }
 
@@ -64,7 +70,19 @@ func (c *GitCache) Checkout(ctx context.Context, gitURL, commit string) (string,
 	if !commitID.MatchString(commit) {
 		return "", fmt.Errorf("git_commit_id %q must be a full commit id (40 hex digits)", commit)
 	}
-	sum := sha256.Sum256([]byte(gitURL + "\n" + commit))
+	return c.fill(gitURL+"\n"+commit, func(tmp string) error {
+		if err := fetchCommit(ctx, tmp, gitURL, commit); err != nil {
+			return err
+		}
+		// The checkout is content: git's own files are not kept.
+		return os.RemoveAll(filepath.Join(tmp, ".git"))
+	})
+}
+
+// fill returns the cache's directory for key, filling it with fill on
+// first use: in a directory beside it, renamed into place once complete.
+func (c *GitCache) fill(key string, fill func(tmp string) error) (string, error) {
+	sum := sha256.Sum256([]byte(key))
 	dir := filepath.Join(c.Dir, hex.EncodeToString(sum[:16]))
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
 		return dir, nil
@@ -77,12 +95,8 @@ func (c *GitCache) Checkout(ctx context.Context, gitURL, commit string) (string,
 		return "", fmt.Errorf("git cache: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	if err := fetchCommit(ctx, tmp, gitURL, commit); err != nil {
+	if err := fill(tmp); err != nil {
 		return "", err
-	}
-	// The checkout is content: git's own files are not kept.
-	if err := os.RemoveAll(filepath.Join(tmp, ".git")); err != nil {
-		return "", fmt.Errorf("git cache: %w", err)
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return "", fmt.Errorf("git cache: %w", err)

@@ -8,7 +8,7 @@ import (
 )
 
 // Refs Open understands besides file paths, for help texts.
-const refHelp = "sample, arithmetic[?seed=N&size=N], harbor-sample, a path to a .jsonl file or a directory of task directories (harbor:path), or name@version (a registry dataset)"
+const refHelp = "sample, arithmetic[?seed=N&size=N], harbor-sample, a path to a .jsonl file or a directory of task directories (harbor:path), or name@version or org/name@version (a registry dataset)"
 
 // Open resolves a taskset reference:
 //
@@ -56,11 +56,11 @@ func Open(ref string) (Taskset, error) {
 	if fi, err := os.Stat(ref); err == nil && fi.IsDir() {
 		return OpenHarbor(ref)
 	}
+	if IsDatasetRef(ref) {
+		return nil, fmt.Errorf("taskset %s names a registry dataset: the starter resolves it (through --registry FILE|URL, %s, or Harbor's registry) before a worker opens it", ref, RegistryEnv)
+	}
 	if strings.HasSuffix(ref, ".jsonl") || strings.ContainsRune(ref, '/') {
 		return OpenFile(ref)
-	}
-	if IsDatasetRef(ref) {
-		return nil, fmt.Errorf("taskset %s names a registry dataset: give --registry FILE|URL or set %s to resolve it", ref, RegistryEnv)
 	}
 	return nil, fmt.Errorf("unknown taskset %q (want %s)", ref, refHelp)
 }

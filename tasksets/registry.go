@@ -30,14 +30,18 @@ const registryPrefix = "registry:"
 // registryLimit bounds a registry document.
 const registryLimit = 64 << 20
 
-// RegistryTask is one task of a registry dataset, in Harbor's registry.json
-// format: the task directory at Path in the repository GitURL at commit
-// GitCommitID.
+// RegistryTask is one task of a registry dataset: in Harbor's registry.json
+// format, the task directory at Path in the repository GitURL at commit
+// GitCommitID (in a registry, also HEAD, a branch or a tag, pinned to a
+// commit when the dataset is resolved); from Harbor's package registry,
+// the task archive at Archive whose content digest is Digest.
 type RegistryTask struct {
 	Name        string `json:"name"`
-	GitURL      string `json:"git_url"`
-	GitCommitID string `json:"git_commit_id"`
-	Path        string `json:"path"`
+	GitURL      string `json:"git_url,omitempty"`
+	GitCommitID string `json:"git_commit_id,omitempty"`
+	Path        string `json:"path,omitempty"`
+	Archive     string `json:"archive,omitempty"`
+	Digest      string `json:"digest,omitempty"`
 }
 
 // Dataset is one version of a dataset in a registry (Harbor's registry.json
@@ -49,14 +53,19 @@ type Dataset struct {
 	Tasks       []RegistryTask `json:"tasks"`
 }
 
-// datasetRef is name@version, as --taskset names a registry dataset.
-var datasetRef = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9._+-]*$`)
+// datasetRef is name@version or org/name@ref, as --taskset names a
+// registry dataset.
+var datasetRef = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*/)?[A-Za-z0-9][A-Za-z0-9._-]*@(sha256:[0-9a-f]{64}|[A-Za-z0-9][A-Za-z0-9._+-]*)$`)
+
+// gitRefName is what a registry's git_commit_id may name besides a full
+// commit: HEAD, a branch or a tag.
+var gitRefName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/+-]*$`)
 
 // commitID is a full commit id (SHA-1 or SHA-256): registries pin commits.
 var commitID = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 
-// IsDatasetRef reports whether ref names a registry dataset (name@version)
-// rather than a file or a bundled taskset.
+// IsDatasetRef reports whether ref names a registry dataset (name@version
+// or org/name@ref) rather than a file or a bundled taskset.
 func IsDatasetRef(ref string) bool {
 	if !datasetRef.MatchString(ref) {
 		return false
@@ -67,7 +76,9 @@ func IsDatasetRef(ref string) bool {
 
 // ReadRegistry reads a registry from src: an http(s) URL or a file path.
 // It checks every dataset: a name, a version, tasks each with a name, a
-// git_url, a full git_commit_id and a relative path inside the repository.
+// git_url, a git_commit_id (a full commit id, or HEAD, a branch or a tag,
+// which ResolveDataset pins; absent is HEAD, as in Harbor) and a relative
+// path inside the repository.
 func ReadRegistry(ctx context.Context, src string) ([]Dataset, error) {
 	var data []byte
 	var err error
@@ -91,7 +102,7 @@ func ReadRegistry(ctx context.Context, src string) ([]Dataset, error) {
 		}
 		seen := map[string]bool{}
 		for j, t := range d.Tasks {
-			if problem := t.problem(); problem != "" {
+			if problem := t.problem(false); problem != "" {
 				bad = append(bad, fmt.Sprintf("%s task %d (%s): %s", where, j, t.Name, problem))
 			}
 			if seen[t.Name] {
@@ -106,11 +117,16 @@ func ReadRegistry(ctx context.Context, src string) ([]Dataset, error) {
 	return ds, nil
 }
 
-// problem says what is wrong with t, or "".
-func (t RegistryTask) problem() string {
+// problem says what is wrong with t, or "". A pinned task (a lock's) has
+// a full commit id or an archive's digest; a registry's may name HEAD, a
+// branch or a tag.
+func (t RegistryTask) problem(pinned bool) string {
 	var p []string
 	if t.Name == "" || strings.ContainsAny(t.Name, "/\\") || strings.HasPrefix(t.Name, ".") {
 		p = append(p, "name must be a plain name")
+	}
+	if t.Archive != "" {
+		return strings.Join(append(p, t.archiveProblems()...), ", ")
 	}
 	switch {
 	case t.GitURL == "":
@@ -119,8 +135,12 @@ func (t RegistryTask) problem() string {
 		// The URL travels in the run's history: a token must not.
 		p = append(p, "git_url must not hold a user or token (give credentials to git: a credential helper or an SSH key)")
 	}
-	if !commitID.MatchString(t.GitCommitID) {
+	switch {
+	case commitID.MatchString(t.GitCommitID):
+	case pinned:
 		p = append(p, "git_commit_id must be a full commit id (40 hex digits), got "+fmt.Sprintf("%q", t.GitCommitID))
+	case t.GitCommitID != "" && (!gitRefName.MatchString(t.GitCommitID) || strings.Contains(t.GitCommitID, "..")):
+		p = append(p, "git_commit_id must be a full commit id, HEAD, a branch or a tag, got "+fmt.Sprintf("%q", t.GitCommitID))
 	}
 	if _, ok := cleanTaskPath(t.Path); !ok {
 		p = append(p, fmt.Sprintf("path %q must be relative, inside the repository", t.Path))
@@ -253,7 +273,7 @@ func ParseLock(ref string) (l Lock, ok bool, err error) {
 		return l, true, fmt.Errorf("taskset %s: its resolved tasks are unreadable; resolve %s again with --registry", nv, nv)
 	}
 	for _, t := range l.Tasks {
-		if p := t.problem(); p != "" {
+		if p := t.problem(true); p != "" {
 			return l, true, fmt.Errorf("taskset %s: task %s: %s", nv, t.Name, p)
 		}
 	}
@@ -285,10 +305,12 @@ func LockChanges(was, now Lock) []string {
 		o, ok := old[t.Name]
 		switch {
 		case !ok:
-			changes = append(changes, fmt.Sprintf("task %s added (%s)", t.Name, short(t.GitCommitID)))
+			changes = append(changes, fmt.Sprintf("task %s added (%s)", t.Name, t.pin()))
 		case o.GitCommitID != t.GitCommitID:
 			changes = append(changes, fmt.Sprintf("task %s at commit %s, was %s", t.Name, short(t.GitCommitID), short(o.GitCommitID)))
-		case o.GitURL != t.GitURL || o.Path != t.Path:
+		case o.Digest != t.Digest:
+			changes = append(changes, fmt.Sprintf("task %s at digest %s, was %s", t.Name, t.pin(), o.pin()))
+		case o.GitURL != t.GitURL || o.Path != t.Path || o.Archive != t.Archive:
 			changes = append(changes, fmt.Sprintf("task %s at %s:%s, was %s:%s", t.Name, redactURL(t.GitURL), t.Path, redactURL(o.GitURL), o.Path))
 		}
 	}
@@ -311,6 +333,22 @@ func taskNames(l Lock) []string {
 	return names
 }
 
+// pin is what fixes t, shortened: its commit or its digest.
+func (t RegistryTask) pin() string {
+	if t.Digest != "" {
+		return "sha256:" + short(strings.TrimPrefix(t.Digest, "sha256:"))
+	}
+	return short(t.GitCommitID)
+}
+
+// source is where t comes from, as people read it.
+func (t RegistryTask) source() string {
+	if t.Archive != "" {
+		return fmt.Sprintf("digest %s of %s", t.pin(), redactURL(t.Archive))
+	}
+	return fmt.Sprintf("commit %s of %s", short(t.GitCommitID), redactURL(t.GitURL))
+}
+
 func short(commit string) string {
 	if len(commit) > 12 {
 		return commit[:12]
@@ -318,8 +356,9 @@ func short(commit string) string {
 	return commit
 }
 
-// OpenLock fetches the tasks of l into the git cache and opens them as a
-// Harbor taskset, in the registry's order.
+// OpenLock fetches the tasks of l into the cache (a repository's commit
+// with git, a package's archive over HTTP) and opens them as a Harbor
+// taskset, in the registry's order.
 func OpenLock(ctx context.Context, l Lock) (*Harbor, error) {
 	cache, err := DefaultGitCache()
 	if err != nil {
@@ -328,14 +367,19 @@ func OpenLock(ctx context.Context, l Lock) (*Harbor, error) {
 	h := &Harbor{root: l.String()}
 	var bad []string
 	for _, t := range l.Tasks {
-		checkout, err := cache.Checkout(ctx, t.GitURL, t.GitCommitID)
+		var checkout string
+		if t.Archive != "" {
+			checkout, err = cache.Archive(ctx, t.Archive, t.Digest)
+		} else {
+			checkout, err = cache.Checkout(ctx, t.GitURL, t.GitCommitID)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("taskset %s: task %s: %w", l, t.Name, err)
 		}
 		p, _ := cleanTaskPath(t.Path)
 		dir := checkout + "/" + p
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			bad = append(bad, fmt.Sprintf("%s: no directory %s at commit %s of %s", t.Name, t.Path, short(t.GitCommitID), redactURL(t.GitURL)))
+			bad = append(bad, fmt.Sprintf("%s: no directory %s at %s", t.Name, t.Path, t.source()))
 			continue
 		}
 		if _, err := h.load(t.Name, dir); err != nil {

@@ -188,13 +188,13 @@ func TestRegistryBadInput(t *testing.T) {
 	assert.Contains(t, err.Error(), "hello: no directory tasks/absent at commit")
 
 	bad := writeRegistry(t, []Dataset{{Name: "x", Version: "1", Tasks: []RegistryTask{
-		{Name: "a", GitURL: url, GitCommitID: "abc123", Path: "tasks/a"},
+		{Name: "a", GitURL: url, GitCommitID: "abc..123", Path: "tasks/a"},
 		{Name: "b", GitURL: "", GitCommitID: missing, Path: "../b"},
 		{Name: "c", GitURL: "https://ghp_s3cr3t@example.com/r.git", GitCommitID: missing, Path: "c"},
 	}}})
 	_, err = ReadRegistry(context.Background(), bad)
 	require.Error(t, err)
-	for _, want := range []string{`task 0 (a): git_commit_id must be a full commit id (40 hex digits), got "abc123"`, "task 1 (b): git_url is required", `path "../b" must be relative`,
+	for _, want := range []string{`task 0 (a): git_commit_id must be a full commit id, HEAD, a branch or a tag, got "abc..123"`, "task 1 (b): git_url is required", `path "../b" must be relative`,
 		"task 2 (c): git_url must not hold a user or token"} {
 		assert.Contains(t, err.Error(), want)
 	}
@@ -202,7 +202,7 @@ func TestRegistryBadInput(t *testing.T) {
 
 	_, err = Open("demo@1.0")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "--registry FILE|URL or set "+RegistryEnv)
+	assert.Contains(t, err.Error(), "the starter resolves it (through --registry FILE|URL, "+RegistryEnv)
 }
 
 func TestRegistryOverHTTP(t *testing.T) {
