@@ -302,6 +302,9 @@ func parseHarborConfig(data []byte, dir string, t *Task) error {
 	if err := toolsFromTOML(doc, t); err != nil {
 		return err
 	}
+	if err := checkHarborKeys(doc, t); err != nil {
+		return err
+	}
 	if problems := loadSteps(doc, dir, t); len(problems) > 0 {
 		return errors.New(strings.Join(problems, ", "))
 	}

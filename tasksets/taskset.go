@@ -60,6 +60,11 @@ type Task struct {
 	// reward (StepRewardMean or StepRewardFinal).
 	Steps      []Step `json:"steps,omitempty"`
 	StepReward string `json:"step_reward,omitempty"`
+
+	// Warnings name what of the task's definition evalflow does not carry
+	// out (a Harbor task's [environment] storage_mb, skills_dir, …): the
+	// task runs without it.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Verified reports whether the task is scored by running a verifier.
