@@ -84,6 +84,10 @@ var allowed = map[string][]string{
 	"internal/results/postgres/pgtest": {},
 	"results/storetest":                {"results", "rollout", "trace"},
 	"results/export":                   {"results", "trace", "trajectory"},
+	// A run's rollouts as ATIF trajectories (Harbor's format), and as a
+	// chat-messages dataset for supervised fine-tuning.
+	"results/export/atif": {"dialects", "results", "trace"},
+	"results/export/sft":  {"dialects", "results", "rollout", "trace"},
 	// Workflows and the pull client know the contract and the data it
 	// carries only: no transport, tunnel or subprocess is linked into a
 	// trainer or a workflow worker through them.

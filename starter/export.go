@@ -20,12 +20,16 @@ import (
 func exportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "export",
-		Usage:     "write a run's rollouts as one flat file, a row per rollout (JSON Lines or Parquet), for pandas or datasets",
+		Usage:     "write a run's rollouts as one flat file, a row per rollout (JSON Lines or Parquet), for pandas or datasets; or as ATIF trajectories or a fine-tuning dataset",
 		ArgsUsage: "<run-id>",
 		Flags: append(readerFlags(),
-			&cli.StringFlag{Name: "format", Value: "jsonl", Usage: "jsonl or parquet"},
-			&cli.StringFlag{Name: "out", Usage: "file to write (default: <run-id>.<format>; - for stdout)"},
+			&cli.StringFlag{Name: "format", Value: "jsonl", Usage: "jsonl or parquet: a row per rollout; " +
+				"atif: each rollout's trajectory in Harbor's ATIF, <out>/<key, / as ~>/trajectory.json, or one a line when --out ends in .jsonl; " +
+				"sft: a chat-messages dataset for fine-tuning, JSON Lines, each rollout's final conversation"},
+			&cli.StringFlag{Name: "out", Usage: "file to write (default: <run-id>.<format>, for atif the directory <run-id>-atif, for sft <run-id>.sft.jsonl; - for stdout)"},
 			&cli.StringFlag{Name: "samples", Usage: "write training samples instead, a row per sample: interleaved or steps (runs with --trace-tokens)"},
+			&cli.BoolFlag{Name: "passed", Usage: "sft: only rollouts that passed: succeeded with a reward of at least 1 (the default pass threshold), or of --min-reward"},
+			&cli.Float64Flag{Name: "min-reward", Usage: "sft: only rollouts with a reward of at least this"},
 		),
 		Before: takesArgs(1),
 		Action: func(cctx *cli.Context) error {
@@ -34,8 +38,11 @@ func exportCommand() *cli.Command {
 				return err
 			}
 			format := strings.ToLower(cctx.String("format"))
-			if format != "jsonl" && format != "parquet" {
-				return fmt.Errorf("--format %q: want %s", format, strings.Join(export.Formats, " or "))
+			if err := checkExportFlags(cctx, format); err != nil {
+				return err
+			}
+			if format == formatATIF || format == formatSFT {
+				return exportTrainingData(cctx, runID, format)
 			}
 			view := cctx.String("samples")
 			if cctx.IsSet("samples") {
