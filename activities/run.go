@@ -119,7 +119,7 @@ func (a *Activities) prepareWorkspace(j job) (*harness.Workspace, error) {
 	case errors.As(err, &unsupported), errors.As(err, new(*harness.ConfigError)):
 		return nil, configErr(err)
 	case err != nil:
-		return nil, temporal.NewApplicationErrorWithCause("prepare the workspace of task "+j.task.ID, rollout.ErrTypeRuntime, err)
+		return nil, runtimeErr("prepare the workspace of task "+j.task.ID, err)
 	}
 	return ws, nil
 }
@@ -336,7 +336,7 @@ func infraError(ctx context.Context, j job, out outcome) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case out.err != nil:
-		return temporal.NewApplicationErrorWithCause("harness runtime", rollout.ErrTypeRuntime, out.err)
+		return runtimeErr("harness runtime", out.err)
 	}
 	if f := upstreamFailure(out.res, out.turns); f != "" {
 		return temporal.NewApplicationError(fmt.Sprintf("the model provider kept failing (%s failure, last status %d)", f, out.turns[len(out.turns)-1].Status), rollout.ErrTypeUpstream)

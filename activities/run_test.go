@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/evalflow/evalflow/dialects"
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/interception"
+	"github.com/evalflow/evalflow/internal/engine"
 	"github.com/evalflow/evalflow/results"
 	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/trace"
@@ -375,6 +377,20 @@ func TestRunRuntimeFailureIsRetried(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, all, 1)
 	assert.Contains(t, all[0].Error, "no space left on device")
+}
+
+// A container engine that cannot be reached is neither the agent's nor a
+// plain runtime failure: the workflow waits it out (rollout.ErrTypeEngine).
+func TestRunEngineGoneIsWaitedFor(t *testing.T) {
+	r := newRig(t, func(context.Context, harness.Spec) (harness.Result, error) {
+		return harness.Result{}, fmt.Errorf("inspect image x: %w", &engine.UnavailableError{Host: "unix:///run/podman/podman.sock", Err: syscall.ECONNREFUSED})
+	})
+	_, err := r.rollout(t, ref(1))
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	assert.Equal(t, rollout.ErrTypeEngine, appErr.Type())
+	assert.False(t, appErr.NonRetryable())
+	assert.Contains(t, err.Error(), "the container engine could not be reached")
 }
 
 // A run store that cannot be written fails the attempt with an error the

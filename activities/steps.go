@@ -153,7 +153,7 @@ func (a *Activities) verifyStep(ctx context.Context, v harness.Verifier, j job, 
 		return st, temporal.NewApplicationError(fmt.Sprintf("task %s: the verifier of step %s %s", j.task.ID, step.Name, ve.Reason), rollout.ErrTypeVerifier)
 	}
 	st.Verifier = trace.Verifier{Error: err.Error(), Timeout: timeout}
-	return st, temporal.NewApplicationErrorWithCause("verifier runtime", rollout.ErrTypeRuntime, err)
+	return st, runtimeErr("verifier runtime", err)
 }
 
 // stepTests is the directory a step's verifier sees at /tests: the

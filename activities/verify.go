@@ -92,7 +92,7 @@ func (a *Activities) Verify(ctx context.Context, in rollout.VerifyInput) (rollou
 			cause = temporal.NewApplicationError(fmt.Sprintf("task %s: the verifier %s", j.task.ID, ve.Reason), rollout.ErrTypeVerifier)
 		default:
 			tr.Verifier = &trace.Verifier{Error: err.Error(), Timeout: timeout}
-			cause = temporal.NewApplicationErrorWithCause("verifier runtime", rollout.ErrTypeRuntime, err)
+			cause = runtimeErr("verifier runtime", err)
 		}
 		a.keepTrace(ctx, j, tr, cause)
 		return rollout.Summary{}, cause

@@ -59,4 +59,9 @@ const (
 	// rollout back (its drain timeout passed); retried at once on another
 	// worker like infrastructure, never the agent's.
 	ErrTypeWorkerStopped = "WorkerStopped"
+	// ErrTypeEngine: the container engine the sandboxes run on could not
+	// be reached; the rollout waits for it, minutes at a time, without
+	// using up its attempts, and is recorded as infrastructure if it
+	// never comes back. Never the agent's.
+	ErrTypeEngine = "EngineUnavailable"
 )

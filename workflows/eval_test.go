@@ -230,6 +230,38 @@ func TestEvalHandedBackAttemptsAreFree(t *testing.T) {
 	assert.Equal(t, []KindCount{{Kind: rollout.KindInfra, Count: 1}}, res.Errors)
 }
 
+// A container engine that could not be reached is waited for, minutes at
+// a time, without spending the rollout's attempts; one that never comes
+// back ends the rollout as infrastructure after maxEngineWait, never as
+// the agent's.
+func TestEvalWaitsOutAnEngineThatIsGone(t *testing.T) {
+	env := newEnv()
+	f := newFakeWorker(2, 0)
+	down := temporal.NewApplicationError("harness runtime: the container engine could not be reached", rollout.ErrTypeEngine)
+	f.fail = func(ref rollout.Ref) error {
+		if ref.Index == 1 || ref.Attempt <= 4 {
+			return down
+		}
+		return nil
+	}
+	f.register(env, 2)
+	cfg := testConfig(2, 1, 2)
+	cfg.Shuffle = false
+	cfg.Limits.MaxAttempts = 2
+	start := env.Now()
+	res := runEval(t, env, cfg)
+	assert.Equal(t, int64(1), res.OK, "four attempts met no engine with two allowed, and the rollout still ran")
+	assert.Equal(t, 5, f.acquires[rollout.Key("run-1", 0, 0, 0)])
+	assert.Equal(t, []KindCount{{Kind: rollout.KindInfra, Count: 1}}, res.Errors, "an engine that never came back is infrastructure")
+	waits := 0
+	for d := time.Duration(0); d < maxEngineWait; waits++ {
+		d += engineBackoff(waits + 1)
+	}
+	assert.Equal(t, waits+cfg.Limits.MaxAttempts, f.acquires[rollout.Key("run-1", 0, 1, 0)],
+		"the rollout waits until maxEngineWait, then its attempts count again")
+	assert.GreaterOrEqual(t, env.Now().Sub(start), maxEngineWait, "the waits are minutes, not seconds")
+}
+
 func TestEvalFailsOnConfigErrors(t *testing.T) {
 	env := newEnv()
 	f := newFakeWorker(6, 0)

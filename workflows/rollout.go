@@ -35,6 +35,16 @@ const freeHandBacks = "free-hand-backs"
 // so that a fleet restarting over and over still ends the rollout.
 const maxHandBacks = 10
 
+// engineWaits is the change that waits out a container engine that could
+// not be reached (rollout.ErrTypeEngine), minutes at a time and without
+// counting the attempts toward MaxAttempts: histories recorded before it
+// replay them as any failed attempt.
+const engineWaits = "engine-waits"
+
+// maxEngineWait bounds how long one rollout waits for an engine that is
+// gone before its attempts count again.
+const maxEngineWait = 30 * time.Minute
+
 // activitySummary names the rollout an activity belongs to, for the
 // timeline and pending activities of the Temporal UI. It holds no secret:
 // the key, task index and epoch are the run's own coordinates.
@@ -53,6 +63,7 @@ func activitySummary(ref rollout.Ref) string {
 func (w *window) run(ctx workflow.Context, ref rollout.Ref) (rollout.Summary, error) {
 	lim := w.lim
 	handBacks := 0 // attempts handed back by stopping workers, not counted
+	engineDown, engineWaited := 0, time.Duration(0) // attempts that met no engine, and the time waited for it
 	for attempt := 1; ; attempt++ {
 		ref.Attempt = attempt
 		var s rollout.Summary
@@ -75,7 +86,14 @@ func (w *window) run(ctx workflow.Context, ref rollout.Ref) (rollout.Summary, er
 		if handedBack {
 			handBacks++
 		}
-		if ctx.Err() != nil || attempt-handBacks >= lim.MaxAttempts {
+		// The container engine could not be reached: it is waited for, a
+		// backoff of minutes, and the attempt is not counted.
+		waitEngine := !handedBack && isType(err, rollout.ErrTypeEngine) && engineWaited < maxEngineWait &&
+			workflow.GetVersion(ctx, engineWaits, workflow.DefaultVersion, 1) >= 1
+		if waitEngine {
+			engineDown++
+		}
+		if ctx.Err() != nil || attempt-handBacks-engineDown >= lim.MaxAttempts {
 			kind := rollout.KindInfra
 			if isType(err, rollout.ErrTypeVerifier) {
 				kind = rollout.KindVerifier
@@ -90,7 +108,12 @@ func (w *window) run(ctx workflow.Context, ref rollout.Ref) (rollout.Summary, er
 		if handedBack {
 			continue
 		}
-		if err := workflow.Sleep(ctx, backoff(attempt)); err != nil {
+		delay := backoff(attempt)
+		if waitEngine {
+			delay = engineBackoff(engineDown)
+			engineWaited += delay
+		}
+		if err := workflow.Sleep(ctx, delay); err != nil {
 			return rollout.Summary{}, err
 		}
 	}
@@ -352,6 +375,13 @@ const acquireAttempts = 5
 // failure: the limit is far beyond any run, so a full fleet makes rollouts
 // wait, never fail.
 const acquireWaitLimit = 365 * 24 * time.Hour
+
+// engineBackoff is the wait before the n-th attempt after an engine that
+// could not be reached: 30 s, then doubling up to 5 minutes.
+func engineBackoff(n int) time.Duration {
+	d := 30 * time.Second << min(n-1, 4)
+	return min(d, 5*time.Minute)
+}
 
 func backoff(attempt int) time.Duration {
 	d := time.Second << min(attempt-1, 5)

@@ -98,6 +98,10 @@ func (e *UnavailableError) Error() string {
 }
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
+// EngineUnavailable marks the error as an engine that could not be
+// reached, for callers that do not import this package.
+func (e *UnavailableError) EngineUnavailable() bool { return true }
+
 // request sends method path?query with body and returns the response once
 // its status is a success; any other status is an *Error.
 func (c *Client) request(ctx context.Context, method, path string, query url.Values, body io.Reader, contentType string) (*http.Response, error) {
