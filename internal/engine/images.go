@@ -19,6 +19,10 @@ type Image struct {
 		WorkingDir string
 		Env        []string
 		User       string
+		// Entrypoint and Cmd are what a container of the image runs
+		// unless told otherwise: the entrypoint, its arguments after.
+		Entrypoint []string
+		Cmd        []string
 	}
 }
 

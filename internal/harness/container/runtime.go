@@ -230,7 +230,7 @@ func (r *Runtime) Run(ctx context.Context, spec harness.Spec) (harness.Result, e
 	}
 	ws.Attach(sb)
 	res, err := sb.runHarness(ctx, spec, env)
-	res.SessionLogs = append(res.SessionLogs, buildLog...)
+	res.SessionLogs = append(append(res.SessionLogs, buildLog...), sb.service.traceLog()...)
 	if err != nil || res.TimedOut {
 		_ = ws.Remove() // stops the sandbox; its logs go with it
 	}

@@ -44,6 +44,7 @@ type sandbox struct {
 	workdir string // the image's WORKDIR: the workspace
 	ws      *harness.Workspace
 	forward net.Listener // the interception socket: the agent's one way to the worker
+	service *service     // the image's ENTRYPOINT and CMD, when it has them
 
 	stopOnce sync.Once
 	stopErr  error
@@ -195,6 +196,7 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 	if err := r.fence(ctx, sb.id, env); err != nil {
 		return nil, fmt.Errorf("the sandbox of %s: %w", spec.Key, err)
 	}
+	sb.startService(img)
 	return sb, nil
 }
 
@@ -340,6 +342,7 @@ func (sb *sandbox) oomKilled(ctx context.Context) bool {
 // Stop removes the sandbox's container and closes its forwarder.
 func (sb *sandbox) Stop(ctx context.Context) error {
 	sb.stopOnce.Do(func() {
+		sb.service.stop()
 		sb.stopErr = sb.box.remove(ctx, sb.r.Engine)
 		if sb.forward != nil {
 			sb.forward.Close()
