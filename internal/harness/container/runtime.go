@@ -196,9 +196,10 @@ func (r *Runtime) PrepareWorkspace(parent string, task tasksets.Task) (*harness.
 }
 
 // Run starts the rollout's sandbox and executes the harness in it. With a
-// workspace, the sandbox stays attached to it for the verifier and is
-// removed with it; without one, it is removed when the harness ends. A
-// harness that times out ends with its sandbox.
+// workspace, the sandbox stays attached to it for the verifier (and the
+// next step of a multi-step task, which runs in it) and is removed with
+// it; without one, it is removed when the harness ends. A harness that
+// times out ends with its sandbox.
 func (r *Runtime) Run(ctx context.Context, spec harness.Spec) (harness.Result, error) {
 	if len(spec.Command) == 0 {
 		return harness.Result{}, errors.New("run harness: empty command")
@@ -217,6 +218,18 @@ func (r *Runtime) Run(ctx context.Context, spec harness.Spec) (harness.Result, e
 	}
 	if env.GPUs > 0 {
 		return harness.Result{}, &harness.ConfigError{Err: fmt.Errorf("task %s asks for %d GPU(s); the container runtime gives a sandbox none", spec.Task.ID, env.GPUs)}
+	}
+	if sb, ok := ws.Sandbox().(*sandbox); ok {
+		// A later step of a multi-step task: its agent works on in the
+		// sandbox the earlier steps left, given this step's task.
+		if err := sb.nextStep(spec.Task); err != nil {
+			return harness.Result{}, err
+		}
+		res, err := sb.runHarness(ctx, spec, env)
+		if err != nil || res.TimedOut {
+			_ = ws.Remove()
+		}
+		return res, err
 	}
 	image, built, err := r.imageFor(ctx, spec.Task, ws, env)
 	if err != nil {

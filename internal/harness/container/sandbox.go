@@ -2,7 +2,9 @@ package container
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"github.com/evalflow/evalflow/harness"
 	"github.com/evalflow/evalflow/internal/engine"
 	"github.com/evalflow/evalflow/internal/harness/container/keeper"
+	"github.com/evalflow/evalflow/tasksets"
 )
 
 // lifetimeMargin is added to an attempt's timeouts for a sandbox's hard
@@ -169,7 +172,14 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 	}
 	binds := []string{agentLogs + ":" + LogsDir + "/" + harness.AgentLogs}
 	if spec.Solution != "" {
+		// The oracle's: the solution of this step, and of every step after
+		// it of a multi-step task, each in its own directory.
 		binds = append(binds, spec.Solution+":"+SolutionDir+":ro")
+		for _, s := range spec.Task.Steps {
+			if s.Solution != "" {
+				binds = append(binds, s.Solution+":"+stepSolution(s.Name)+":ro")
+			}
+		}
 	}
 	for _, m := range spec.Mounts {
 		b := m.Path + ":" + m.Path
@@ -253,11 +263,18 @@ func awaitReady(ctx context.Context, ln net.Listener) error {
 	return c.Close()
 }
 
-// lifetime is the hard lifetime of an attempt's sandbox.
+// lifetime is the hard lifetime of an attempt's sandbox. A multi-step
+// task's sandbox serves every step: each later step's agent and verifier
+// add their limits (at least the first step's).
 func (r *Runtime) lifetime(spec harness.Spec) time.Duration {
 	d := maxLifetime
 	if spec.Timeout > 0 {
 		d = spec.Timeout + spec.Task.VerifierTimeout + lifetimeMargin
+		for i, s := range spec.Task.Steps {
+			if i > 0 {
+				d += max(s.AgentTimeout, spec.Timeout) + max(s.VerifierTimeout, spec.Task.VerifierTimeout)
+			}
+		}
 	}
 	if r.MaxLifetime > 0 && r.MaxLifetime < d {
 		d = r.MaxLifetime
@@ -279,6 +296,11 @@ func (sb *sandbox) runHarness(ctx context.Context, spec harness.Spec, env harnes
 	paths := harness.Paths{Workdir: sb.workdir, Files: RunDir, Workspace: sb.workdir, Logs: LogsDir}
 	if spec.Solution != "" {
 		paths.Solution = SolutionDir
+		for _, s := range spec.Task.Steps {
+			if s.Solution == spec.Solution {
+				paths.Solution = stepSolution(s.Name)
+			}
+		}
 	}
 	res, err := sb.exec(ctx, keeper.Request{
 		Argv: sb.command(spec.Command), Env: harness.Env(nil, spec, paths), Dir: sb.workdir,
@@ -349,4 +371,17 @@ func (sb *sandbox) Stop(ctx context.Context) error {
 		}
 	})
 	return sb.stopErr
+}
+
+// stepSolution is where the oracle finds a multi-step task's step's
+// solution.
+func stepSolution(step string) string { return SolutionDir + "-steps/" + step }
+
+// nextStep readies the sandbox for the next step of a multi-step task:
+// the task file says the step's task, and the last step's answer is gone.
+func (sb *sandbox) nextStep(task tasksets.Task) error {
+	if err := os.Remove(filepath.Join(sb.runDir, harness.AnswerFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return harness.WriteTaskFile(sb.runDir, task)
 }

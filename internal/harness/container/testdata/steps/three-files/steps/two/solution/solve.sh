@@ -1,0 +1,2 @@
+#!/bin/bash
+echo two > /app/two
