@@ -102,6 +102,8 @@ type Runtime struct {
 
 	netMu    sync.Mutex
 	netReady string // the internet network, once known
+
+	owed owed // containers an engine outage kept this runtime from removing
 }
 
 // DefaultBridge is the network of the sandboxes that may reach the

@@ -137,6 +137,7 @@ func (b *box) remove(ctx context.Context, eng *engine.Client) error {
 // allows the internet; none at all otherwise), and the keeper carrying the
 // agent's connections to the interception over a unix socket served here.
 func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Workspace, image string, env harness.Environment) (sb *sandbox, err error) {
+	r.settle(ctx) // what an engine outage left, now that the engine answers again
 	img, err := r.Engine.InspectImage(ctx, image)
 	if err != nil {
 		return nil, fmt.Errorf("inspect image %s: %w", image, err)
@@ -365,7 +366,7 @@ func (sb *sandbox) oomKilled(ctx context.Context) bool {
 func (sb *sandbox) Stop(ctx context.Context) error {
 	sb.stopOnce.Do(func() {
 		sb.service.stop()
-		sb.stopErr = sb.box.remove(ctx, sb.r.Engine)
+		sb.stopErr = sb.r.removeBox(ctx, &sb.box)
 		if sb.forward != nil {
 			sb.forward.Close()
 		}

@@ -65,7 +65,7 @@ func (sb *sandbox) verifySeparate(ctx context.Context, spec harness.VerifySpec, 
 	if err != nil {
 		return harness.VerifyResult{}, fmt.Errorf("verifier: %w", err)
 	}
-	defer func() { _ = v.remove(context.Background(), r.Engine) }()
+	defer func() { _ = r.removeBox(context.Background(), &v) }()
 	hc, err := r.hostConfig(ctx, env, binds)
 	if err != nil {
 		return harness.VerifyResult{}, err
@@ -82,7 +82,7 @@ func (sb *sandbox) verifySeparate(ctx context.Context, spec harness.VerifySpec, 
 	}
 	res, err := v.exec(ctx, keeper.Request{
 		Argv: []string{"sh", "-c", spec.Command}, Env: verifierEnv(spec, workdir, tests), Dir: workdir,
-	}, spec.Timeout, spec.OutputLimit, func() { _ = v.remove(context.Background(), r.Engine) })
+	}, spec.Timeout, spec.OutputLimit, func() { _ = r.removeBox(context.Background(), &v) })
 	if err != nil {
 		return harness.VerifyResult{}, fmt.Errorf("run verifier: %w", err)
 	}

@@ -70,7 +70,7 @@ func (sb *sandbox) verify(ctx context.Context, spec harness.VerifySpec) (_ harne
 	if err != nil {
 		return harness.VerifyResult{}, fmt.Errorf("verifier: %w", err)
 	}
-	defer func() { _ = v.remove(context.Background(), sb.r.Engine) }()
+	defer func() { _ = sb.r.removeBox(context.Background(), &v) }()
 	cfg := engine.ContainerConfig{
 		Image: snapshot, WorkingDir: sb.workdir, Labels: sb.r.labels(sb.spec, kindVerifier),
 		// Root, holding a capability no process of the agent's has: the
@@ -84,7 +84,7 @@ func (sb *sandbox) verify(ctx context.Context, spec harness.VerifySpec) (_ harne
 	if err := sb.r.launch(ctx, &v, cfg, spec.Timeout+verifierMargin); err != nil {
 		return harness.VerifyResult{}, fmt.Errorf("the verifier of %s: %w", spec.Key, err)
 	}
-	stop := func() { _ = v.remove(context.Background(), sb.r.Engine) }
+	stop := func() { _ = sb.r.removeBox(context.Background(), &v) }
 	if len(hooks) > 0 {
 		sb.r.logger().Info("removed the test-runner hooks the agent planted before grading", "rollout", spec.Key, "paths", hooks)
 		res, err := v.exec(ctx, keeper.Request{Argv: append([]string{"rm", "-rf", "--"}, hooks...)}, time.Minute, 0, stop)
