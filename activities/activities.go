@@ -311,9 +311,10 @@ func (a *Activities) storedRecord(ctx context.Context, ref rollout.Ref) (results
 }
 
 // reusable reports whether a stored record stands for the rollout: a
-// success always does, a failure unless the rollout reruns failures.
+// success always does, a failure unless the rollout reruns failures, and
+// a task refused as configured never (it may have been fixed since).
 func reusable(ref rollout.Ref, rec results.Record) bool {
-	return !ref.RetryFailed || rec.Status == rollout.StatusOK
+	return rec.Status == rollout.StatusOK || !ref.RetryFailed && rec.ErrorKind != rollout.KindConfig
 }
 
 func reused(rec results.Record) rollout.Summary {

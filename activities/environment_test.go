@@ -2,6 +2,7 @@ package activities_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -36,21 +37,59 @@ func needsJQ(t *testing.T) rollout.Ref {
 	}
 }
 
-// A task whose Dockerfile has a RUN line fails its run under the local
-// runtime, as configured wrongly and not retried: the message names the
-// task and the line, and nothing runs or is left behind.
+// A task whose Dockerfile has a RUN line is refused under the local
+// runtime, as configured wrongly and not retried: its rollout is recorded
+// as a configuration error (not the agent's, never scored) naming the
+// task and the line, the run goes on, and nothing runs or is left behind.
+// A resumed run tries it again, as its Dockerfile may have been fixed.
 func TestRunRefusesAnEnvironmentTheRuntimeCannotReproduce(t *testing.T) {
 	r, workDir := verifiedRig(t)
 	ref := needsJQ(t)
-	_, err := r.rollout(t, ref)
-	var appErr *temporal.ApplicationError
-	require.ErrorAs(t, err, &appErr)
-	assert.Equal(t, rollout.ErrTypeConfig, appErr.Type())
-	assert.True(t, appErr.NonRetryable(), "every attempt would meet the same line")
-	assert.Contains(t, err.Error(), "task needs-jq: Dockerfile line 3: RUN apt-get install -y jq")
-	assert.Contains(t, err.Error(), "--runtime.skip-unsupported")
+	s, err := r.rollout(t, ref)
+	require.NoError(t, err, "the task is refused, not the run")
+	assert.Equal(t, rollout.StatusError, s.Status)
+	assert.Equal(t, rollout.KindConfig, s.ErrorKind)
+	assert.Zero(t, s.Reward)
+	assert.Contains(t, s.Error, "task needs-jq: Dockerfile line 3: RUN apt-get install -y jq")
+	assert.Contains(t, s.Error, "--runtime.skip-unsupported")
 	assert.Empty(t, workspaces(t, workDir), "the refused workspace is removed")
 	assert.True(t, capacityFree(r.acts.Capacity), "the worker's capacity is given back")
+	rec, ok, err := r.store.Get(context.Background(), "run", s.Key)
+	require.NoError(t, err)
+	require.True(t, ok, "the rollout's record says why")
+	assert.Equal(t, rollout.KindConfig, rec.ErrorKind)
+
+	again, err := r.rollout(t, ref)
+	require.NoError(t, err)
+	assert.False(t, again.Reused, "a refused task is tried again, not reused")
+	assert.True(t, again.Rerun)
+	assert.Equal(t, rollout.KindConfig, again.ErrorKind)
+}
+
+// A runtime's ConfigError of the task's own (its image does not build)
+// refuses that task's rollout and keeps what the runtime had to say in
+// its trace; a ConfigError of the run's own still fails the run.
+func TestRunRecordsATaskTheRuntimeRefuses(t *testing.T) {
+	buildLog := harness.SessionLog{Name: "image-build.log", Content: "STEP 2/2: RUN apt-get install no-such-package-xyz\nE: Unable to locate package no-such-package-xyz\n"}
+	var runErr error
+	r := newRig(t, func(_ context.Context, spec harness.Spec) (harness.Result, error) {
+		return harness.Result{SessionLogs: []harness.SessionLog{buildLog}}, runErr
+	})
+	runErr = harness.TaskConfigError("broken", errors.New("task broken: the image of environment/Dockerfile does not build: exit status 100; the build's last lines:\n  E: Unable to locate package no-such-package-xyz"))
+	s, err := r.rollout(t, ref(1))
+	require.NoError(t, err)
+	assert.Equal(t, rollout.KindConfig, s.ErrorKind)
+	assert.Equal(t, "task broken: the image of environment/Dockerfile does not build: exit status 100; the build's last lines: | E: Unable to locate package no-such-package-xyz", s.Error)
+	tr, err := r.store.Trace(context.Background(), "run", s.Key)
+	require.NoError(t, err)
+	require.Len(t, tr.Harness.SessionLogs, 1)
+	assert.Equal(t, buildLog.Content, tr.Harness.SessionLogs[0].Content, "the build's output is in the trace")
+
+	runErr = &harness.ConfigError{Err: errors.New("packaged harness codex: not installed")}
+	_, err = r.rollout(t, ref(1))
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	assert.Equal(t, rollout.ErrTypeConfig, appErr.Type(), "the run's own configuration fails the run")
 }
 
 // With SkipUnsupported the same task runs: the RUN line is skipped and

@@ -58,18 +58,22 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (sum rollout.
 	}
 	ws, err := a.prepareWorkspace(j)
 	if err != nil {
-		return rollout.Summary{}, err
+		return a.refusedOr(ctx, j, found, err)
 	}
 	l.keep(ws)
 	if len(j.task.Steps) > 0 {
-		return a.runSteps(ctx, j, reg, in.BaseURL, ws, found)
+		s, err := a.runSteps(ctx, j, reg, in.BaseURL, ws, found)
+		if err != nil {
+			return a.refusedOr(ctx, j, found, err)
+		}
+		return s, nil
 	}
 	out := a.runHarness(ctx, j, reg, in.BaseURL, ws, false)
 	if err := infraError(ctx, j, out); err != nil {
 		if retryable(err) {
 			a.keepAttempt(ctx, j, out, err)
 		}
-		return rollout.Summary{}, err
+		return a.refusedOr(ctx, j, found, err)
 	}
 	if j.task.Verified() && in.VerifyWithin > 0 {
 		if kind, _ := classify(out.res, out.turns, ref.Harness.MaxTurns); kind == "" {
@@ -99,9 +103,10 @@ func (a *Activities) Run(ctx context.Context, in rollout.RunInput) (sum rollout.
 
 // prepareWorkspace prepares the workspace of a task that has an
 // environment or a verifier, or returns nil. An environment the runtime
-// cannot reproduce (a RUN line outside a container engine) fails the run
-// as a ConfigError, since every attempt would meet it again; any other
-// failure fails the attempt as the runtime's error.
+// cannot reproduce (a RUN line outside a container engine) refuses the
+// task (a *refusal), since every attempt would meet it again; a
+// ConfigError of the run's own fails the run; any other failure fails the
+// attempt as the runtime's error.
 func (a *Activities) prepareWorkspace(j job) (*harness.Workspace, error) {
 	if j.task.Environment == "" && !j.task.Verified() {
 		return nil, nil
@@ -116,6 +121,8 @@ func (a *Activities) prepareWorkspace(j job) (*harness.Workspace, error) {
 	}
 	var unsupported *harness.UnsupportedError
 	switch {
+	case refusedTask(err):
+		return nil, &refusal{err: err}
 	case errors.As(err, &unsupported), errors.As(err, new(*harness.ConfigError)):
 		return nil, configErr(err)
 	case err != nil:
@@ -317,7 +324,8 @@ var (
 
 // infraError is the error a run that failed for reasons of the
 // infrastructure (not of the agent) ends with, or nil: a missing harness
-// command fails the run; a harness stopped by its stopping worker (handed
+// command fails the run; a task that cannot run as configured is a
+// *refusal; a harness stopped by its stopping worker (handed
 // back), a cancelled activity, a dead tunnel, a failing runtime or provider are retried. A provider failed the
 // run when its last model call was failed by the provider (upstreamFailure):
 // a connection cut mid-answer, a truncated stream or a provider that hung
@@ -331,6 +339,8 @@ func infraError(ctx context.Context, j job, out outcome) error {
 		return temporal.NewApplicationErrorWithCause("tunnel lost during the rollout", rollout.ErrTypeTunnel, out.tunnel)
 	case errors.Is(out.err, exec.ErrNotFound):
 		return configErr(fmt.Errorf("harness command %q not found", j.command[0]))
+	case refusedTask(out.err):
+		return &refusal{err: out.err, out: out}
 	case errors.As(out.err, new(*harness.ConfigError)):
 		return configErr(out.err)
 	case ctx.Err() != nil:

@@ -8,6 +8,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/evalflow/evalflow/tasksets"
@@ -85,11 +86,38 @@ type SessionLog struct {
 
 // ConfigError is a harness that cannot run as configured (a packaged
 // harness that cannot be installed, a runtime it does not support): the
-// run fails rather than retrying it.
-type ConfigError struct{ Err error }
+// run fails rather than retrying it. One with a Task is that task's own
+// (its image does not build, its environment asks for what the runtime
+// does not give): its rollouts are refused and the run goes on.
+type ConfigError struct {
+	Err error
+	// Task is the ID of the task whose configuration it is; "" for the
+	// run's or the worker's.
+	Task string
+}
 
 func (e *ConfigError) Error() string { return e.Err.Error() }
 func (e *ConfigError) Unwrap() error { return e.Err }
+
+// TaskConfigError is a ConfigError of task's own.
+func TaskConfigError(task string, err error) *ConfigError {
+	return &ConfigError{Err: err, Task: task}
+}
+
+// RefusedTask is the ID of the task whose own configuration err is (a
+// ConfigError with a Task, an UnsupportedError): a task that cannot run
+// here, whatever the agent does, while the run's other tasks can.
+func RefusedTask(err error) (string, bool) {
+	var ce *ConfigError
+	if errors.As(err, &ce) && ce.Task != "" {
+		return ce.Task, true
+	}
+	var ue *UnsupportedError
+	if errors.As(err, &ue) {
+		return ue.Task, true
+	}
+	return "", false
+}
 
 // Runtime starts harness processes somewhere.
 type Runtime interface {

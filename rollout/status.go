@@ -7,7 +7,7 @@ const (
 )
 
 // Error kinds recorded for rollouts that ended with StatusError. All but
-// KindInfra and KindVerifier are the agent's outcome; KindInfra is a
+// KindInfra, KindVerifier and KindConfig are the agent's outcome; KindInfra is a
 // rollout whose infrastructure kept failing until its attempts ran out.
 const (
 	KindHarnessExit = "harness_exit"
@@ -30,6 +30,12 @@ const (
 	// crashed, hung past its timeout or wrote no valid reward) until its
 	// attempts ran out: the verifier's fault, never the agent's.
 	KindVerifier = "verifier"
+	// KindConfig is a rollout of a task that cannot run as configured
+	// here, whatever the agent does: its image does not build, its
+	// environment asks for what the runtime does not give. Recorded
+	// without retries, never the agent's, left out of a run's scores, and
+	// run again when the run is resumed.
+	KindConfig = "config"
 )
 
 // Error types set on application errors at the activity boundary. The

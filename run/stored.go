@@ -72,6 +72,9 @@ type Counts struct {
 	OK         int     `json:"ok"`
 	Failed     int     `json:"failed"`
 	MeanReward float64 `json:"mean_reward"`
+	// Refused counts the failed rollouts of tasks refused as configured
+	// (rollout.KindConfig), which MeanReward leaves out.
+	Refused int `json:"refused,omitempty"`
 	// Epochs is the number of distinct epochs the rollouts belong to.
 	Epochs int `json:"-"`
 	// CostUSD is what the rollouts' model calls cost; UnpricedRollouts
@@ -81,8 +84,8 @@ type Counts struct {
 	UnpricedRollouts int     `json:"unpriced_rollouts,omitempty"`
 }
 
-// Count counts rollouts: how many succeeded and failed, their mean reward
-// and what they cost.
+// Count counts rollouts: how many succeeded and failed, the mean reward of
+// those scored (all but the refused) and what they cost.
 func Count(recs []results.Record) Counts {
 	var c Counts
 	var sum float64
@@ -94,6 +97,9 @@ func Count(recs []results.Record) Counts {
 		} else {
 			c.Failed++
 		}
+		if r.Status == rollout.StatusError && r.ErrorKind == rollout.KindConfig {
+			c.Refused++
+		}
 		sum += r.Reward
 		epochs[r.Epoch] = true
 		c.CostUSD += r.CostUSD
@@ -101,8 +107,8 @@ func Count(recs []results.Record) Counts {
 			c.UnpricedRollouts++
 		}
 	}
-	if c.Rollouts > 0 {
-		c.MeanReward = sum / float64(c.Rollouts)
+	if c.Rollouts > c.Refused {
+		c.MeanReward = sum / float64(c.Rollouts-c.Refused)
 	}
 	c.Epochs = len(epochs)
 	return c

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -510,21 +511,34 @@ func uiLinks(ui, namespace, runID string) []string {
 }
 
 // prepareTasks builds the images of the taskset's tasks on the in-process
-// worker before the run fans out, with a line of progress: a Dockerfile
-// that does not build stops the run here, its task named.
+// worker before the run fans out, with a line of progress. A task whose
+// Dockerfile does not build is named with the reason, and the run goes on
+// without scoring it; the engine failing stops the run here.
 func prepareTasks(ctx context.Context, s *session, taskset string) error {
 	if s.worker == nil {
 		return nil
 	}
 	shown := false
-	err := s.worker.PrepareTasks(ctx, taskset, func(done, total int) {
+	refused, err := s.worker.PrepareTasks(ctx, taskset, func(done, total int) {
 		shown = true
 		fmt.Fprintf(os.Stderr, "\rPreparing the tasks' images: %d/%d", done, total)
 	})
 	if shown {
 		fmt.Fprintln(os.Stderr)
 	}
+	printRefused(os.Stderr, refused)
 	return err
+}
+
+// printRefused names each task that cannot run as configured, with why:
+// the run goes on without it.
+func printRefused(w io.Writer, refused []error) {
+	for _, err := range refused {
+		fmt.Fprintf(w, "refused: %v\n", err)
+	}
+	if len(refused) > 0 {
+		fmt.Fprintf(w, "%d task(s) cannot run as configured: the run goes on without them; their rollouts are recorded as config errors and left out of the scores\n", len(refused))
+	}
 }
 
 // statusHint is the command that shows a run's progress, with the flags

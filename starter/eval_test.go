@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"os"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/evalflow/evalflow/internal/harness/packaged"
 	"github.com/evalflow/evalflow/internal/wiring"
+	"github.com/evalflow/evalflow/rollout"
 	"github.com/evalflow/evalflow/workflows"
 )
 
@@ -88,6 +90,29 @@ func TestSummarySaysTheCost(t *testing.T) {
 	assert.Contains(t, b.String(), "$0.5000\n")
 	assert.NotContains(t, b.String(), "unknown")
 	assert.NotContains(t, b.String(), "stopped")
+}
+
+// A run that scored nothing says so rather than a mean of 0; a mean that
+// leaves out refused tasks says so, and the summary names them with why.
+func TestSummaryOfRefusedTasks(t *testing.T) {
+	refused := workflows.FailedRollout{Key: "r1/0/1/0", Kind: rollout.KindConfig, Error: "task broken: the image of environment/Dockerfile does not build: exit status 100"}
+	var b strings.Builder
+	printSummary(&b, workflows.Result{RunID: "r1", Rollouts: 2, Failed: 2, Refused: 2,
+		Errors: []workflows.KindCount{{Kind: rollout.KindConfig, Count: 2}}, FailedSamples: []workflows.FailedRollout{refused}}, wiring.StoreConfig{})
+	out := b.String()
+	assert.Regexp(t, `
+mean reward\s+none: no rollout was scored \(2 rollouts of tasks that cannot run as configured left out: errors below\)\n`, out)
+	assert.NotRegexp(t, `mean reward\s+0\.000`, out)
+	assert.Regexp(t, `\nerrors\s+2 \(config 2\)\n\s+r1/0/1/0\s+config: task broken: the image of environment/Dockerfile does not build`, out)
+
+	b.Reset()
+	printSummary(&b, workflows.Result{RunID: "r1", Rollouts: 4, Failed: 1, Refused: 1, MeanReward: 2.0 / 3}, wiring.StoreConfig{})
+	assert.Regexp(t, `\nmean reward\s+0\.667 ± 0\.000 \(1 rollouts of tasks that cannot run as configured left out: errors below\)\n`, b.String())
+
+	b.Reset()
+	printRefused(&b, []error{errors.New("task broken: the image of environment/Dockerfile does not build: exit status 100")})
+	assert.Equal(t, "refused: task broken: the image of environment/Dockerfile does not build: exit status 100\n"+
+		"1 task(s) cannot run as configured: the run goes on without them; their rollouts are recorded as config errors and left out of the scores\n", b.String())
 }
 
 func TestTraceTokensFlags(t *testing.T) {

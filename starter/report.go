@@ -36,7 +36,11 @@ func printSummary(w io.Writer, r workflows.Result, sc wiring.StoreConfig) {
 		reused = " (" + strings.Join(notes, ", ") + ")"
 	}
 	fmt.Fprintf(tw, "rollouts\t%d%s\n", r.Rollouts, reused)
-	fmt.Fprintf(tw, "mean reward\t%.3f ± %.3f\n", r.MeanReward, r.StdReward)
+	if scored := r.Rollouts - r.Refused; scored > 0 {
+		fmt.Fprintf(tw, "mean reward\t%.3f ± %.3f%s\n", r.MeanReward, r.StdReward, refusedNote(r.Refused))
+	} else {
+		fmt.Fprintf(tw, "mean reward\tnone: no rollout was scored%s\n", refusedNote(r.Refused))
+	}
 	for _, p := range r.PassAtK {
 		fmt.Fprintf(tw, "pass@%d\t%.3f\n", p.K, p.Value)
 	}
@@ -61,6 +65,24 @@ func printSummary(w io.Writer, r workflows.Result, sc wiring.StoreConfig) {
 	fmt.Fprintf(tw, "wall time\t%s\n", r.WallTime)
 	fmt.Fprintf(tw, "results\t%s\n", runLocation(sc, r.RunID))
 	tw.Flush()
+}
+
+// refusedNote says that a mean leaves out the rollouts of tasks refused
+// as configured; "" when there are none.
+func refusedNote(refused int64) string {
+	if refused == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d rollouts of tasks that cannot run as configured left out: errors below)", refused)
+}
+
+// meanLine is a mean reward over scored rollouts as a status line says
+// it, or that none was scored.
+func meanLine(mean float64, scored, refused int) string {
+	if scored <= 0 {
+		return "no rollout scored" + refusedNote(int64(refused))
+	}
+	return fmt.Sprintf("mean reward %.3f%s", mean, refusedNote(int64(refused)))
 }
 
 // costLine is a run's cost as the summary says it: what the priced calls

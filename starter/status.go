@@ -89,8 +89,8 @@ func printStoreStatus(ctx context.Context, w io.Writer, sc wiring.StoreConfig, r
 		return fmt.Errorf("run %s is neither on %s nor in the run store %s (pick the run's server with --address, its store with %s)", runID, server, sc, storeHint(sc))
 	}
 	n := run.Count(stored.Records)
-	fmt.Fprintf(w, "run store %s: %d rollouts (%d ok, %d failed), mean reward %.3f",
-		runLocation(sc, runID), n.Rollouts, n.OK, n.Failed, n.MeanReward)
+	fmt.Fprintf(w, "run store %s: %d rollouts (%d ok, %d failed), %s",
+		runLocation(sc, runID), n.Rollouts, n.OK, n.Failed, meanLine(n.MeanReward, n.Rollouts-n.Refused, n.Refused))
 	if n.Epochs > 1 {
 		fmt.Fprintf(w, " over %d epochs", n.Epochs)
 	}

@@ -11,11 +11,15 @@ import (
 // Aggregates are a run's running totals. They travel through continue-as-new,
 // so they hold sums, never per-rollout lists.
 type Aggregates struct {
-	Rollouts     int64   `json:"rollouts"`
-	OK           int64   `json:"ok"`
-	Failed       int64   `json:"failed"`
-	Reused       int64   `json:"reused"`
-	Rerun        int64   `json:"rerun,omitempty"`
+	Rollouts int64 `json:"rollouts"`
+	OK       int64 `json:"ok"`
+	Failed   int64 `json:"failed"`
+	Reused   int64 `json:"reused"`
+	Rerun    int64 `json:"rerun,omitempty"`
+	// Refused counts rollouts of tasks that cannot run as configured
+	// (rollout.KindConfig): failed, and left out of the mean, its spread
+	// and pass@k, which are the scored rollouts' only.
+	Refused      int64   `json:"refused,omitempty"`
 	RewardSum    float64 `json:"reward_sum"`
 	RewardSumSq  float64 `json:"reward_sum_sq"`
 	Turns        int64   `json:"turns"`
@@ -29,7 +33,8 @@ type Aggregates struct {
 	UnpricedRollouts int64   `json:"unpriced_rollouts,omitempty"`
 	// Errors counts failed rollouts by kind, sorted by kind.
 	Errors []KindCount `json:"errors,omitempty"`
-	// TasksDone counts tasks whose every rollout has finished.
+	// TasksDone counts tasks whose every rollout has finished, but
+	// those with a refused rollout: the tasks pass@k is over.
 	TasksDone int64 `json:"tasks_done"`
 	// PassAtKSum[j] sums pass@(j+1) over finished tasks.
 	PassAtKSum []float64 `json:"pass_at_k_sum,omitempty"`
@@ -58,10 +63,14 @@ type TaskTally struct {
 	Position int64 `json:"position"`
 	Done     int   `json:"done"`
 	Passed   int   `json:"passed"`
+	Refused  int   `json:"refused,omitempty"`
 }
 
 func (a *Aggregates) add(s rollout.Summary) {
 	a.Rollouts++
+	if refused(s) {
+		a.Refused++
+	}
 	if s.Status == rollout.StatusOK {
 		a.OK++
 	} else {
@@ -120,8 +129,17 @@ func (a *Aggregates) addError(kind string) {
 	a.Errors[i] = KindCount{Kind: kind, Count: 1}
 }
 
-// finishTask adds a task's pass@k for k = 1..n, given c of n rollouts passed.
-func (a *Aggregates) finishTask(n, c int) {
+// refused reports whether s is a rollout of a task refused as configured.
+func refused(s rollout.Summary) bool {
+	return s.Status == rollout.StatusError && s.ErrorKind == rollout.KindConfig
+}
+
+// finishTask adds a task's pass@k for k = 1..n, given c of n rollouts
+// passed; a task with a refused rollout has none.
+func (a *Aggregates) finishTask(n, c int, refused bool) {
+	if refused {
+		return
+	}
 	if len(a.PassAtKSum) < n {
 		a.PassAtKSum = append(a.PassAtKSum, make([]float64, n-len(a.PassAtKSum))...)
 	}
@@ -144,21 +162,24 @@ func PassAtK(n, c, k int) float64 {
 	return 1 - p
 }
 
-// Mean reward over all rollouts.
+// Scored counts the rollouts a mean is over: all but the refused.
+func (a Aggregates) Scored() int64 { return a.Rollouts - a.Refused }
+
+// Mean reward over the scored rollouts; 0 when none is.
 func (a Aggregates) Mean() float64 {
-	if a.Rollouts == 0 {
+	if a.Scored() <= 0 {
 		return 0
 	}
-	return a.RewardSum / float64(a.Rollouts)
+	return a.RewardSum / float64(a.Scored())
 }
 
-// Std is the population standard deviation of rewards.
+// Std is the population standard deviation of the scored rollouts' rewards.
 func (a Aggregates) Std() float64 {
-	if a.Rollouts == 0 {
+	if a.Scored() <= 0 {
 		return 0
 	}
 	m := a.Mean()
-	v := a.RewardSumSq/float64(a.Rollouts) - m*m
+	v := a.RewardSumSq/float64(a.Scored()) - m*m
 	return math.Sqrt(max(v, 0))
 }
 
@@ -194,8 +215,12 @@ type Result struct {
 	Failed   int64  `json:"failed"`
 	// Reused counts rollouts the run store already held (a rerun run id);
 	// Rerun counts stored failures that ran again (RunConfig.RetryFailed).
-	Reused     int64       `json:"reused"`
-	Rerun      int64       `json:"rerun,omitempty"`
+	Reused int64 `json:"reused"`
+	Rerun  int64 `json:"rerun,omitempty"`
+	// Refused counts the failed rollouts of tasks that cannot run as
+	// configured (rollout.KindConfig); MeanReward, StdReward and PassAtK
+	// are over the others, none when Refused is all of Rollouts.
+	Refused    int64       `json:"refused,omitempty"`
 	MeanReward float64     `json:"mean_reward"`
 	StdReward  float64     `json:"std_reward"`
 	PassAtK    []PassAt    `json:"pass_at_k,omitempty"`
@@ -225,7 +250,7 @@ type Result struct {
 func (a Aggregates) result(cfg RunConfig, tasks int64, started, ended time.Time, segments int) Result {
 	r := Result{
 		RunID: cfg.RunID, Taskset: cfg.Taskset, Model: cfg.Model, Tasks: tasks,
-		Rollouts: a.Rollouts, OK: a.OK, Failed: a.Failed, Reused: a.Reused, Rerun: a.Rerun,
+		Rollouts: a.Rollouts, OK: a.OK, Failed: a.Failed, Reused: a.Reused, Rerun: a.Rerun, Refused: a.Refused,
 		MeanReward: a.Mean(), StdReward: a.Std(), Errors: a.Errors, FailedSamples: a.FailedSamples,
 		Turns: a.Turns, InputTokens: a.InputTokens, OutputTokens: a.OutputTokens,
 		MaxRolloutMS: a.MaxMS, CostUSD: a.CostUSD, UnpricedRollouts: a.UnpricedRollouts, StartedAt: started, EndedAt: ended,

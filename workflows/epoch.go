@@ -71,6 +71,7 @@ type GroupTally struct {
 	Index    int64 `json:"index"`
 	Done     int   `json:"done"`
 	Passed   int   `json:"passed"`
+	Refused  int   `json:"refused,omitempty"`
 }
 
 // GroupStats sums the scored groups of an epoch.
@@ -206,10 +207,13 @@ func (e *epochRun) done(ctx workflow.Context, position int64, s rollout.Summary)
 	if s.Status == rollout.StatusOK && s.Reward >= e.cfg.Limits.PassThreshold {
 		t.Passed++
 	}
+	if refused(s) {
+		t.Refused++
+	}
 	if int64(t.Done) < e.group {
 		return
 	}
-	st.Agg.finishTask(int(e.group), t.Passed)
+	st.Agg.finishTask(int(e.group), t.Passed, t.Refused > 0)
 	st.close(position)
 	e.scoreGroup(ctx, s.Index)
 }

@@ -167,8 +167,12 @@ func (st *EvalState) record(position int64, s rollout.Summary, n int, threshold 
 	if s.Status == rollout.StatusOK && s.Reward >= threshold {
 		passed = 1
 	}
+	r := 0
+	if refused(s) {
+		r = 1
+	}
 	if n == 1 {
-		st.Agg.finishTask(1, passed)
+		st.Agg.finishTask(1, passed, r > 0)
 		return
 	}
 	for i := range st.Partial {
@@ -178,13 +182,14 @@ func (st *EvalState) record(position int64, s rollout.Summary, n int, threshold 
 		}
 		t.Done++
 		t.Passed += passed
+		t.Refused += r
 		if t.Done == n {
-			st.Agg.finishTask(n, t.Passed)
+			st.Agg.finishTask(n, t.Passed, t.Refused > 0)
 			st.Partial = append(st.Partial[:i], st.Partial[i+1:]...)
 		}
 		return
 	}
-	st.Partial = append(st.Partial, TaskTally{Position: position, Done: 1, Passed: passed})
+	st.Partial = append(st.Partial, TaskTally{Position: position, Done: 1, Passed: passed, Refused: r})
 }
 
 func configError(err error) error {

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -34,6 +35,9 @@ type fakeWorker struct {
 	fail func(ref rollout.Ref) error
 	// taskFails says which rollouts end as task failures (harness exit).
 	taskFails func(ref rollout.Ref) bool
+	// refuses says which rollouts' tasks are refused as configured (the
+	// activities record them as rollout.KindConfig).
+	refuses func(ref rollout.Ref) bool
 	// acquireFail returns an error for an Acquire attempt, or nil.
 	acquireFail func(ref rollout.Ref) error
 	// stored are the rollouts the run store holds, by key, as the
@@ -99,6 +103,10 @@ func (f *fakeWorker) register(env *testsuite.TestWorkflowEnvironment, total int)
 			f.runs[ref.Key()]++
 			if f.taskFails != nil && f.taskFails(ref) {
 				return rollout.Summary{Key: ref.Key(), Index: ref.Index, K: ref.K, Status: rollout.StatusError, ErrorKind: rollout.KindHarnessExit}, nil
+			}
+			if f.refuses != nil && f.refuses(ref) {
+				return rollout.Summary{Key: ref.Key(), Index: ref.Index, K: ref.K, Status: rollout.StatusError, ErrorKind: rollout.KindConfig,
+					Error: fmt.Sprintf("task t%d: the image of environment/Dockerfile does not build: exit status 100", ref.Index)}, nil
 			}
 			reward := 0.0
 			if ref.Index%2 == 0 {
@@ -260,6 +268,46 @@ func TestEvalWaitsOutAnEngineThatIsGone(t *testing.T) {
 	assert.Equal(t, waits+cfg.Limits.MaxAttempts, f.acquires[rollout.Key("run-1", 0, 1, 0)],
 		"the rollout waits until maxEngineWait, then its attempts count again")
 	assert.GreaterOrEqual(t, env.Now().Sub(start), maxEngineWait, "the waits are minutes, not seconds")
+}
+
+// A task refused as configured (its image does not build) is recorded as
+// such, and the run goes on with the other tasks: the refused rollouts
+// are failures of kind config, named with their reason, and left out of
+// the mean and pass@k rather than scored 0.
+func TestEvalGoesOnPastARefusedTask(t *testing.T) {
+	env := newEnv()
+	f := newFakeWorker(4, 0)
+	f.refuses = func(ref rollout.Ref) bool { return ref.Index == 1 }
+	f.register(env, 8)
+	cfg := testConfig(4, 2, 2)
+	cfg.Shuffle = false
+	res := runEval(t, env, cfg)
+	assert.Equal(t, int64(8), res.Rollouts, "every rollout ran")
+	assert.Equal(t, int64(6), res.OK)
+	assert.Equal(t, int64(2), res.Failed)
+	assert.Equal(t, int64(2), res.Refused)
+	assert.Equal(t, []KindCount{{Kind: rollout.KindConfig, Count: 2}}, res.Errors)
+	require.Len(t, res.FailedSamples, 2)
+	assert.Contains(t, res.FailedSamples[0].Error, "task t1: the image of environment/Dockerfile does not build")
+	// Tasks 0 and 2 score 1, task 3 scores 0 (the fake's rewards); task 1
+	// is in neither the mean nor pass@k.
+	assert.InDelta(t, 4.0/6, res.MeanReward, 1e-9, "the mean of the scored rollouts")
+	require.NotEmpty(t, res.PassAtK)
+	assert.InDelta(t, 2.0/3, res.PassAtK[0].Value, 1e-9, "pass@1 over the three tasks scored")
+}
+
+// A run whose every task is refused scores nothing: its mean is no 0.
+func TestEvalWithEveryTaskRefusedScoresNothing(t *testing.T) {
+	env := newEnv()
+	f := newFakeWorker(2, 0)
+	f.refuses = func(rollout.Ref) bool { return true }
+	f.register(env, 2)
+	res := runEval(t, env, testConfig(2, 1, 2))
+	assert.Equal(t, int64(2), res.Refused)
+	assert.Equal(t, res.Rollouts, res.Refused)
+	assert.Empty(t, res.PassAtK, "no task scored")
+	f2 := figures(Aggregates{Rollouts: 2, Failed: 2, Refused: 2, Errors: res.Errors}, 2, 0, true)
+	assert.Equal(t, "finished: 2 rollouts, 2 failed (config 2), no rollout scored", f2.String())
 }
 
 func TestEvalFailsOnConfigErrors(t *testing.T) {

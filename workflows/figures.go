@@ -28,6 +28,9 @@ type Figures struct {
 	Errors     []KindCount `json:"errors,omitempty"`
 	Running    int         `json:"running"`
 	MeanReward float64     `json:"mean_reward"`
+	// Refused counts the done rollouts of tasks refused as configured,
+	// which MeanReward leaves out.
+	Refused int64 `json:"refused,omitempty"`
 	// Finished is set once every rollout of the run (or epoch) has ended.
 	Finished bool `json:"finished"`
 }
@@ -35,11 +38,12 @@ type Figures struct {
 func figures(agg Aggregates, rollouts int64, running int, finished bool) Figures {
 	return Figures{
 		Rollouts: rollouts, Done: agg.Rollouts, Failed: agg.Failed, Errors: agg.Errors,
-		Running: running, MeanReward: agg.Mean(), Finished: finished,
+		Running: running, MeanReward: agg.Mean(), Refused: agg.Refused, Finished: finished,
 	}
 }
 
-// String is the figures in one line: a run whose rollouts failed says so.
+// String is the figures in one line: a run whose rollouts failed says so,
+// and one that scored none has no mean.
 func (f Figures) String() string {
 	s := fmt.Sprintf("%d/%d rollouts done", f.Done, f.Rollouts)
 	if f.Finished {
@@ -52,6 +56,9 @@ func (f Figures) String() string {
 	}
 	if !f.Finished {
 		s += fmt.Sprintf(", %d running", f.Running)
+	}
+	if f.Done-f.Refused <= 0 {
+		return s + ", no rollout scored"
 	}
 	return s + fmt.Sprintf(", mean reward %.3f", f.MeanReward)
 }

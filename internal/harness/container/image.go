@@ -65,7 +65,7 @@ func (b *build) traceLog() []harness.SessionLog {
 // to be pulled) is a *harness.ConfigError naming the task.
 func (r *Runtime) imageFor(ctx context.Context, task tasksets.Task, ws *harness.Workspace, env harness.Environment) (image string, built *build, err error) {
 	if f := harness.ComposeFile(task.Environment); f != "" {
-		return "", nil, &harness.ConfigError{Err: fmt.Errorf("task %s: environment/%s: %s; the container runtime runs one container per rollout", task.ID, f, harness.MultiContainerReason)}
+		return "", nil, harness.TaskConfigError(task.ID, fmt.Errorf("task %s: environment/%s: %s; the container runtime runs one container per rollout", task.ID, f, harness.MultiContainerReason))
 	}
 	switch {
 	case ws.Image() != "":
@@ -90,7 +90,7 @@ func (r *Runtime) Prepare(ctx context.Context, task tasksets.Task) error {
 	defer ws.Remove()
 	env, err := harness.EnvironmentOf(task)
 	if err != nil {
-		return &harness.ConfigError{Err: err}
+		return harness.TaskConfigError(task.ID, err)
 	}
 	_, _, err = r.imageFor(ctx, task, ws, env)
 	return err
@@ -103,7 +103,7 @@ func (r *Runtime) ensure(ctx context.Context, task tasksets.Task, image string) 
 		return err
 	}
 	if r.Pull == PullNever {
-		return &harness.ConfigError{Err: fmt.Errorf("task %s: image %s is not on the engine, and --runtime.pull is never", task.ID, image)}
+		return harness.TaskConfigError(task.ID, fmt.Errorf("task %s: image %s is not on the engine, and --runtime.pull is never", task.ID, image))
 	}
 	var out bytes.Buffer
 	if err := r.Engine.Pull(ctx, image, &out); err != nil {
@@ -111,7 +111,7 @@ func (r *Runtime) ensure(ctx context.Context, task tasksets.Task, image string) 
 		if errors.As(err, &ue) || ctx.Err() != nil {
 			return err
 		}
-		return &harness.ConfigError{Err: fmt.Errorf("task %s: pull image %s: %w", task.ID, image, err)}
+		return harness.TaskConfigError(task.ID, fmt.Errorf("task %s: pull image %s: %w", task.ID, image, err))
 	}
 	return nil
 }
@@ -205,9 +205,9 @@ func (r *Runtime) buildOnce(ctx context.Context, task tasksets.Task, dir, tag st
 	var be *engine.BuildError
 	switch {
 	case errors.As(err, &be):
-		return true, log, &harness.ConfigError{Err: fmt.Errorf("task %s: the image of %s does not build: %s%s", task.ID, filepath.Join(dir, "Dockerfile"), be.Message, lastLines(log, buildTailLines))}
+		return true, log, harness.TaskConfigError(task.ID, fmt.Errorf("task %s: the image of %s does not build: %s%s", task.ID, filepath.Join(dir, "Dockerfile"), be.Message, lastLines(log, buildTailLines)))
 	case err != nil && ctx.Err() == nil && bctx.Err() != nil:
-		return true, log, &harness.ConfigError{Err: fmt.Errorf("task %s: the image build took longer than its build_timeout_sec (%v)%s", task.ID, timeout, lastLines(log, buildTailLines))}
+		return true, log, harness.TaskConfigError(task.ID, fmt.Errorf("task %s: the image build took longer than its build_timeout_sec (%v)%s", task.ID, timeout, lastLines(log, buildTailLines)))
 	case err != nil:
 		return true, log, fmt.Errorf("build the image of task %s: %w", task.ID, err)
 	}

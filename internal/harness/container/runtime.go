@@ -216,10 +216,10 @@ func (r *Runtime) Run(ctx context.Context, spec harness.Spec) (harness.Result, e
 	}
 	env, err := harness.EnvironmentOf(spec.Task)
 	if err != nil {
-		return harness.Result{}, &harness.ConfigError{Err: err}
+		return harness.Result{}, harness.TaskConfigError(spec.Task.ID, err)
 	}
 	if env.GPUs > 0 {
-		return harness.Result{}, &harness.ConfigError{Err: fmt.Errorf("task %s asks for %d GPU(s); the container runtime gives a sandbox none", spec.Task.ID, env.GPUs)}
+		return harness.Result{}, harness.TaskConfigError(spec.Task.ID, fmt.Errorf("task %s asks for %d GPU(s); the container runtime gives a sandbox none", spec.Task.ID, env.GPUs))
 	}
 	if sb, ok := ws.Sandbox().(*sandbox); ok {
 		// A later step of a multi-step task: its agent works on in the
