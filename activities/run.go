@@ -227,6 +227,8 @@ type outcome struct {
 	notes []string
 	// side is what the task's tool servers and user left (side.go).
 	side sidecar.Side
+	// artifacts is where the attempt's artifacts are read (artifacts.go).
+	artifacts artifactDir
 }
 
 // runHarness runs the harness against the registration's server,
@@ -310,6 +312,7 @@ func (a *Activities) runHarness(ctx context.Context, j job, reg *interception.Re
 		out.turns, _ = reg.Finish()
 	}
 	out.side = a.sideOf(reg)
+	out.artifacts = artifactDir{ws: ws, secret: reg.Secret}
 	out.stopped = time.Now()
 	out.res = redacted(out.res, reg.Secret)
 	return out
@@ -385,9 +388,10 @@ func errorText(err error) string {
 	return s
 }
 
-// trace is the rollout's trace as far as out goes.
+// trace is the rollout's trace as far as out goes, with the artifacts
+// its workspace holds now.
 func (j job) trace(out outcome) trace.Rollout {
-	return trace.Rollout{
+	tr := trace.Rollout{
 		Key: j.key, TaskID: j.task.ID, Turns: out.turns,
 		Harness: trace.Harness{
 			ExitCode: out.res.ExitCode, TimedOut: out.res.TimedOut, Stdout: out.res.Stdout, Stderr: out.res.Stderr,
@@ -396,6 +400,8 @@ func (j job) trace(out outcome) trace.Rollout {
 		Workspace: out.notes, State: out.side.State, Users: out.side.Users,
 		StartedAt: out.started.UTC(), EndedAt: out.stopped.UTC(),
 	}
+	out.artifacts.fill(&tr)
+	return tr
 }
 
 // answeredBy is the model the provider named in its last response that named

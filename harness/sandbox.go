@@ -38,7 +38,7 @@ func NewSandboxWorkspace(parent string, task tasksets.Task) (*Workspace, error) 
 		return nil, fmt.Errorf("prepare workspace: %w", err)
 	}
 	w := &Workspace{Logs: filepath.Join(root, "logs"), root: root, mount: DefaultMount, image: dockerImage(task.Info)}
-	for _, d := range []string{filepath.Join(w.Logs, AgentLogs), filepath.Join(w.Logs, VerifierLogs)} {
+	for _, d := range []string{filepath.Join(w.Logs, AgentLogs), filepath.Join(w.Logs, VerifierLogs), filepath.Join(w.Logs, ArtifactLogs)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			_ = w.Remove()
 			return nil, fmt.Errorf("prepare workspace: %w", err)

@@ -14,10 +14,12 @@ import (
 	"github.com/evalflow/evalflow/tasksets"
 )
 
-// Subdirectories of Workspace.Logs, as Harbor lays out /logs.
+// Subdirectories of Workspace.Logs, as Harbor lays out /logs: the
+// agent's, the verifier's, and the artifacts both leave for the trace.
 const (
 	AgentLogs    = "agent"
 	VerifierLogs = "verifier"
+	ArtifactLogs = "artifacts"
 )
 
 // DefaultMount is where a workspace is seen in a sandbox when the task's
@@ -124,7 +126,7 @@ func PrepareWorkspace(parent string, task tasksets.Task, opts PrepareOptions) (*
 }
 
 func (w *Workspace) fill(task tasksets.Task, opts PrepareOptions) error {
-	for _, d := range []string{w.Dir, filepath.Join(w.Logs, AgentLogs), filepath.Join(w.Logs, VerifierLogs)} {
+	for _, d := range []string{w.Dir, filepath.Join(w.Logs, AgentLogs), filepath.Join(w.Logs, VerifierLogs), filepath.Join(w.Logs, ArtifactLogs)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}

@@ -196,9 +196,16 @@ type Rollout struct {
 	// servers and user left it; absent when nothing wrote it.
 	State json.RawMessage `json:"state,omitempty"`
 	// Users are the turns of the task's simulated user, in order.
-	Users     []UserTurn `json:"user_turns,omitempty"`
-	StartedAt time.Time  `json:"started_at"`
-	EndedAt   time.Time  `json:"ended_at"`
+	Users []UserTurn `json:"user_turns,omitempty"`
+	// Artifacts are the files the agent and the verifier left under
+	// /logs/artifacts, in path order; past the attempt's limits a file is
+	// listed without its content. ArtifactsUnlisted counts the files past
+	// the most the listing holds.
+	Artifacts         []Artifact `json:"artifacts,omitempty"`
+	ArtifactsUnlisted int        `json:"artifacts_unlisted,omitempty"`
+
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
 }
 
 // Step is one step of a multi-step task: how its agent and verifier went.

@@ -160,9 +160,11 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 		}
 	}()
 	// Only the agent's logs are the agent's to write: /logs/verifier is
-	// the verifier's, in a container of its own.
+	// the verifier's, in a container of its own. /logs/artifacts is both
+	// theirs, on the host, where the attempt's trace collects it.
 	agentLogs := filepath.Join(ws.Logs, harness.AgentLogs)
-	for _, d := range []string{ws.Logs, agentLogs} {
+	artifacts := filepath.Join(ws.Logs, harness.ArtifactLogs)
+	for _, d := range []string{ws.Logs, agentLogs, artifacts} {
 		if err := os.MkdirAll(d, 0o777); err != nil {
 			return nil, err
 		}
@@ -171,7 +173,7 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 	if err := harness.WriteTaskFile(sb.runDir, spec.Task); err != nil {
 		return nil, err
 	}
-	binds := []string{agentLogs + ":" + LogsDir + "/" + harness.AgentLogs}
+	binds := []string{agentLogs + ":" + LogsDir + "/" + harness.AgentLogs, artifacts + ":" + harness.ArtifactsDir}
 	if spec.Solution != "" {
 		// The oracle's: the solution of this step, and of every step after
 		// it of a multi-step task, each in its own directory.

@@ -21,9 +21,9 @@ import (
 // specifies: in a fresh sandbox of the verifier's own image
 // ([verifier.environment] docker_image, else a build of tests/Dockerfile,
 // else the task's own image, fresh), with its own network namespace, fed
-// only the task's declared artifacts (and /logs/artifacts), each copied
-// from the agent's sandbox to the same path. Nothing else of what the
-// agent did is there.
+// only the task's declared artifacts, each copied from the agent's
+// sandbox to the same path, and /logs/artifacts, a directory of the host
+// both mount. Nothing else of what the agent did is there.
 
 // artifactLimit bounds the artifacts carried to a separate verifier.
 const artifactLimit = 1 << 30
@@ -111,8 +111,9 @@ func (r *Runtime) verifierImage(ctx context.Context, task tasksets.Task, ws *har
 }
 
 // verifierMounts are what every verifier container mounts: its fresh
-// reward directory (returned as logs), the agent's logs read-only, and a
-// fresh copy of the tests at /tests (tests is "" for a task without).
+// reward directory (returned as logs), the agent's logs read-only, the
+// artifacts directory the agent's sandbox has too, and a fresh copy of
+// the tests at /tests (tests is "" for a task without).
 func (sb *sandbox) verifierMounts(spec harness.VerifySpec) (logs string, binds []string, tests string, err error) {
 	if logs, err = harness.ResetVerifierLogs(sb.ws); err != nil {
 		return "", nil, "", err
@@ -121,6 +122,7 @@ func (sb *sandbox) verifierMounts(spec harness.VerifySpec) (logs string, binds [
 	binds = []string{
 		logs + ":" + LogsDir + "/" + harness.VerifierLogs,
 		filepath.Join(sb.ws.Logs, harness.AgentLogs) + ":" + LogsDir + "/" + harness.AgentLogs + ":ro",
+		filepath.Join(sb.ws.Logs, harness.ArtifactLogs) + ":" + harness.ArtifactsDir,
 	}
 	if spec.Tests != "" {
 		copied := filepath.Join(sb.ws.Root(), "tests")
@@ -133,12 +135,16 @@ func (sb *sandbox) verifierMounts(spec harness.VerifySpec) (logs string, binds [
 	return logs, binds, tests, nil
 }
 
-// carryArtifacts copies each artifact (and /logs/artifacts) from the
-// agent's sandbox into the container id at the same path; one the agent
-// did not make is left out.
+// carryArtifacts copies each artifact from the agent's sandbox into the
+// container id at the same path; one the agent did not make is left out,
+// and so is one under /logs/artifacts, which the verifier mounts
+// (verifierMounts).
 func (sb *sandbox) carryArtifacts(ctx context.Context, id string, artifacts []string) error {
 	budget := int64(artifactLimit)
-	for _, p := range append([]string{harness.ArtifactsDir}, artifacts...) {
+	for _, p := range artifacts {
+		if c := path.Clean(p); c == harness.ArtifactsDir || strings.HasPrefix(c, harness.ArtifactsDir+"/") {
+			continue
+		}
 		rc, err := sb.r.Engine.CopyOut(ctx, sb.id, p)
 		if engine.IsNotFound(err) {
 			continue
