@@ -136,11 +136,14 @@ func writeOutput(path string, write func(io.Writer) error) error {
 }
 
 // storedRollout is one line of `starter results --rollouts`: a record with
-// the trace of the attempt that made it, or with every attempt's.
+// the trace of the attempt that made it, or with every attempt's, and
+// that attempt's artifacts by path and size (artifacts.go).
 type storedRollout struct {
 	results.Record
-	TraceBody *json.RawMessage  `json:"trace_body,omitempty"`
-	Attempts  []results.Attempt `json:"attempts,omitempty"`
+	ArtifactCount int               `json:"artifact_count"`
+	ArtifactFiles []artifactFile    `json:"artifact_files,omitempty"`
+	TraceBody     *json.RawMessage  `json:"trace_body,omitempty"`
+	Attempts      []results.Attempt `json:"attempts,omitempty"`
 }
 
 // printRollouts writes every rollout of a run, a JSON object a line, with
@@ -169,11 +172,13 @@ func printRollouts(cctx *cli.Context, w io.Writer, runID string, attempts bool) 
 			if line.Attempts, err = store.Attempts(ctx, runID, rec.Key); err != nil {
 				return err
 			}
+			line.listArtifacts(recordAttempt(line.Attempts, rec.Attempt))
 		} else if rec.Trace != "" {
 			tr, err := store.Trace(ctx, runID, rec.Key)
 			if err != nil {
 				return err
 			}
+			line.listArtifacts(tr)
 			b, err := json.Marshal(tr)
 			if err != nil {
 				return err
