@@ -482,6 +482,7 @@ func (v *Viewer) rollout(w http.ResponseWriter, r *http.Request) {
 		v.writeJSON(w, nil, err)
 		return
 	}
+	v.redactArtifacts(attempts)
 	out := Rollout{Record: rec, Attempts: attempts, TemporalURL: v.workflowURL(id)}
 	if rec.Epoch > 0 || v.isTrain(r.Context(), id) {
 		out.TemporalURL = v.workflowURL(workflows.EpochID(id, rec.Epoch))

@@ -86,3 +86,32 @@ func TestBrowser(t *testing.T) {
 	assert.Equal(t, 3, b.Count(`#epoch-plot circle.epoch-point`))
 	b.Shot("train.png")
 }
+
+// TestBrowserShowsArtifacts: a rollout's page shows what its attempt left
+// in /logs/artifacts: a picture drawn, text and JSON in a <pre>, a binary
+// file and one too large to keep by name and size; no secret they held.
+func TestBrowserShowsArtifacts(t *testing.T) {
+	b := viewertest.New(t, "viewer-artifacts")
+	srv := serve(t)
+	key := rollout.Key(evalRun, 0, 2, 0)
+	b.Open(srv.URL + "/#/rollout/" + url.PathEscape(evalRun) + "/" + url.PathEscape(key))
+	at := func(path string) string { return `details.attempt[open] .artifact[data-path="` + path + `"]` }
+	b.WaitVisible(at("charts/plot.png") + ` img.artifact-image[data-loaded]`)
+	assert.Equal(t, 5, b.Count(`details.attempt[open] .artifact`))
+	assert.Equal(t, 0, b.Count(`details.attempt:not([open]) .artifact`), "the failed first attempt left none")
+
+	assert.Contains(t, b.Text(at("report.txt")+" pre"), "all checks passed")
+	assert.Contains(t, b.Text(at("report.txt")+" pre"), "OPENAI_API_KEY=[redacted]")
+	assert.Contains(t, b.Text(at("result.json")+" pre"), `"passed": 3`, "JSON is shown indented")
+	for path, size := range map[string]string{"blob.bin": "31 B", "huge.bin": "9.0 MiB"} {
+		assert.Equal(t, 1, b.Count(at(path)+`[data-kind="file"]`), path)
+		assert.Equal(t, 0, b.Count(at(path)+" pre, "+at(path)+" img"), "%s is shown by name only", path)
+		assert.Contains(t, b.Text(at(path)), size, path)
+	}
+	assert.Contains(t, b.Text(at("huge.bin")), "content not kept")
+	b.Shot("artifacts.png")
+
+	html := b.HTML()
+	assert.NotContains(t, html, plantedKey)
+	assert.NotContains(t, html, providerKey)
+}

@@ -1,8 +1,13 @@
 package viewer_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"testing"
 	"time"
 
@@ -109,6 +114,7 @@ func writeFixture(t *testing.T, store results.Store) {
 					{Name: "scaffold", Turns: 1, Uncounted: true, Verifier: trace.Verifier{Reward: 1, Metrics: map[string]float64{"reward": 1}}},
 					{Name: "implement", Turns: 2, Verifier: trace.Verifier{Reward: 1, Metrics: map[string]float64{"reward": 1}}},
 				}
+				tr.Artifacts = fixtureArtifacts(t)
 			}
 			put(rec, &tr)
 			agg.Rollouts++
@@ -147,6 +153,29 @@ func writeFixture(t *testing.T, store results.Store) {
 				Run: workflows.Result{RunID: trainRun, Taskset: "arith", Model: "mock-1", Rollouts: n, OK: n,
 					MeanReward: mean, StdReward: ss * 20}}))
 		}
+	}
+}
+
+// fixtureArtifacts are what an attempt left in /logs/artifacts: a report
+// holding a credential the agent printed, a picture, JSON, a binary file
+// holding the provider's key, and a file too large to keep.
+func fixtureArtifacts(t *testing.T) []trace.Artifact {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 40, 24))
+	for x := range 40 {
+		img.Set(x, x*24/40, color.RGBA{B: 200, A: 255})
+	}
+	var pic bytes.Buffer
+	require.NoError(t, png.Encode(&pic, img))
+	report := "all checks passed\nOPENAI_API_KEY=" + plantedKey + "\n"
+	blob := []byte("\x00\x01key:" + providerKey)
+	b64 := base64.StdEncoding.EncodeToString
+	return []trace.Artifact{
+		{Path: "blob.bin", Size: int64(len(blob)), MediaType: "application/octet-stream", Encoding: trace.ArtifactBase64, Content: b64(blob)},
+		{Path: "charts/plot.png", Size: int64(pic.Len()), MediaType: "image/png", Encoding: trace.ArtifactBase64, Content: b64(pic.Bytes())},
+		{Path: "huge.bin", Size: 9 << 20, Omitted: "past the 8 MiB an attempt keeps"},
+		{Path: "report.txt", Size: int64(len(report)), MediaType: "text/plain; charset=utf-8", Encoding: trace.ArtifactText, Content: report},
+		{Path: "result.json", Size: 24, MediaType: "application/json", Encoding: trace.ArtifactText, Content: `{"passed":3,"failed":0}` + "\n"},
 	}
 }
 

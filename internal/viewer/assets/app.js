@@ -45,6 +45,7 @@ const fmt = {
   time: (s) => (s ? new Date(s).toLocaleString() : ""),
   ms: (v) => (v >= 1000 ? (v / 1000).toFixed(2) + " s" : Math.round(v) + " ms"),
   ns: (v) => (v ? fmt.ms(v / 1e6) : ""),
+  bytes: (v) => (v >= 1 << 20 ? (v / (1 << 20)).toFixed(1) + " MiB" : v >= 1024 ? (v / 1024).toFixed(1) + " KiB" : (v || 0) + " B"),
 };
 
 function badge(text, cls) {
@@ -416,6 +417,7 @@ function attempt(a, rec) {
     h.stdout_tail ? [el("div", { class: "muted" }, "stdout (tail)"), el("pre", { class: "stdout" }, h.stdout_tail)] : null,
     h.stderr_tail ? [el("div", { class: "muted" }, "stderr (tail)"), el("pre", { class: "stderr" }, h.stderr_tail)] : null,
     a.steps && a.steps.length ? [el("h2", {}, "Steps"), steps(a.steps)] : null,
+    a.artifacts && a.artifacts.length ? [el("h2", {}, "Artifacts (" + (a.artifacts.length + (a.artifacts_unlisted || 0)) + ")"), artifacts(a)] : null,
     a.score_detail ? [el("h2", {}, "Verifier / score"), el("pre", { class: "score" }, a.score_detail)] : null);
 }
 
@@ -430,6 +432,38 @@ function steps(list) {
       return el("tr", { class: "step", "data-step": s.name },
         el("td", {}, s.name), el("td", { class: "num" }, fmt.num(v.reward)), el("td", { class: "num" }, String(s.turns)), el("td", {}, notes));
     })));
+}
+
+// artifacts is what the agent and the verifier left in /logs/artifacts: a
+// picture shown, text and JSON in a <pre>, anything else (or a file whose
+// content the trace does not hold) by its name and size.
+function artifacts(a) {
+  return el("div", { class: "artifacts" },
+    a.artifacts.map(artifact),
+    a.artifacts_unlisted ? el("p", { class: "muted" }, a.artifacts_unlisted + " more files, not listed") : null);
+}
+
+const PICTURES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+function artifact(f) {
+  const type = (f.media_type || "").split(";")[0].trim();
+  let kind = "file";
+  if (f.content && f.encoding === "base64" && PICTURES.includes(type)) kind = "image";
+  else if (f.content && f.encoding === "text") kind = "text";
+  const about = [fmt.bytes(f.size), f.media_type, f.omitted ? "content not kept: " + f.omitted : ""].filter(Boolean).join(" · ");
+  let body = null;
+  if (kind === "image") {
+    body = el("img", {
+      class: "artifact-image", alt: f.path, src: "data:" + type + ";base64," + f.content,
+      onload: (e) => e.target.setAttribute("data-loaded", ""),
+      onerror: (e) => e.target.replaceWith(el("div", { class: "muted" }, "not a picture this browser shows")),
+    });
+  } else if (kind === "text") {
+    body = el("pre", { class: "artifact-text" }, type === "application/json" ? prettyJSON(f.content) : f.content);
+  }
+  return el("div", { class: "artifact", "data-path": f.path, "data-kind": kind },
+    el("div", { class: "head" }, el("span", { class: "name" }, f.path), " ", el("span", { class: "muted" }, about)),
+    body);
 }
 
 function turn(t, prev) {
