@@ -182,7 +182,7 @@ func (w *Workspace) fill(task tasksets.Task, opts PrepareOptions) error {
 
 // MultiContainerReason is why a task whose environment is a compose file
 // is refused.
-const MultiContainerReason = "a multi-container task (its environment is a compose file's services): multi-container tasks are not yet supported"
+const MultiContainerReason = "a multi-container task (its environment is a compose file's services): only the docker runtime runs its services"
 
 // ComposeFile is the name of the compose file that makes the task of the
 // environment directory env a multi-container task, "" when it is none:

@@ -389,7 +389,7 @@ func TestUnsupportedErrorSaysWhatToDo(t *testing.T) {
 	assert.Equal(t, "task hello: Dockerfile line 3: RUN apt-get install -y jq: RUN is not run outside a container engine; "+
 		"run the task in the docker runtime, or pass --runtime.skip-unsupported to skip such lines", line.Error())
 	compose := &UnsupportedError{Task: "X", Instruction: "docker-compose.yaml", Reason: MultiContainerReason}
-	assert.Equal(t, "task X: docker-compose.yaml: a multi-container task (its environment is a compose file's services): multi-container tasks are not yet supported; "+
+	assert.Equal(t, "task X: docker-compose.yaml: a multi-container task (its environment is a compose file's services): only the docker runtime runs its services; "+
 		"pass --runtime.skip-unsupported to run the task without them", compose.Error())
 }
 

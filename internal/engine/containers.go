@@ -20,6 +20,20 @@ type ContainerConfig struct {
 	User       string            `json:"User,omitempty"`
 	Labels     map[string]string `json:"Labels,omitempty"`
 	HostConfig HostConfig        `json:"HostConfig"`
+	// Networking says how the container joins the network HostConfig's
+	// NetworkMode names: the names it answers to there.
+	Networking *NetworkingConfig `json:"NetworkingConfig,omitempty"`
+}
+
+// NetworkingConfig is a container's endpoints, by network name.
+type NetworkingConfig struct {
+	EndpointsConfig map[string]EndpointConfig
+}
+
+// EndpointConfig is a container's endpoint on one network.
+type EndpointConfig struct {
+	// Aliases are names other containers of the network resolve to it.
+	Aliases []string `json:",omitempty"`
 }
 
 // HostConfig is how a container sits on its host.

@@ -47,6 +47,14 @@ var blockedRanges = []string{
 // fence is the rule set of one sandbox: hosts are the worker host's
 // addresses, servers the sandbox's name servers.
 func fence(hosts, servers []netip.Addr) (v4, v6 string) {
+	return fenceWith(hosts, servers, netip.Prefix{}, true)
+}
+
+// fenceWith is fence for a container on a rollout's own network, peers
+// (invalid: none): its other containers are reachable, still not the
+// worker's host (the network's gateway is one of its addresses); without
+// internet, nothing else is.
+func fenceWith(hosts, servers []netip.Addr, peers netip.Prefix, internet bool) (v4, v6 string) {
 	var b strings.Builder
 	b.WriteString("*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n")
 	b.WriteString("-A OUTPUT -o lo -j ACCEPT\n")
@@ -65,8 +73,14 @@ func fence(hosts, servers []netip.Addr) (v4, v6 string) {
 			reject(h.String() + "/32")
 		}
 	}
+	if peers.IsValid() {
+		fmt.Fprintf(&b, "-A OUTPUT -d %s -j ACCEPT\n", peers.Masked())
+	}
 	for _, r := range blockedRanges {
 		reject(r)
+	}
+	if !internet {
+		reject("0.0.0.0/0")
 	}
 	b.WriteString("COMMIT\n")
 	v4 = b.String()
@@ -81,12 +95,17 @@ func fence(hosts, servers []netip.Addr) (v4, v6 string) {
 // confine fences the network namespace of the process pid (a sandbox's
 // first process, seen from this host).
 func confine(ctx context.Context, pid int) error {
+	return confineTo(ctx, pid, netip.Prefix{}, true)
+}
+
+// confineTo is confine with fenceWith's peers and internet.
+func confineTo(ctx context.Context, pid int, peers netip.Prefix, internet bool) error {
 	hosts, err := hostAddrs()
 	if err != nil {
 		return fmt.Errorf("fence the sandbox's network: %w", err)
 	}
 	ns := fmt.Sprintf("/proc/%d/ns/net", pid)
-	v4, v6 := fence(hosts, nameServers(filepath.Join(fmt.Sprintf("/proc/%d/root", pid), "etc/resolv.conf")))
+	v4, v6 := fenceWith(hosts, nameServers(filepath.Join(fmt.Sprintf("/proc/%d/root", pid), "etc/resolv.conf")), peers, internet)
 	for _, t := range []struct{ tool, rules string }{{"iptables-restore", v4}, {"ip6tables-restore", v6}} {
 		cmd := exec.CommandContext(ctx, "nsenter", "--net="+ns, "--", t.tool)
 		cmd.Stdin = strings.NewReader(t.rules)

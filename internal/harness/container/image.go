@@ -64,9 +64,6 @@ func (b *build) traceLog() []harness.SessionLog {
 // cannot be had because of the task (a failed build, a missing image not
 // to be pulled) is a *harness.ConfigError naming the task.
 func (r *Runtime) imageFor(ctx context.Context, task tasksets.Task, ws *harness.Workspace, env harness.Environment) (image string, built *build, err error) {
-	if f := harness.ComposeFile(task.Environment); f != "" {
-		return "", nil, harness.TaskConfigError(task.ID, fmt.Errorf("task %s: environment/%s: %s; the container runtime runs one container per rollout", task.ID, f, harness.MultiContainerReason))
-	}
 	switch {
 	case ws.Image() != "":
 		return ws.Image(), nil, r.ensure(ctx, task, ws.Image())
@@ -91,6 +88,9 @@ func (r *Runtime) Prepare(ctx context.Context, task tasksets.Task) error {
 	env, err := harness.EnvironmentOf(task)
 	if err != nil {
 		return harness.TaskConfigError(task.ID, err)
+	}
+	if harness.ComposeFile(task.Environment) != "" {
+		return r.prepareCompose(ctx, task, env) // compose_run.go
 	}
 	_, _, err = r.imageFor(ctx, task, ws, env)
 	return err

@@ -118,8 +118,8 @@ func TestBuildOutputIsInTheFirstAttemptsTrace(t *testing.T) {
 }
 
 // Only environment/docker-compose.yaml (or .yml) makes a task
-// multi-container, refused for now; one among the task's data is built
-// into the image like any file.
+// multi-container (compose.go); one among the task's data is built into
+// the image like any file.
 func TestComposeFileAmongTheDataIsBuilt(t *testing.T) {
 	r := imageRuntime(t)
 	ctx := context.Background()
@@ -129,10 +129,9 @@ func TestComposeFileAmongTheDataIsBuilt(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(tk.Environment, "compose.yaml"), []byte("services: {}\n"), 0o644))
 	require.NoError(t, r.Prepare(ctx, tk))
 
-	require.NoError(t, os.WriteFile(filepath.Join(tk.Environment, "docker-compose.yml"), []byte("services: {}\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(tk.Environment, "docker-compose.yml"), []byte("services: {web: {image: x, ports: [\"80:80\"]}}\n"), 0o644))
 	err := r.Prepare(ctx, tk)
 	var ce *harness.ConfigError
 	require.ErrorAs(t, err, &ce)
-	assert.Contains(t, err.Error(), "task compose-data: environment/docker-compose.yml: a multi-container task")
-	assert.Contains(t, err.Error(), "multi-container tasks are not yet supported")
+	assert.Contains(t, err.Error(), "task compose-data: environment/docker-compose.yml: service web: ports")
 }

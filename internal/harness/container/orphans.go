@@ -79,7 +79,9 @@ func (r *Runtime) owner() owner {
 
 // Kinds of container (labelSandbox): an attempt's sandbox, where the
 // agent works, and its verifier's, which joins the sandbox's network and
-// so goes first when both are removed.
+// so goes first when both are removed; a multi-container task's services
+// (kindService) go after the sandbox, and their network (kindNetwork)
+// last.
 const (
 	kindRollout  = "rollout"
 	kindVerifier = "verifier"
@@ -100,7 +102,7 @@ func (r *Runtime) labels(spec harness.Spec, kind string) map[string]string {
 // returns how many.
 func (r *Runtime) RemoveOrphans(ctx context.Context) (int, error) {
 	n := 0
-	for _, kind := range []string{kindVerifier, kindRollout} {
+	for _, kind := range []string{kindVerifier, kindRollout, kindService} {
 		list, err := r.Engine.ListContainers(ctx, labelSandbox+"="+kind, labelHost+"="+r.owner().host)
 		if err != nil {
 			return n, fmt.Errorf("list sandboxes: %w", err)
@@ -118,14 +120,36 @@ func (r *Runtime) RemoveOrphans(ctx context.Context) (int, error) {
 			}
 		}
 	}
+	if err := r.removeNetworks(ctx, owner.alive, labelHost+"="+r.owner().host); err != nil {
+		return n, err
+	}
 	return n, r.removeOrphanedSnapshots(ctx)
+}
+
+// removeNetworks removes the rollouts' networks that carry the labels
+// given, but those whose owner keep keeps (nil: none).
+func (r *Runtime) removeNetworks(ctx context.Context, keep func(owner) bool, labels ...string) error {
+	list, err := r.Engine.ListNetworks(ctx, append([]string{labelSandbox + "=" + kindNetwork}, labels...)...)
+	if err != nil {
+		return fmt.Errorf("list the rollouts' networks: %w", err)
+	}
+	for _, n := range list {
+		o := owner{host: n.Labels[labelHost], pid: n.Labels[labelPID], start: n.Labels[labelPIDStart]}
+		if keep != nil && keep(o) {
+			continue
+		}
+		if err := r.Engine.RemoveNetwork(ctx, n.ID); err != nil {
+			return fmt.Errorf("remove the rollout's network %s: %w", n.Name, err)
+		}
+	}
+	return nil
 }
 
 // Close removes the sandboxes this worker process still has: a worker
 // that stops leaves none.
 func (r *Runtime) Close(ctx context.Context) error {
 	o := r.owner()
-	for _, kind := range []string{kindVerifier, kindRollout} {
+	for _, kind := range []string{kindVerifier, kindRollout, kindService} {
 		list, err := r.Engine.ListContainers(ctx, labelSandbox+"="+kind, labelHost+"="+o.host, labelPID+"="+o.pid)
 		if err != nil {
 			return fmt.Errorf("list sandboxes: %w", err)
@@ -135,6 +159,9 @@ func (r *Runtime) Close(ctx context.Context) error {
 				return fmt.Errorf("remove sandbox %s: %w", c.ID, err)
 			}
 		}
+	}
+	if err := r.removeNetworks(ctx, nil, labelHost+"="+o.host, labelPID+"="+o.pid); err != nil {
+		return err
 	}
 	return r.removeOrphanedSnapshots(ctx)
 }

@@ -233,6 +233,9 @@ func (r *Runtime) Run(ctx context.Context, spec harness.Spec) (harness.Result, e
 		}
 		return res, err
 	}
+	if harness.ComposeFile(spec.Task.Environment) != "" {
+		return r.runCompose(ctx, spec, ws, env) // compose_run.go
+	}
 	image, built, err := r.imageFor(ctx, spec.Task, ws, env)
 	if err != nil {
 		// A build that failed: its output is the reason, for the trace.

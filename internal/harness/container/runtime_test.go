@@ -178,8 +178,8 @@ func TestBrokenDockerfileIsTheTasks(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "broken", "environment", "docker-compose.yaml"), []byte("services: {}\n"), 0o644))
 	err = r.Prepare(context.Background(), tk)
 	require.ErrorAs(t, err, &ce)
-	assert.Contains(t, err.Error(), "task broken: environment/docker-compose.yaml: a multi-container task")
-	assert.Contains(t, err.Error(), "multi-container tasks are not yet supported")
+	assert.Contains(t, err.Error(), "service main: task broken", "a compose task's agent's service is built from its Dockerfile")
+	assert.Contains(t, err.Error(), "does not build")
 
 	tk.Info = []byte(`{"environment":{"gpus":1}}`)
 	tk.Environment = ""

@@ -48,6 +48,7 @@ type sandbox struct {
 	ws      *harness.Workspace
 	forward net.Listener // the interception socket: the agent's one way to the worker
 	service *service     // the image's ENTRYPOINT and CMD, when it has them
+	group   *group       // a multi-container task's services and network (services.go)
 
 	stopOnce sync.Once
 	stopErr  error
@@ -137,6 +138,12 @@ func (b *box) remove(ctx context.Context, eng *engine.Client) error {
 // allows the internet; none at all otherwise), and the keeper carrying the
 // agent's connections to the interception over a unix socket served here.
 func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Workspace, image string, env harness.Environment) (sb *sandbox, err error) {
+	return r.startOn(ctx, spec, ws, image, env, nil)
+}
+
+// startOn is start, the sandbox joining a multi-container rollout's
+// network as j says (nil: a network namespace of its own).
+func (r *Runtime) startOn(ctx context.Context, spec harness.Spec, ws *harness.Workspace, image string, env harness.Environment, j *joining) (sb *sandbox, err error) {
 	r.settle(ctx) // what an engine outage left, now that the engine answers again
 	img, err := r.Engine.InspectImage(ctx, image)
 	if err != nil {
@@ -150,7 +157,7 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 	if err != nil {
 		return nil, err
 	}
-	sb = &sandbox{r: r, spec: spec, workdir: workdir, ws: ws}
+	sb = &sandbox{r: r, spec: spec, workdir: workdir, ws: ws, group: j.groupOf()}
 	if sb.box, err = newBox(ws.Root(), "run"); err != nil {
 		return nil, err
 	}
@@ -203,10 +210,11 @@ func (r *Runtime) start(ctx context.Context, spec harness.Spec, ws *harness.Work
 		return nil, err
 	}
 	cfg := engine.ContainerConfig{Image: image, WorkingDir: workdir, Labels: r.labels(spec, kindRollout), HostConfig: hc}
+	j.apply(&cfg, &img)
 	if err := r.launch(ctx, &sb.box, cfg, r.lifetime(spec), "--listen", target, "--socket", RunDir+"/"+interceptionSocket); err != nil {
 		return nil, fmt.Errorf("the sandbox of %s: %w", spec.Key, err)
 	}
-	if err := r.fence(ctx, sb.id, env); err != nil {
+	if err := j.fence(ctx, r, sb.id, env); err != nil {
 		return nil, fmt.Errorf("the sandbox of %s: %w", spec.Key, err)
 	}
 	sb.startService(img)
@@ -368,7 +376,7 @@ func (sb *sandbox) oomKilled(ctx context.Context) bool {
 func (sb *sandbox) Stop(ctx context.Context) error {
 	sb.stopOnce.Do(func() {
 		sb.service.stop()
-		sb.stopErr = sb.r.removeBox(ctx, &sb.box)
+		sb.stopErr = errors.Join(sb.r.removeBox(ctx, &sb.box), sb.group.remove(ctx))
 		if sb.forward != nil {
 			sb.forward.Close()
 		}
