@@ -211,3 +211,24 @@ func TestComposeRefusesADependencyCycle(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Contains(t, err.Error(), "depends_on")
 }
+
+// A service that never becomes healthy fails the attempt as the
+// runtime's error, before the agent starts, never a score of the
+// agent's; nothing of the attempt is left.
+func TestComposeServiceNeverHealthyIsTheRuntimes(t *testing.T) {
+	r := containertest.Runtime(t)
+	dir := composeTask(t, `services:
+  sick:
+    image: docker.io/library/debian:bookworm-slim
+    command: ["sleep", "600"]
+    healthcheck: {test: ["CMD", "false"], interval: 200ms, retries: 2}
+`)
+	tk := task(t, dir, "c")
+	tk.ID = "sick-service"
+	res, v, err := attempt(t, r, tk, []string{"sh", "-c", "echo started > /app/started"}, "")
+	require.Error(t, err, "harness %+v verifier %+v", res, v)
+	assert.Contains(t, err.Error(), "service sick of task sick-service never became healthy")
+	assert.NotErrorAs(t, err, new(*harness.ConfigError), "not the task's configuration")
+	assert.Empty(t, res.Stdout+res.Stderr, "the agent never started")
+	assert.Empty(t, leftOnTheEngine(t, r.Engine, "run-sick-service"))
+}
