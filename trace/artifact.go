@@ -29,3 +29,6 @@ const (
 
 // Kept reports whether the artifact's content is in the trace.
 func (a Artifact) Kept() bool { return a.Omitted == "" }
+
+// Binary reports whether Content holds the file in base64.
+func (a Artifact) Binary() bool { return a.Encoding == ArtifactBase64 }

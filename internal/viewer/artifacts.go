@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 
 	"github.com/evalflow/evalflow/results"
-	"github.com/evalflow/evalflow/trace"
 )
 
 // redactArtifacts takes the viewer's secrets and anything credential-shaped
@@ -16,7 +15,7 @@ func (v *Viewer) redactArtifacts(attempts []results.Attempt) {
 	for i := range attempts {
 		arts := attempts[i].Artifacts
 		for j := range arts {
-			if arts[j].Encoding != trace.ArtifactBase64 {
+			if !arts[j].Binary() {
 				continue
 			}
 			b, err := base64.StdEncoding.DecodeString(arts[j].Content)
