@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -25,17 +26,8 @@ import (
 func TestWorkerKilledLeavesNoSandbox(t *testing.T) {
 	t.Parallel()
 	eng := enginetest.Client(t)
-	root := t.TempDir()
 	const tasks = 4
-	for _, name := range []string{"sandbox-a", "sandbox-b", "sandbox-c", "sandbox-d"} {
-		dir := filepath.Join(root, name)
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, "environment"), 0o755))
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, "tests"), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "environment", "Dockerfile"), []byte("FROM debian:bookworm-slim\nWORKDIR /app\n"), 0o644))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "instruction.md"), []byte("Leave /app/done.\n"), 0o644))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "task.toml"), []byte("version = \"1.0\"\n"), 0o644))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "tests", "test.sh"), []byte("#!/bin/sh\n[ -f /app/done ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n"), 0o755))
-	}
+	root := sandboxTasks(t, tasks)
 	srv := startServer(t)
 	c := dial(t, srv.addr)
 	defer c.Close()
@@ -79,4 +71,21 @@ func TestWorkerKilledLeavesNoSandbox(t *testing.T) {
 	assert.Empty(t, left)
 	figure(t, "worker SIGKILL with %d sandboxes running: %d containers of the run left once restarted and done, %d/%d rollouts stored once, run ended %s after the kill",
 		len(before), len(left), len(recs), tasks, time.Since(killed).Round(time.Millisecond))
+}
+
+// sandboxTasks is a Harbor taskset of n tasks, each asking for /app/done
+// in a sandbox of an image of its own.
+func sandboxTasks(t *testing.T, n int) string {
+	t.Helper()
+	root := t.TempDir()
+	for i := range n {
+		dir := filepath.Join(root, fmt.Sprintf("sandbox-%c", 'a'+i))
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "environment"), 0o755))
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "tests"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "environment", "Dockerfile"), []byte("FROM debian:bookworm-slim\nWORKDIR /app\n"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "instruction.md"), []byte("Leave /app/done.\n"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "task.toml"), []byte("version = \"1.0\"\n"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "tests", "test.sh"), []byte("#!/bin/sh\n[ -f /app/done ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n"), 0o755))
+	}
+	return root
 }

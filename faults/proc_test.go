@@ -103,9 +103,15 @@ func tail(s string, n int) string {
 // runsDir; the lean agent beside it is the built-in harness.
 func startWorker(t *testing.T, addr, runsDir, queue string, args ...string) *proc {
 	t.Helper()
+	return startWorkerEnv(t, nil, addr, runsDir, queue, args...)
+}
+
+// startWorkerEnv is startWorker with env added to the suite's environment.
+func startWorkerEnv(t *testing.T, env []string, addr, runsDir, queue string, args ...string) *proc {
+	t.Helper()
 	base := []string{"--address", addr, "--runs-dir", runsDir, "--task-queue", queue,
 		"--mock-latency", "100ms", "--mock-error-rate", "0", "--log-level", "warn"}
-	return spawn(t, "worker", append(base, args...)...)
+	return spawnEnv(t, env, "worker", append(base, args...)...)
 }
 
 // stored reads a run's records: the number of lines and of distinct keys.
