@@ -37,7 +37,7 @@ func TestWorkerFlagsAreShared(t *testing.T) {
 	}
 	// Commands that read runs take the worker's flags that locate them, and
 	// only their own output options beside.
-	own := map[string][]string{"results": {"rollouts", "attempts", "exclude-flagged"}, "export": {"format", "out", "samples"}}
+	own := map[string][]string{"results": {"rollouts", "attempts", "exclude-flagged"}, "export": {"format", "out", "samples", "passed", "min-reward"}}
 	for _, cmd := range []*cli.Command{statusCommand(), resultsCommand(), exportCommand()} {
 		for _, f := range cmd.Flags {
 			n := f.Names()[0]
