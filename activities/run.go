@@ -397,7 +397,7 @@ func (j job) trace(out outcome) trace.Rollout {
 			ExitCode: out.res.ExitCode, TimedOut: out.res.TimedOut, Stdout: out.res.Stdout, Stderr: out.res.Stderr,
 			Answer: out.res.Answer, Duration: out.res.Duration, SessionLogs: sessionLogs(out.res.SessionLogs),
 		},
-		Workspace: out.notes, State: out.side.State, Users: out.side.Users,
+		Workspace: append(slices.Clip(out.notes), j.task.Warnings...), State: out.side.State, Users: out.side.Users,
 		StartedAt: out.started.UTC(), EndedAt: out.stopped.UTC(),
 	}
 	out.artifacts.fill(&tr)

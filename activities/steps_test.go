@@ -144,3 +144,21 @@ func TestMultiStepAttemptRunsAgainFromItsFirstStep(t *testing.T) {
 	assert.Len(t, attempts[0].Rollout.Steps, 2)
 	assert.NotEmpty(t, attempts[0].Rollout.Steps[1].Verifier.Error)
 }
+
+// What of a task's definition evalflow does not carry out (a disk limit
+// here) is listed in every rollout's trace, never passed over in silence.
+func TestTaskWarningsAreInTheTrace(t *testing.T) {
+	r, _ := verifiedRig(t)
+	root := stepTask(t)
+	toml, err := os.ReadFile(filepath.Join(root, "three/task.toml"))
+	require.NoError(t, err)
+	toml = append(toml, "\n[environment]\nstorage_mb = 10240\n"...)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "three/task.toml"), toml, 0o644))
+	ref := stepRef(root, rollout.HarnessConfig{Oracle: true})
+	_, err = r.rollout(t, ref)
+	require.NoError(t, err)
+	tr, err := r.store.Trace(context.Background(), "run", ref.Key())
+	require.NoError(t, err)
+	require.NotEmpty(t, tr.Workspace)
+	assert.Contains(t, tr.Workspace[len(tr.Workspace)-1], "storage_mb is not honoured")
+}

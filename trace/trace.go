@@ -184,7 +184,8 @@ type Rollout struct {
 	Reward  float64 `json:"reward"`
 	Score   string  `json:"score_detail,omitempty"`
 	// Workspace notes what preparing the task's workspace could not
-	// reproduce outside Docker; absent for a task without one.
+	// reproduce outside Docker, and what of the task's definition evalflow
+	// does not carry out (tasksets.Task.Warnings); absent when nothing is.
 	Workspace []string `json:"workspace_notes,omitempty"`
 	// Verifier is how the task's verifier ran; nil for a task without one.
 	// For a multi-step task it is the last step's that ran.

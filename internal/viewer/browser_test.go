@@ -67,6 +67,7 @@ func TestBrowser(t *testing.T) {
 	assert.Contains(t, b.Text(`details.attempt[open] .turn[data-turn="0"] .head`), "$0.0001", "a turn shows its cost")
 	assert.Equal(t, 2, b.Count(`details.attempt[open] .steps tr.step`), "a multi-step task's steps, each a row")
 	assert.Contains(t, b.Text(`details.attempt[open] .steps tr.step[data-step="scaffold"]`), "gate only")
+	assert.Contains(t, b.Text(`details.attempt[open] ul.notes`), "storage_mb is not honoured", "what the task asked and was not carried out")
 	b.Shot("rollout.png")
 
 	// A failed rollout's page says why, and shows no secret.

@@ -109,6 +109,7 @@ func writeFixture(t *testing.T, store results.Store) {
 				// The second attempt's first call fell back to the
 				// policy's second provider.
 				tr.Turns[0].Provider, tr.Turns[0].FallbackFrom = "default", []string{"primary"}
+				tr.Workspace = []string{"[environment] storage_mb is not honoured: no runtime here limits a sandbox's disk"}
 				// A task of two steps, the first a gate only.
 				tr.Steps = []trace.Step{
 					{Name: "scaffold", Turns: 1, Uncounted: true, Verifier: trace.Verifier{Reward: 1, Metrics: map[string]float64{"reward": 1}}},

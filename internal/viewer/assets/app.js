@@ -416,6 +416,7 @@ function attempt(a, rec) {
       h.answer ? [el("dt", {}, "answer"), el("dd", {}, h.answer)] : null),
     h.stdout_tail ? [el("div", { class: "muted" }, "stdout (tail)"), el("pre", { class: "stdout" }, h.stdout_tail)] : null,
     h.stderr_tail ? [el("div", { class: "muted" }, "stderr (tail)"), el("pre", { class: "stderr" }, h.stderr_tail)] : null,
+    a.workspace_notes && a.workspace_notes.length ? [el("h2", {}, "Notes"), el("ul", { class: "notes" }, a.workspace_notes.map((n) => el("li", {}, n)))] : null,
     a.steps && a.steps.length ? [el("h2", {}, "Steps"), steps(a.steps)] : null,
     a.artifacts && a.artifacts.length ? [el("h2", {}, "Artifacts (" + (a.artifacts.length + (a.artifacts_unlisted || 0)) + ")"), artifacts(a)] : null,
     a.score_detail ? [el("h2", {}, "Verifier / score"), el("pre", { class: "score" }, a.score_detail)] : null);
