@@ -19,24 +19,29 @@ import (
 )
 
 // TestWorkerKilledLeavesNoSandbox: a worker of the container runtime is
-// SIGKILLed while its rollouts' harnesses run in their sandboxes. The
-// worker started again on the same host removes the sandboxes it left,
-// the rollouts run again there, and once the run ends no container of the
-// run remains on the engine.
+// SIGKILLed while its rollouts' harnesses run in their sandboxes, one of
+// them a multi-container task's beside its PostgreSQL service. The worker
+// started again on the same host removes the sandboxes, the service and
+// the network it left, the rollouts run again there, and once the run
+// ends no container or network of the run remains on the engine.
 func TestWorkerKilledLeavesNoSandbox(t *testing.T) {
 	t.Parallel()
 	eng := enginetest.Client(t)
-	const tasks = 4
-	root := sandboxTasks(t, tasks)
+	const tasks = 5 // four of one container, one with a service
+	root := sandboxTasks(t, tasks-1)
+	require.NoError(t, os.CopyFS(filepath.Join(root, "pg-table"), os.DirFS("../internal/harness/container/testdata/compose/pg-table")))
 	srv := startServer(t)
 	c := dial(t, srv.addr)
 	defer c.Close()
 	runs, queue := caseDir(t), "faults-kill-sandbox"
-	args := []string{"--max-rollouts", "4", "--runtime", "docker", "--work-dir", t.TempDir()}
+	args := []string{"--max-rollouts", "5", "--runtime", "docker", "--work-dir", t.TempDir()}
 	doomed := startWorker(t, srv.addr, runs, queue, args...)
+	// The harness does each task: /app/done, and the compose task's table
+	// in its service (the task's environment gives it PGHOST).
+	const fill = `[ -z "$PGHOST" ] || psql -v ON_ERROR_STOP=1 -c "CREATE TABLE items (name text, price integer); INSERT INTO items VALUES ('apple', 3), ('pear', 5), ('plum', 7);"`
 	cfg := workflows.RunConfig{
 		RunID: "kill-sandbox", Taskset: "harbor:" + root, MaxConcurrent: tasks, Model: "mock",
-		Harness: rollout.HarnessConfig{Command: []string{"sh", "-c", "sleep 15; touch /app/done"}},
+		Harness: rollout.HarnessConfig{Command: []string{"sh", "-c", "sleep 15; touch /app/done; " + fill}},
 		Limits:  workflows.Limits{HeartbeatTimeout: 5 * time.Second},
 	}.WithDefaults()
 	run := startEval(t, c, queue, cfg)
@@ -47,8 +52,8 @@ func TestWorkerKilledLeavesNoSandbox(t *testing.T) {
 		list, err := eng.ListContainers(ctx, container.LabelRun+"="+cfg.RunID)
 		require.NoError(t, err)
 		before = list
-		return len(list) == tasks
-	}, 3*time.Minute, 50*time.Millisecond, "every rollout's sandbox starts on the first worker")
+		return len(list) == tasks+1 // and the service
+	}, 5*time.Minute, 50*time.Millisecond, "every rollout's sandbox, and the service, start on the first worker")
 	doomed.kill()
 	killed := time.Now()
 	startWorker(t, srv.addr, runs, queue, args...)
@@ -69,8 +74,11 @@ func TestWorkerKilledLeavesNoSandbox(t *testing.T) {
 	left, err := eng.ListContainers(ctx, container.LabelRun+"="+cfg.RunID)
 	require.NoError(t, err)
 	assert.Empty(t, left)
-	figure(t, "worker SIGKILL with %d sandboxes running: %d containers of the run left once restarted and done, %d/%d rollouts stored once, run ended %s after the kill",
-		len(before), len(left), len(recs), tasks, time.Since(killed).Round(time.Millisecond))
+	nets, err := eng.ListNetworks(ctx, container.LabelRun+"="+cfg.RunID)
+	require.NoError(t, err)
+	assert.Empty(t, nets, "no network of the run is left")
+	figure(t, "worker SIGKILL with %d containers running (a service among them): %d containers and %d networks of the run left once restarted and done, %d/%d rollouts stored once, run ended %s after the kill",
+		len(before), len(left), len(nets), len(recs), tasks, time.Since(killed).Round(time.Millisecond))
 }
 
 // sandboxTasks is a Harbor taskset of n tasks, each asking for /app/done
