@@ -18,6 +18,12 @@ package dialects
 //	chat reasoning_details    reasoning item, encrypted_  thinking block, signature    (relayed)
 //	                          content = carryChat         = carryChat + base64(
 //	                          + base64(details)           details)
+//	Gemini thoughtSignature   reasoning item, encrypted_  thinking block, signature    reasoning_details:
+//	(and the part it was on)  content = carryGemini       = carryGemini + base64(      reasoning.encrypted,
+//	                          + base64({sig, on})         {sig, on})                   format google-gemini-v1
+//
+// A Gemini caller gets the other dialects' state in a thought part's
+// thoughtSignature, under the same prefixes.
 //
 // The prefixes are versioned so that a later encoding can still read what
 // an older one handed out. The mapping of parallel tool calls and of
@@ -26,6 +32,7 @@ package dialects
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -41,6 +48,7 @@ const (
 	carryAnthropic = "evalflow.anthropic.v1:"
 	carryResponses = "evalflow.responses.v1:"
 	carryChat      = "evalflow.chat.v1:"
+	carryGemini    = "evalflow.gemini.v1:"
 	carryFamily    = "evalflow."
 )
 
@@ -48,6 +56,7 @@ const (
 const (
 	detailsAnthropic = "anthropic-claude-v1"
 	detailsResponses = "openai-responses-v1"
+	detailsGemini    = "google-gemini-v1"
 )
 
 // IncludeEncryptedReasoning is the Responses include value that returns
@@ -59,6 +68,16 @@ func (t Thinking) anthropicState() bool { return t.Signature != "" || t.Redacted
 
 // responsesState reports whether t holds a Responses reasoning item's state.
 func (t Thinking) responsesState() bool { return t.ID != "" || t.Encrypted != "" }
+
+// geminiState reports whether t holds a Gemini thought signature.
+func (t Thinking) geminiState() bool { return t.ThoughtSignature != "" }
+
+// geminiCarried is a Gemini thought signature and the part it was on,
+// inside another dialect's field.
+type geminiCarried struct {
+	Signature string `json:"sig"`
+	On        string `json:"on,omitempty"`
+}
 
 // carried is the state of a Responses reasoning item inside a thinking
 // block's signature.
@@ -87,7 +106,7 @@ func unwrap(s string) (prefix string, data []byte, ok bool, err error) {
 	if !strings.HasPrefix(s, carryFamily) {
 		return "", nil, false, nil
 	}
-	for _, p := range []string{carryAnthropic, carryResponses, carryChat} {
+	for _, p := range []string{carryAnthropic, carryResponses, carryChat, carryGemini} {
 		if rest, found := strings.CutPrefix(s, p); found {
 			data, err := base64.StdEncoding.DecodeString(rest)
 			if err != nil {
@@ -97,20 +116,19 @@ func unwrap(s string) (prefix string, data []byte, ok bool, err error) {
 		}
 	}
 	head, _, _ := strings.Cut(s, ":")
-	return "", nil, true, fmt.Errorf("reasoning state of unknown version %q (this server reads %s, %s and %s)",
-		head, strings.TrimSuffix(carryAnthropic, ":"), strings.TrimSuffix(carryResponses, ":"), strings.TrimSuffix(carryChat, ":"))
+	return "", nil, true, fmt.Errorf("reasoning state of unknown version %q (this server reads %s, %s, %s and %s)",
+		head, strings.TrimSuffix(carryAnthropic, ":"), strings.TrimSuffix(carryResponses, ":"),
+		strings.TrimSuffix(carryChat, ":"), strings.TrimSuffix(carryGemini, ":"))
 }
 
 // unwrapCarried turns the state evalflow handed a caller in its own
 // dialect's opaque field (a thinking block's signature, a reasoning item's
-// encrypted_content) back into the upstream's form. Text stays as it is.
+// encrypted_content, a Gemini thoughtSignature) back into the upstream's
+// form. Text stays as it is.
 func unwrapCarried(m *Message) error {
 	var out []Thinking
 	for i, t := range m.Thinking {
-		s := t.Signature
-		if s == "" {
-			s = t.Encrypted
-		}
+		s := cmp.Or(t.Signature, t.Encrypted, t.ThoughtSignature)
 		prefix, data, ok, err := unwrap(s)
 		if err != nil {
 			return fmt.Errorf("reasoning %d: %w", i, err)
@@ -141,6 +159,12 @@ func unwrapCarried(m *Message) error {
 			}
 			m.ReasoningDetails = data
 			out = append(out, Thinking{Text: t.Text})
+		case carryGemini:
+			var c geminiCarried
+			if err := json.Unmarshal(data, &c); err != nil || c.Signature == "" {
+				return fmt.Errorf("reasoning %d: %s state: not a thought signature", i, carryGemini)
+			}
+			out = append(out, Thinking{Text: t.Text, ThoughtSignature: c.Signature, ThoughtOn: c.On})
 		}
 	}
 	m.Thinking = out
@@ -203,6 +227,8 @@ func anthropicThinkingBlock(t Thinking, forCaller bool) (anthropicBlock, bool) {
 		return anthropicBlock{}, false
 	case t.responsesState():
 		sig = wrapJSON(carryResponses, carried{ID: t.ID, Encrypted: t.Encrypted})
+	case t.geminiState():
+		sig = wrapJSON(carryGemini, geminiCarried{Signature: t.ThoughtSignature, On: t.ThoughtOn})
 	}
 	return anthropicBlock{Type: "thinking", Thinking: &text, Signature: &sig}, true
 }
@@ -258,7 +284,7 @@ func responsesCallerReasoning(m Message) []map[string]any {
 			continue
 		}
 		flush()
-		out = append(out, responsesReasoning(orDefault(t.ID, fmt.Sprintf("%s%d", evalflowItem, i)), []string{t.Text}, t.Encrypted))
+		out = append(out, responsesCallerItem(t, i))
 	}
 	flush()
 	return out
@@ -269,6 +295,10 @@ func responsesCallerReasoning(m Message) []map[string]any {
 // has no id of its own: the streamed answer writes its items through it,
 // one an upstream block (an Anthropic block carried alone in its item).
 func responsesCallerItem(t Thinking, n int) map[string]any {
+	if t.geminiState() {
+		enc := wrapJSON(carryGemini, geminiCarried{Signature: t.ThoughtSignature, On: t.ThoughtOn})
+		return responsesReasoning(carriedID(enc), []string{t.Text}, enc)
+	}
 	if !t.anthropicState() {
 		return responsesReasoning(orDefault(t.ID, fmt.Sprintf("%s%d", evalflowItem, n)), []string{t.Text}, t.Encrypted)
 	}
@@ -360,6 +390,12 @@ func chatReasoningDetails(m Message) json.RawMessage {
 			ds = append(ds, reasoningDetail{Type: "reasoning.encrypted", Format: detailsAnthropic, Index: i, Data: &red})
 		case t.Signature != "":
 			ds = append(ds, reasoningDetail{Type: "reasoning.text", Format: detailsAnthropic, Index: i, Text: &text, Signature: &sig})
+		case t.geminiState():
+			if t.Text != "" {
+				ds = append(ds, reasoningDetail{Type: "reasoning.text", Format: detailsGemini, Index: i, Text: &text})
+			}
+			sig := t.ThoughtSignature
+			ds = append(ds, reasoningDetail{Type: "reasoning.encrypted", ID: t.ThoughtOn, Format: detailsGemini, Index: i, Data: &sig})
 		case t.responsesState():
 			if t.Text != "" || t.Encrypted == "" {
 				ds = append(ds, reasoningDetail{Type: "reasoning.summary", ID: t.ID, Format: detailsResponses, Index: i, Summary: &text})
@@ -389,6 +425,7 @@ func thinkingOfDetails(raw json.RawMessage) []Thinking {
 	}
 	var out []Thinking
 	byID := map[string]int{}
+	geminiText := map[int]int{} // a Gemini entry's index → its text's block
 	item := func(id string) *Thinking {
 		if n, ok := byID[id]; ok && id != "" {
 			return &out[n]
@@ -405,6 +442,15 @@ func thinkingOfDetails(raw json.RawMessage) []Thinking {
 	}
 	for _, d := range ds {
 		switch {
+		case d.Type == "reasoning.encrypted" && d.Format == detailsGemini:
+			if n, ok := geminiText[d.Index]; ok && out[n].ThoughtSignature == "" {
+				out[n].ThoughtSignature, out[n].ThoughtOn = str(d.Data), d.ID
+				break
+			}
+			out = append(out, Thinking{ThoughtSignature: str(d.Data), ThoughtOn: d.ID})
+		case d.Type == "reasoning.text" && d.Format == detailsGemini:
+			geminiText[d.Index] = len(out)
+			out = append(out, Thinking{Text: str(d.Text)})
 		case d.Type == "reasoning.text" && d.Format == detailsAnthropic:
 			out = append(out, Thinking{Text: str(d.Text), Signature: str(d.Signature)})
 		case d.Type == "reasoning.text":

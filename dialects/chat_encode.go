@@ -1,6 +1,7 @@
 package dialects
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 
@@ -9,7 +10,7 @@ import (
 
 // EncodeRequest writes a non-streaming chat completions request.
 func (chatDialect) EncodeRequest(req Request) ([]byte, error) {
-	if err := refusePreviousResponse(req); err != nil {
+	if err := cmp.Or(refusePreviousResponse(req), refuseGeminiSettings(req, "chat completions")); err != nil {
 		return nil, fmt.Errorf("encode chat request: %w", err)
 	}
 	type fn struct {

@@ -97,6 +97,7 @@ const (
 	NameChat      = "chat"
 	NameResponses = "responses"
 	NameAnthropic = "anthropic"
+	NameGemini    = "gemini"
 )
 
 // The dialects, by value.
@@ -104,9 +105,13 @@ var (
 	Chat      Dialect = chatDialect{}
 	Responses Dialect = responsesDialect{}
 	Anthropic Dialect = anthropicDialect{}
+	// Gemini is Google's Gemini API (generateContent). Its codec is
+	// complete; the interception server does not route it yet, so it is
+	// not in All.
+	Gemini Dialect = geminiDialect{}
 )
 
-// All lists every dialect.
+// All lists every dialect the interception server routes.
 var All = []Dialect{Chat, Responses, Anthropic}
 
 // ByName returns the dialect called name; "" is chat.

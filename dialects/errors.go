@@ -8,7 +8,7 @@ import (
 
 // ErrorCode is what a caller is told of an upstream's error of any
 // dialect: its machine-readable code (OpenAI's code, Anthropic's error
-// type) and its message. An error of neither shape has no code, and its
+// type, Google's status) and its message. An error of neither shape has no code, and its
 // text is the message.
 func ErrorCode(err error) (code, message string) {
 	var ce *ChatError
@@ -18,6 +18,10 @@ func ErrorCode(err error) (code, message string) {
 	var ae *AnthropicError
 	if errors.As(err, &ae) {
 		return ae.Type, ae.Message
+	}
+	var ge *GeminiError
+	if errors.As(err, &ge) {
+		return ge.Reason, ge.Message
 	}
 	return "", err.Error()
 }

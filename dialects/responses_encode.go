@@ -62,7 +62,8 @@ func (responsesDialect) EncodeRequest(req Request) ([]byte, error) {
 		}
 		out["reasoning"] = reasoning
 	}
-	if err := cmp.Or(refuseStopResponses(req), refuseChoices(req, "Responses")); err != nil {
+	if err := cmp.Or(refuseStopResponses(req), refuseChoices(req, "Responses"),
+		refuseGeminiSettings(req, "Responses")); err != nil {
 		return nil, fmt.Errorf("encode responses request: %w", err)
 	}
 	if req.Format != nil {

@@ -8,6 +8,7 @@ package dialects
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -38,6 +39,11 @@ var callerNames = map[string]map[string]string{
 	NameAnthropic: {
 		"response_format": "output_config.format", "user": "metadata.user_id", "stop": "stop_sequences",
 		"reasoning_effort": "output_config.effort", "max_completion_tokens": "max_tokens",
+	},
+	NameGemini: {
+		"response_format": "generationConfig.responseJsonSchema", "stop": "generationConfig.stopSequences",
+		"reasoning_effort": "generationConfig.thinkingConfig.thinkingLevel", "n": "generationConfig.candidateCount",
+		"max_completion_tokens": "generationConfig.maxOutputTokens",
 	},
 }
 
@@ -78,9 +84,45 @@ func refuseChoices(req Request, upstream string) error {
 		Reason: fmt.Sprintf("%d choices were asked for, and the %s API answers with one (send n: 1, or use a chat upstream)", req.N, upstream)}
 }
 
+// refuseGeminiSettings refuses a Gemini caller's settings that only a
+// Gemini upstream takes, naming the first one set.
+func refuseGeminiSettings(req Request, upstream string) error {
+	g := req.Gemini
+	if g == nil {
+		return nil
+	}
+	field := ""
+	switch {
+	case g.TopK != nil:
+		field = "generationConfig.topK"
+	case len(g.SafetySettings) > 0:
+		field = "safetySettings"
+	case g.ResponseSchema != nil:
+		field = "generationConfig.responseSchema"
+	case g.ResponseMimeType != "":
+		field = "generationConfig.responseMimeType"
+	case len(g.Tools) > 0:
+		field = "tools"
+	case g.FunctionCalling != nil:
+		field = "toolConfig.functionCallingConfig"
+	default:
+		return nil
+	}
+	reason := fmt.Sprintf("the %s API has no such setting (remove it, or use a gemini upstream)", upstream)
+	switch field {
+	case "tools":
+		reason = fmt.Sprintf("Gemini's own tools (googleSearch, codeExecution, …) have no %s counterpart: declare functions only", upstream)
+	case "generationConfig.responseSchema":
+		reason = "an OpenAPI schema reaches other APIs only as a JSON schema (send responseJsonSchema)"
+	case "toolConfig.functionCallingConfig":
+		reason = fmt.Sprintf("the %s API can force one function or any, not one of several nor VALIDATED", upstream)
+	}
+	return &FieldError{Field: field, Reason: reason}
+}
+
 // anthropicRefusals refuses the settings Anthropic has no field for.
 func anthropicRefusals(req Request) error {
-	if err := refuseChoices(req, "Anthropic"); err != nil {
+	if err := cmp.Or(refuseChoices(req, "Anthropic"), refuseGeminiSettings(req, "Anthropic")); err != nil {
 		return err
 	}
 	switch {

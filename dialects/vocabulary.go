@@ -50,6 +50,12 @@ type Thinking struct {
 	ID string `json:"id,omitempty"`
 	// Encrypted is a Responses reasoning item's encrypted_content.
 	Encrypted string `json:"encrypted,omitempty"`
+	// ThoughtSignature is a Gemini part's thoughtSignature, and ThoughtOn
+	// the part that bore it: "" a thought part (Text is its text),
+	// "text:N" the message's Nth text part, "call:ID" the function call
+	// of that tool call id (gemini_request.go).
+	ThoughtSignature string `json:"thought_signature,omitempty"`
+	ThoughtOn        string `json:"thought_on,omitempty"`
 }
 
 // Text joins the message's text parts.
@@ -173,12 +179,38 @@ type Request struct {
 	// a usage chunk.
 	StreamUsage bool `json:"stream_usage,omitempty"`
 
+	// Gemini holds a Gemini caller's settings that only a Gemini
+	// upstream takes; the other dialects refuse them by name.
+	Gemini *GeminiSettings `json:"gemini,omitempty"`
+
 	// From is the dialect the request was read in, its caller's: a
 	// setting an upstream cannot take is refused in that dialect's words.
 	From string `json:"-"`
 	// Claude, when set, is what the Anthropic upstream's model takes;
 	// nil reads it from Model (ClaudeTraitsOf).
 	Claude *ClaudeTraits `json:"-"`
+}
+
+// GeminiSettings are the settings of a Gemini request that no other
+// dialect has, as the caller sent them.
+type GeminiSettings struct {
+	// TopK is generationConfig.topK.
+	TopK *float64 `json:"top_k,omitempty"`
+	// SafetySettings is safetySettings.
+	SafetySettings json.RawMessage `json:"safety_settings,omitempty"`
+	// ResponseSchema is generationConfig.responseSchema, an OpenAPI
+	// schema rather than a JSON schema (responseJsonSchema is Format).
+	ResponseSchema json.RawMessage `json:"response_schema,omitempty"`
+	// ResponseMimeType is a generationConfig.responseMimeType other than
+	// text/plain and application/json (text/x.enum).
+	ResponseMimeType string `json:"response_mime_type,omitempty"`
+	// Tools are the tools other than functionDeclarations (googleSearch,
+	// codeExecution, …).
+	Tools []json.RawMessage `json:"tools,omitempty"`
+	// FunctionCalling is a toolConfig.functionCallingConfig that a
+	// ToolChoice cannot say: mode VALIDATED, or ANY among several
+	// allowedFunctionNames.
+	FunctionCalling json.RawMessage `json:"function_calling,omitempty"`
 }
 
 // Format is a structured output asked of the model.
