@@ -353,9 +353,10 @@ func TestBrokenVerifiersAreVerifierErrors(t *testing.T) {
 }
 
 // TestRunLinesRefusedUnlessSkipped: under the local runtime a task whose
-// Dockerfile has a RUN line fails the run at once, naming the task and the
-// line, without retrying it; a worker started with
-// --runtime.skip-unsupported runs it, the line noted in its trace.
+// Dockerfile has a RUN line is refused at once, recorded as a config
+// failure naming the task and the line, without retrying it and without
+// ending the run; a worker started with --runtime.skip-unsupported runs
+// it, the line noted in its trace.
 func TestRunLinesRefusedUnlessSkipped(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -365,16 +366,18 @@ func TestRunLinesRefusedUnlessSkipped(t *testing.T) {
 	run := harborRun{taskset: "harbor:" + root, harness: rollout.HarnessConfig{Command: []string{"true"}}, maxAttempts: 3, mayFail: true}
 
 	refused := runHarbor(t, run)
-	require.Error(t, refused.err)
-	assert.Contains(t, refused.err.Error(), "task needs-jq: Dockerfile line 3: RUN apt-get install -y jq")
+	require.NoError(t, refused.err, "a refused task does not end the run")
+	rec, ok := refused.records["needs-jq"]
+	require.True(t, ok)
+	assert.Equal(t, rollout.KindConfig, rec.ErrorKind)
+	assert.Contains(t, rec.Error, "task needs-jq: Dockerfile line 3: RUN apt-get install -y jq")
 	assert.Equal(t, 1, refused.scheduled[rollout.ActivityRun], "a refused environment is not retried")
-	assert.Empty(t, refused.records)
 	requireNoWorkspaceLeft(t, refused.workDir)
 
 	run.skipUnsupported = true
 	skipped := runHarbor(t, run)
 	require.NoError(t, skipped.err)
-	rec, ok := skipped.records["needs-jq"]
+	rec, ok = skipped.records["needs-jq"]
 	require.True(t, ok)
 	assert.Equal(t, 1.0, rec.Reward)
 	assert.Contains(t, readTrace(t, skipped.runDir, rec).Workspace, "RUN apt-get install -y jq: not run outside docker")
