@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 )
@@ -94,6 +95,7 @@ func loadSteps(doc map[string]any, dir string, t *Task) []string {
 			problems = append(problems, fmt.Sprintf("steps[%d]: %v", i, err))
 			continue
 		}
+		t.Warnings = append(t.Warnings, stepKeysNotCarriedOut(s.Name, table)...)
 		if seen[s.Name] {
 			problems = append(problems, fmt.Sprintf("steps[%d]: name %q is used twice", i, s.Name))
 			continue
@@ -204,4 +206,39 @@ func stepFiles(dir string, s *Step) []string {
 		}
 	}
 	return problems
+}
+
+// stepKeys are the keys of a [[steps]] table evalflow carries out.
+var stepKeys = map[string]bool{"name": true, "agent": true, "verifier": true, "min_reward": true, "contributes_to_reward": true}
+
+// stepKeysNotCarriedOut names, for the task's warnings, each key of a
+// [[steps]] table evalflow does not carry out (a step's healthcheck, its
+// artifacts, its own user or environment): the step runs without it,
+// never passed over in silence.
+func stepKeysNotCarriedOut(step string, table map[string]any) []string {
+	var out []string
+	for _, k := range sortedKeys(table) {
+		if !stepKeys[k] {
+			out = append(out, fmt.Sprintf("[[steps]] %s: %s is not carried out", step, k))
+		}
+	}
+	for _, phase := range []string{"agent", "verifier"} {
+		sub, _ := table[phase].(map[string]any)
+		for _, k := range sortedKeys(sub) {
+			if k != "timeout_sec" {
+				out = append(out, fmt.Sprintf("[[steps]] %s: [steps.%s] %s is not carried out", step, phase, k))
+			}
+		}
+	}
+	return out
+}
+
+// sortedKeys are m's keys in order.
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -36,6 +36,10 @@ timeout_sec = 20
 [[steps]]
 name = "document"
 min_reward = 0.5
+[steps.healthcheck]
+command = "test -f /app/ready"
+[steps.verifier]
+user = "root"
 `,
 		name + "/tests/test.sh":                      "echo 1 > /logs/verifier/reward.txt\n",
 		name + "/steps/scaffold/instruction.md":      "Make the scaffold.\n",
@@ -68,6 +72,8 @@ func TestHarborMultiStepTask(t *testing.T) {
 		VerifierTimeout: 20 * time.Second, MinReward: map[string]float64{"reward": 1, "style": 0.5}, Uncounted: true,
 	}, task.Steps[1])
 	assert.Equal(t, map[string]float64{"reward": 0.5}, task.Steps[2].MinReward)
+	assert.Equal(t, []string{"[[steps]] document: healthcheck is not carried out", "[[steps]] document: [steps.verifier] user is not carried out"},
+		task.Warnings, "what of a step evalflow does not carry out is named, never passed over")
 	assert.NotContains(t, string(task.Info), "steps", "the steps, their tests and solutions are not in what the agent sees")
 	assert.NotContains(t, string(task.Info), "multi_step")
 
