@@ -104,7 +104,9 @@ func (c *Client) Build(ctx context.Context, context io.Reader, opts BuildOptions
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
-		err := c.buildOnce(ctx, f, opts)
+		// The request would close the file it sends; the next try reads it
+		// again.
+		err := c.buildOnce(ctx, io.NopCloser(f), opts)
 		var be *BuildError
 		if attempt < buildAttempts && errors.As(err, &be) && strings.Contains(be.Message, "layer not known") && ctx.Err() == nil {
 			continue
