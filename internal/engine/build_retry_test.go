@@ -45,4 +45,3 @@ func TestBuildIsRetriedWithItsWholeContext(t *testing.T) {
 	assert.Equal(t, context, bodies[0])
 	assert.Equal(t, context, bodies[1], "the second try sends the whole context again")
 }
-
