@@ -273,10 +273,19 @@ func startProcesses(ctx context.Context, opts Options, server, config string, pg
 		opts:    opts, server: server, env: env,
 		procs: map[string]*exec.Cmd{}, done: map[string]chan struct{}{},
 	}
-	for _, s := range Services {
+	for i, s := range Services {
 		if err := c.StartService(s); err != nil {
 			c.Stop()
 			return nil, err
+		}
+		if i == 0 {
+			// The first service writes the cluster's metadata into the
+			// fresh database; the others, started with it, would race it
+			// to the same row and exit on the duplicate key.
+			if err := c.waitListening(ctx, s, ports[strings.ToUpper(s)+"_MEMBERSHIP"]); err != nil {
+				c.Stop()
+				return nil, err
+			}
 		}
 	}
 	if err := c.WaitReady(ctx); err != nil {
@@ -366,6 +375,27 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("the cluster's frontend at %s did not answer (logs in %s): %w", c.Address, c.opts.Dir, last)
 		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// waitListening waits until service name listens on port (its
+// membership port: it is past its start, the cluster's metadata written),
+// or fails with errExited when its process ends first.
+func (c *Cluster) waitListening(ctx context.Context, name string, port int) error {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	for {
+		if err := c.exited(); err != nil {
+			return err
+		}
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return conn.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("temporal %s did not listen at %s (logs in %s): %w", name, addr, c.opts.Dir, err)
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
