@@ -34,7 +34,7 @@ func TestEngineGoneTwoMinutesMidRun(t *testing.T) {
 	c := dial(t, srv.addr)
 	defer c.Close()
 	runs, queue := caseDir(t), "faults-engine-gone"
-	startWorkerEnv(t, []string{"DOCKER_HOST=" + gate.Host}, srv.addr, runs, queue,
+	worker := startWorkerEnv(t, []string{"DOCKER_HOST=" + gate.Host}, srv.addr, runs, queue,
 		"--max-rollouts", "4", "--runtime", "docker", "--work-dir", t.TempDir())
 	cfg := workflows.RunConfig{
 		RunID: "engine-gone", Taskset: "harbor:" + root, MaxConcurrent: tasks, Model: "mock",
@@ -67,6 +67,12 @@ func TestEngineGoneTwoMinutesMidRun(t *testing.T) {
 		assert.Greater(t, r.Attempt, cfg.Limits.MaxAttempts, "%s waited out the outage without spending its attempts", r.Key)
 	}
 	assert.Zero(t, res.Failed)
+	// What the outage kept the worker from removing goes when the engine
+	// answers again (TestSandboxesAnOutageLeftAreRemovedWhenTheEngineReturns),
+	// and at the latest when the worker stops.
+	running, err := eng.ListContainers(ctx, container.LabelRun+"="+cfg.RunID)
+	require.NoError(t, err)
+	terminate(t, worker)
 	left, err := eng.ListContainers(ctx, container.LabelRun+"="+cfg.RunID)
 	require.NoError(t, err)
 	assert.Empty(t, left, "no sandbox of the run is left")
@@ -74,6 +80,6 @@ func TestEngineGoneTwoMinutesMidRun(t *testing.T) {
 	for _, r := range recs {
 		attempts = append(attempts, r.Attempt)
 	}
-	figure(t, "engine gone %s mid-run: %d/%d rollouts stored once, scored 1.0, attempts %v with %d allowed, %d containers of the run left, run ended %s after the engine went",
-		engineOutage, len(recs), tasks, attempts, cfg.Limits.MaxAttempts, len(left), time.Since(gone).Round(time.Second))
+	figure(t, "engine gone %s mid-run: %d/%d rollouts stored once, scored 1.0, attempts %v with %d allowed; %d containers of the run still running at its end, %d once the worker stopped; run ended %s after the engine went",
+		engineOutage, len(recs), tasks, attempts, cfg.Limits.MaxAttempts, len(running), len(left), time.Since(gone).Round(time.Second))
 }
