@@ -62,7 +62,7 @@ func activitySummary(ref rollout.Ref) string {
 // to the run: the configuration cannot work.
 func (w *window) run(ctx workflow.Context, ref rollout.Ref) (rollout.Summary, error) {
 	lim := w.lim
-	handBacks := 0 // attempts handed back by stopping workers, not counted
+	handBacks := 0                                  // attempts handed back by stopping workers, not counted
 	engineDown, engineWaited := 0, time.Duration(0) // attempts that met no engine, and the time waited for it
 	for attempt := 1; ; attempt++ {
 		ref.Attempt = attempt
