@@ -172,10 +172,6 @@ func (a *Activities) stepTests(task, step string) (dir string, cleanup func(), e
 	}
 	cleanup = func() { _ = os.RemoveAll(dir) }
 	for _, src := range []string{task, step} {
-		if err := os.CopyFS(dir, os.DirFS(src)); err != nil && !errors.Is(err, os.ErrExist) {
-			cleanup()
-			return "", nil, err
-		}
 		if err := overlay(dir, src); err != nil {
 			cleanup()
 			return "", nil, err
@@ -184,14 +180,21 @@ func (a *Activities) stepTests(task, step string) (dir string, cleanup func(), e
 	return dir, cleanup, nil
 }
 
-// overlay copies the regular files of src over those of the same name in
-// dst (os.CopyFS leaves a file that exists).
+// overlay copies the directories and regular files of src into dst, over
+// those of the same name; links and other files are left out, as the
+// tests' own mount would never follow them out of the task.
 func overlay(dst, src string) error {
 	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
+		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return err

@@ -162,3 +162,29 @@ func TestTaskWarningsAreInTheTrace(t *testing.T) {
 	require.NotEmpty(t, tr.Workspace)
 	assert.Contains(t, tr.Workspace[len(tr.Workspace)-1], "storage_mb is not honoured")
 }
+
+// A step's verifier sees the task's tests with the step's over them: a
+// helper only the task has, one in a directory only the step has, and the
+// step's test.sh in place of the task's.
+func TestStepTestsLayerOverTheTasks(t *testing.T) {
+	r, _ := verifiedRig(t)
+	root := stepTask(t)
+	files := map[string]string{
+		"three/tests/common/ok.sh":         "ok=1\n",
+		"three/steps/two/tests/lib/two.sh": "[ -f \"$ws/two\" ] || ok=0\n",
+		"three/steps/two/tests/test.sh":    "logs=\"${EVALFLOW_VERIFIER_LOGS:-/logs/verifier}\"\nws=\"${EVALFLOW_WORKSPACE:-/app}\"\ntests=\"${EVALFLOW_TESTS:-/tests}\"\n. \"$tests/common/ok.sh\"\n. \"$tests/lib/two.sh\"\necho $ok > \"$logs/reward.txt\"\n",
+	}
+	for name, content := range files {
+		path := filepath.Join(root, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	}
+	ref := stepRef(root, rollout.HarnessConfig{Oracle: true})
+	s, err := r.rollout(t, ref)
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, s.Reward)
+	tr, err := r.store.Trace(context.Background(), "run", ref.Key())
+	require.NoError(t, err)
+	require.Len(t, tr.Steps, 3)
+	assert.Equal(t, 1.0, tr.Steps[1].Verifier.Reward, "step two's test.sh found the task's helper and its own: %s", tr.Steps[1].Verifier.Stderr)
+}
