@@ -1,9 +1,6 @@
 package tasksets
 
-import (
-	"fmt"
-	"sort"
-)
+import "fmt"
 
 // unhonouredEnvironment lists the keys of a task.toml's [environment] that
 // Harbor defines and evalflow does not carry out, each with why. A key
@@ -30,12 +27,7 @@ func checkHarborKeys(doc map[string]any, t *Task) error {
 	if !ok {
 		return nil
 	}
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range sortedKeys(env) {
 		if why, ok := refusedEnvironment[k]; ok && !empty(env[k]) {
 			return fmt.Errorf("[environment] %s = %v cannot be met: %s", k, env[k], why)
 		}
